@@ -1,0 +1,271 @@
+package configs
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the whole gateway configuration file. Load and Parse return it
+// with every default filled in and validated.
+type Config struct {
+	// Listeners are the Kafka-protocol listeners. Default: one listener
+	// named "plain" binding 0.0.0.0:9092 and advertising localhost:9092.
+	Listeners []Listener `yaml:"listeners"`
+	// Fluss is how the gateway reaches the Fluss cluster.
+	Fluss Fluss `yaml:"fluss"`
+	// Writer holds the write-path defaults towards Fluss.
+	Writer Writer `yaml:"writer"`
+	// Admin is the HTTP server for /metrics, /livez and /readyz.
+	Admin Admin `yaml:"admin"`
+	// Logging selects the log level and format.
+	Logging Logging `yaml:"logging"`
+	// Shutdown bounds a graceful stop.
+	Shutdown Shutdown `yaml:"shutdown"`
+	// Routes map Kafka topics to Fluss tables. Exact topic routes are
+	// matched first, then pattern routes in file order.
+	Routes []Route `yaml:"routes"`
+}
+
+// Listener is one Kafka-protocol listener.
+type Listener struct {
+	// Name identifies the listener in logs and metrics. Default
+	// "listener-<index>".
+	Name string `yaml:"name"`
+	// Bind is the host:port to listen on.
+	Bind string `yaml:"bind"`
+	// Advertised is the host:port returned to clients in Metadata. Default:
+	// Bind, which must then name a specific host.
+	Advertised string `yaml:"advertised"`
+	// TLS, when set, makes the listener speak TLS.
+	TLS *TLS `yaml:"tls"`
+	// SASL, when set, requires clients to authenticate.
+	SASL *SASL `yaml:"sasl"`
+}
+
+// TLS is a listener's server certificate and optional client CA.
+type TLS struct {
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+	// ClientCAFile, when set, requires and verifies client certificates.
+	ClientCAFile string `yaml:"client_ca_file"`
+}
+
+// SASL mechanisms a listener can offer.
+const (
+	MechanismPlain       = "PLAIN"
+	MechanismScramSHA256 = "SCRAM-SHA-256"
+	MechanismScramSHA512 = "SCRAM-SHA-512"
+)
+
+// SASL lists the mechanisms a listener offers and the users it accepts.
+type SASL struct {
+	// Mechanisms offered, in order. Default [PLAIN].
+	Mechanisms []string `yaml:"mechanisms"`
+	// Users are the accepted credentials; SCRAM credentials are derived
+	// from the same passwords.
+	Users []User `yaml:"users"`
+}
+
+// User is one SASL credential.
+type User struct {
+	Username string `yaml:"username"`
+	Password string `yaml:"password"`
+}
+
+// Fluss is the connection to the Fluss cluster.
+type Fluss struct {
+	// Bootstrap lists coordinator or tablet server host:port addresses.
+	Bootstrap []string `yaml:"bootstrap"`
+	// SASL, when set, authenticates to Fluss (mechanism PLAIN).
+	SASL *FlussSASL `yaml:"sasl"`
+	// ClientID is sent to Fluss. Default "fluss-kafka-gateway".
+	ClientID string `yaml:"client_id"`
+	// RequestTimeout bounds one RPC. Default 30s.
+	RequestTimeout time.Duration `yaml:"request_timeout"`
+	// DialTimeout bounds one connection attempt. Default 10s.
+	DialTimeout time.Duration `yaml:"dial_timeout"`
+}
+
+// FlussSASL is the gateway's own credential towards Fluss.
+type FlussSASL struct {
+	// Mechanism is PLAIN (the only one Fluss 0.9 offers). Default PLAIN.
+	Mechanism string `yaml:"mechanism"`
+	Username  string `yaml:"username"`
+	Password  string `yaml:"password"`
+}
+
+// Writer holds the write-path settings towards Fluss.
+type Writer struct {
+	// Linger is how long a batch waits for more rows. Default 100ms.
+	Linger time.Duration `yaml:"linger"`
+	// BatchSize is the target size of one bucket's batch. Default 2MiB.
+	BatchSize ByteSize `yaml:"batch_size"`
+	// BufferMemory bounds the rows buffered for Fluss; when it is used up,
+	// Kafka connections stop being read. Default 64MiB.
+	BufferMemory ByteSize `yaml:"buffer_memory"`
+	// MaxRequestSize bounds one ProduceLog/PutKv request. Default 10MiB.
+	MaxRequestSize ByteSize `yaml:"max_request_size"`
+	// Retries is how often a failed batch is resent (0 = never); bounded
+	// by DeliveryTimeout anyway. Default 2147483647.
+	Retries int `yaml:"retries"`
+	// RetryBackoff is the pause before a retry. Default 100ms.
+	RetryBackoff time.Duration `yaml:"retry_backoff"`
+	// DeliveryTimeout bounds the time from accepting a record to its Fluss
+	// ack; after it the Kafka producer gets REQUEST_TIMED_OUT. Default 2m.
+	DeliveryTimeout time.Duration `yaml:"delivery_timeout"`
+	// Acks towards Fluss: AcksAll (-1), 1 or 0. Default all.
+	Acks Acks `yaml:"acks"`
+	// Idempotence makes the writer use a Fluss writer id and batch
+	// sequences. Requires acks=all. Default true.
+	Idempotence bool `yaml:"idempotence"`
+	// MaxInFlightPerBucket bounds unacknowledged requests per bucket.
+	// At most 5 with idempotence. Default 5.
+	MaxInFlightPerBucket int `yaml:"max_in_flight_per_bucket"`
+}
+
+// Admin is the HTTP admin server.
+type Admin struct {
+	// Address is host:port of /metrics, /livez and /readyz; "" disables
+	// the server. Default ":9464".
+	Address string `yaml:"address"`
+}
+
+// Log levels and formats.
+const (
+	LevelDebug = "debug"
+	LevelInfo  = "info"
+	LevelWarn  = "warn"
+	LevelError = "error"
+
+	FormatText = "text"
+	FormatJSON = "json"
+)
+
+// Logging selects the slog handler.
+type Logging struct {
+	// Level is debug, info, warn or error. Default info.
+	Level string `yaml:"level"`
+	// Format is text or json. Default text.
+	Format string `yaml:"format"`
+}
+
+// Shutdown bounds a graceful stop.
+type Shutdown struct {
+	// Deadline is how long a stop may take to answer produces already read
+	// and flush; then the gateway exits anyway. Default 30s.
+	Deadline time.Duration `yaml:"deadline"`
+}
+
+// Defaults for settings not given in the file.
+const (
+	DefaultListenerBind         = "0.0.0.0:9092"
+	DefaultListenerAdvertised   = "localhost:9092"
+	DefaultFlussClientID        = "fluss-kafka-gateway"
+	DefaultFlussRequestTimeout  = 30 * time.Second
+	DefaultFlussDialTimeout     = 10 * time.Second
+	DefaultLinger               = 100 * time.Millisecond
+	DefaultBatchSize            = 2 << 20
+	DefaultBufferMemory         = 64 << 20
+	DefaultMaxRequestSize       = 10 << 20
+	DefaultRetries              = 1<<31 - 1
+	DefaultRetryBackoff         = 100 * time.Millisecond
+	DefaultDeliveryTimeout      = 2 * time.Minute
+	DefaultMaxInFlightPerBucket = 5
+	DefaultAdminAddress         = ":9464"
+	DefaultShutdownDeadline     = 30 * time.Second
+)
+
+// Load reads and parses the configuration file at path.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	cfg, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// Parse decodes a YAML document strictly (unknown keys are errors), fills in
+// defaults and validates the result.
+func Parse(data []byte) (*Config, error) {
+	cfg := defaultConfig()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(cfg); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("config is empty")
+		}
+		return nil, fmt.Errorf("decode yaml: %w", err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return nil, errors.New("config holds more than one yaml document")
+	}
+	cfg.fillDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// defaultConfig returns the defaults of every scalar setting. The YAML is
+// decoded over it, so a key given as 0 or false keeps that value.
+func defaultConfig() *Config {
+	return &Config{
+		Fluss: Fluss{
+			ClientID:       DefaultFlussClientID,
+			RequestTimeout: DefaultFlussRequestTimeout,
+			DialTimeout:    DefaultFlussDialTimeout,
+		},
+		Writer: Writer{
+			Linger:               DefaultLinger,
+			BatchSize:            DefaultBatchSize,
+			BufferMemory:         DefaultBufferMemory,
+			MaxRequestSize:       DefaultMaxRequestSize,
+			Retries:              DefaultRetries,
+			RetryBackoff:         DefaultRetryBackoff,
+			DeliveryTimeout:      DefaultDeliveryTimeout,
+			Acks:                 AcksAll,
+			Idempotence:          true,
+			MaxInFlightPerBucket: DefaultMaxInFlightPerBucket,
+		},
+		Admin:    Admin{Address: DefaultAdminAddress},
+		Logging:  Logging{Level: LevelInfo, Format: FormatText},
+		Shutdown: Shutdown{Deadline: DefaultShutdownDeadline},
+	}
+}
+
+// fillDefaults fills the defaults that live inside lists (listeners,
+// routes), which the decoder creates from zero values.
+func (c *Config) fillDefaults() {
+	if len(c.Listeners) == 0 {
+		c.Listeners = []Listener{{Name: "plain", Bind: DefaultListenerBind, Advertised: DefaultListenerAdvertised}}
+	}
+	for i := range c.Listeners {
+		l := &c.Listeners[i]
+		if l.Name == "" {
+			l.Name = fmt.Sprintf("listener-%d", i)
+		}
+		if l.Advertised == "" && !unspecifiedHost(l.Bind) {
+			l.Advertised = l.Bind
+		}
+		if l.SASL != nil && len(l.SASL.Mechanisms) == 0 {
+			l.SASL.Mechanisms = []string{MechanismPlain}
+		}
+	}
+	if c.Fluss.SASL != nil && c.Fluss.SASL.Mechanism == "" {
+		c.Fluss.SASL.Mechanism = MechanismPlain
+	}
+	for i := range c.Routes {
+		c.Routes[i].fillDefaults()
+	}
+}

@@ -1,0 +1,272 @@
+package configs
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const minimal = `
+fluss:
+  bootstrap: [127.0.0.1:9123]
+`
+
+func TestParseDefaults(t *testing.T) {
+	t.Parallel()
+	cfg, err := Parse([]byte(minimal))
+	require.NoError(t, err)
+
+	require.Len(t, cfg.Listeners, 1)
+	assert.Equal(t, Listener{Name: "plain", Bind: DefaultListenerBind, Advertised: DefaultListenerAdvertised}, cfg.Listeners[0])
+	assert.Equal(t, []string{"127.0.0.1:9123"}, cfg.Fluss.Bootstrap)
+	assert.Equal(t, DefaultFlussClientID, cfg.Fluss.ClientID)
+	assert.Equal(t, DefaultFlussRequestTimeout, cfg.Fluss.RequestTimeout)
+	assert.Equal(t, DefaultFlussDialTimeout, cfg.Fluss.DialTimeout)
+	assert.Equal(t, Writer{
+		Linger:               DefaultLinger,
+		BatchSize:            DefaultBatchSize,
+		BufferMemory:         DefaultBufferMemory,
+		MaxRequestSize:       DefaultMaxRequestSize,
+		Retries:              DefaultRetries,
+		RetryBackoff:         DefaultRetryBackoff,
+		DeliveryTimeout:      DefaultDeliveryTimeout,
+		Acks:                 AcksAll,
+		Idempotence:          true,
+		MaxInFlightPerBucket: DefaultMaxInFlightPerBucket,
+	}, cfg.Writer)
+	assert.Equal(t, DefaultAdminAddress, cfg.Admin.Address)
+	assert.Equal(t, Logging{Level: LevelInfo, Format: FormatText}, cfg.Logging)
+	assert.Equal(t, DefaultShutdownDeadline, cfg.Shutdown.Deadline)
+	assert.Empty(t, cfg.Routes)
+}
+
+func TestParseExplicitValues(t *testing.T) {
+	t.Parallel()
+	cfg, err := Parse([]byte(`
+listeners:
+  - bind: 10.0.0.1:19092
+  - name: ext
+    bind: 0.0.0.0:19093
+    advertised: kafka.example.com:443
+    tls: {cert_file: c.pem, key_file: k.pem, client_ca_file: ca.pem}
+    sasl:
+      mechanisms: [SCRAM-SHA-256, SCRAM-SHA-512]
+      users: [{username: u, password: p}]
+  - name: plainsasl
+    bind: 127.0.0.1:19094
+    sasl:
+      users: [{username: u, password: p}]
+fluss:
+  bootstrap: [a:1, b:2]
+  sasl: {username: gw, password: secret}
+  client_id: gw-1
+writer:
+  linger: 0s
+  batch_size: 512KiB
+  buffer_memory: 1GB
+  max_request_size: 1048576
+  retries: 0
+  acks: 1
+  idempotence: false
+  max_in_flight_per_bucket: 10
+admin:
+  address: ""
+logging: {level: debug, format: json}
+shutdown: {deadline: 5s}
+`))
+	require.NoError(t, err)
+	require.Len(t, cfg.Listeners, 3)
+	assert.Equal(t, "listener-0", cfg.Listeners[0].Name)
+	assert.Equal(t, "10.0.0.1:19092", cfg.Listeners[0].Advertised, "advertised defaults to a specific bind address")
+	assert.Equal(t, &TLS{CertFile: "c.pem", KeyFile: "k.pem", ClientCAFile: "ca.pem"}, cfg.Listeners[1].TLS)
+	assert.Equal(t, []string{MechanismScramSHA256, MechanismScramSHA512}, cfg.Listeners[1].SASL.Mechanisms)
+	assert.Equal(t, []string{MechanismPlain}, cfg.Listeners[2].SASL.Mechanisms, "mechanisms default to PLAIN")
+	assert.Equal(t, &FlussSASL{Mechanism: MechanismPlain, Username: "gw", Password: "secret"}, cfg.Fluss.SASL)
+	assert.Equal(t, "gw-1", cfg.Fluss.ClientID)
+	assert.Equal(t, time.Duration(0), cfg.Writer.Linger, "explicit zero is kept")
+	assert.Equal(t, ByteSize(512<<10), cfg.Writer.BatchSize)
+	assert.Equal(t, ByteSize(1_000_000_000), cfg.Writer.BufferMemory)
+	assert.Equal(t, ByteSize(1<<20), cfg.Writer.MaxRequestSize)
+	assert.Equal(t, 0, cfg.Writer.Retries, "explicit zero is kept")
+	assert.Equal(t, Acks(1), cfg.Writer.Acks)
+	assert.False(t, cfg.Writer.Idempotence)
+	assert.Equal(t, 10, cfg.Writer.MaxInFlightPerBucket)
+	assert.Empty(t, cfg.Admin.Address)
+	assert.Equal(t, Logging{Level: LevelDebug, Format: FormatJSON}, cfg.Logging)
+	assert.Equal(t, 5*time.Second, cfg.Shutdown.Deadline)
+}
+
+func TestParseRouteDefaults(t *testing.T) {
+	t.Parallel()
+	cfg, err := Parse([]byte(minimal + `
+routes:
+  - topic: orders
+    table: shop.orders
+  - pattern: 'logs\..*'
+    table: ops.logs
+    value: {format: raw, column: payload}
+    partition:
+      - column: dt
+        format: yyyyMMdd
+      - column: region
+`))
+	require.NoError(t, err)
+	require.Len(t, cfg.Routes, 2)
+	assert.Equal(t, Route{
+		Name:     "orders",
+		Topic:    "orders",
+		Table:    "shop.orders",
+		Value:    Value{Format: ValueJSON, UnknownFields: UnknownIgnore, MissingFields: MissingNull},
+		Key:      Key{Format: KeyNone},
+		Metadata: Metadata{HeadersFormat: HeadersJSON},
+		Errors:   Errors{Mode: ErrorsReject},
+	}, cfg.Routes[0])
+	r := cfg.Routes[1]
+	assert.Equal(t, `logs\..*`, r.Name)
+	assert.Equal(t, []PartitionColumn{
+		{Column: "dt", From: PartitionFromTimestamp, Format: "yyyyMMdd", TimeZone: "UTC"},
+		{Column: "region", From: PartitionFromField},
+	}, r.Partition)
+}
+
+func TestParseErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		yaml string
+		want []string // substrings of the error
+	}{
+		{"empty", ``, []string{"config is empty"}},
+		{"unknown top-level key", minimal + "writr: {}\n", []string{"field writr not found"}},
+		{"unknown nested key", minimal + "writer: {lingr: 1s}\n", []string{"field lingr not found"}},
+		{"unknown route key", minimal + "routes: [{topic: a, table: d.t, valu: {}}]\n", []string{"field valu not found"}},
+		{"two documents", minimal + "---\nadmin: {address: ':1'}\n", []string{"more than one yaml document"}},
+		{"no bootstrap", "admin: {address: ':1'}\n", []string{"fluss.bootstrap: at least one"}},
+		{"bad bootstrap", "fluss: {bootstrap: [nohostport]}\n", []string{"fluss.bootstrap[0]", "not host:port"}},
+		{"bad size", minimal + "writer: {batch_size: 2 parsecs}\n", []string{"invalid size"}},
+		{"bad acks", minimal + "writer: {acks: 2}\n", []string{"acks \"2\""}},
+		{"bad duration", minimal + "writer: {linger: soon}\n", []string{"soon"}},
+		{"idempotence needs acks all", minimal + "writer: {acks: 1}\n", []string{"writer.idempotence: requires writer.acks = all, got 1"}},
+		{"idempotence in flight", minimal + "writer: {max_in_flight_per_bucket: 6}\n", []string{"writer.idempotence: allows writer.max_in_flight_per_bucket of at most 5"}},
+		{"buffer below batch", minimal + "writer: {batch_size: 8MiB, buffer_memory: 4MiB}\n", []string{"writer.buffer_memory", "writer.batch_size"}},
+		{"delivery below linger", minimal + "writer: {linger: 5s, delivery_timeout: 1s}\n", []string{"writer.delivery_timeout: 1s must be greater than writer.linger (5s)"}},
+		{"negative retries", minimal + "writer: {retries: -1}\n", []string{"writer.retries"}},
+		{"log level", minimal + "logging: {level: loud}\n", []string{"logging.level"}},
+		{"log format", minimal + "logging: {format: xml}\n", []string{"logging.format"}},
+		{"shutdown", minimal + "shutdown: {deadline: 0s}\n", []string{"shutdown.deadline"}},
+		{"admin address", minimal + "admin: {address: localhost}\n", []string{"admin.address"}},
+		{"listener unspecified advertised", minimal + "listeners: [{bind: '0.0.0.0:9092'}]\n", []string{"listeners[0] (listener-0).advertised: required"}},
+		{"listener advertised unspecified", minimal + "listeners: [{bind: ':9092', advertised: '0.0.0.0:9092'}]\n", []string{"not an address clients can reach"}},
+		{"listener duplicate", minimal + "listeners: [{name: a, bind: 'h:1'}, {name: a, bind: 'h:1'}]\n", []string{"listeners[1] (a).name: duplicate", "listeners[1] (a).bind"}},
+		{"listener tls", minimal + "listeners: [{bind: 'h:1', tls: {cert_file: c}}]\n", []string{"tls.key_file: required"}},
+		{"listener sasl mechanism", minimal + "listeners: [{bind: 'h:1', sasl: {mechanisms: [GSSAPI], users: [{username: u, password: p}]}}]\n", []string{"\"GSSAPI\" is not one of"}},
+		{"listener sasl users", minimal + "listeners: [{bind: 'h:1', sasl: {mechanisms: [PLAIN]}}]\n", []string{"sasl.users: at least one user"}},
+		{"listener sasl password", minimal + "listeners: [{bind: 'h:1', sasl: {users: [{username: u}]}}]\n", []string{"sasl.users[0].password: required"}},
+		{"fluss sasl mechanism", "fluss: {bootstrap: ['a:1'], sasl: {mechanism: SCRAM-SHA-256, username: u, password: p}}\n", []string{"fluss.sasl.mechanism"}},
+		{"route without topic", minimal + "routes: [{name: r, table: d.t}]\n", []string{"routes[0] (r): one of topic and pattern is required"}},
+		{"route topic and pattern", minimal + "routes: [{topic: a, pattern: b, table: d.t}]\n", []string{"mutually exclusive"}},
+		{"route bad pattern", minimal + "routes: [{pattern: 'a(', table: d.t}]\n", []string{"routes[0] (a().pattern"}},
+		{"route bad topic", minimal + "routes: [{topic: 'a b', table: d.t}]\n", []string{"not a valid Kafka topic name"}},
+		{"route duplicate topic", minimal + "routes: [{topic: a, table: d.t}, {name: b, topic: a, table: d.u}]\n", []string{"routes[1] (b).topic: \"a\" is also routed by routes[0]"}},
+		{"route duplicate name", minimal + "routes: [{name: x, topic: a, table: d.t}, {name: x, topic: b, table: d.u}]\n", []string{"routes[1] (x).name: duplicate"}},
+		{"route table", minimal + "routes: [{topic: a, table: nodot}]\n", []string{"routes[0] (a).table: \"nodot\" is not database.table"}},
+		{"route table chars", minimal + "routes: [{topic: a, table: 'd.t x'}]\n", []string{"must be 1 to 200 characters"}},
+		{"value format", minimal + "routes: [{topic: a, table: d.t, value: {format: xml}}]\n", []string{"routes[0] (a).value.format: \"xml\""}},
+		{"raw needs column", minimal + "routes: [{topic: a, table: d.t, value: {format: raw}}]\n", []string{"value.column: required for value.format raw"}},
+		{"json no column", minimal + "routes: [{topic: a, table: d.t, value: {column: c}}]\n", []string{"value.column: only applies"}},
+		{"json path", minimal + "routes: [{topic: a, table: d.t, value: {columns: {c: 'a..b'}}}]\n", []string{"value.columns.c", "not a JSON path"}},
+		{"unknown fields", minimal + "routes: [{topic: a, table: d.t, value: {unknown_fields: drop}}]\n", []string{"value.unknown_fields"}},
+		{"missing fields", minimal + "routes: [{topic: a, table: d.t, value: {missing_fields: zero}}]\n", []string{"value.missing_fields"}},
+		{"key format", minimal + "routes: [{topic: a, table: d.t, key: {format: avro}}]\n", []string{"key.format: \"avro\""}},
+		{"key column", minimal + "routes: [{topic: a, table: d.t, key: {format: string}}]\n", []string{"key.column: required"}},
+		{"key none with column", minimal + "routes: [{topic: a, table: d.t, key: {column: k}}]\n", []string{"key.format is none"}},
+		{"headers format", minimal + "routes: [{topic: a, table: d.t, metadata: {headers: h, headers_format: xml}}]\n", []string{"metadata.headers_format"}},
+		{"column claimed twice", minimal + "routes: [{topic: a, table: d.t, key: {format: raw, column: k}, metadata: {key: k}}]\n", []string{"key.column: column \"k\" is already filled by metadata.key"}},
+		{"tombstone", minimal + "routes: [{topic: a, table: d.t, tombstone: ignore}]\n", []string{"routes[0] (a).tombstone"}},
+		{"partition from", minimal + "routes: [{topic: a, table: d.t, partition: [{column: dt, from: header}]}]\n", []string{"partition[0].from"}},
+		{"partition zone", minimal + "routes: [{topic: a, table: d.t, partition: [{column: dt, format: yyyy, time_zone: Mars/Base}]}]\n", []string{"partition[0].time_zone"}},
+		{"partition field format", minimal + "routes: [{topic: a, table: d.t, partition: [{column: dt, from: field, time_zone: UTC}]}]\n", []string{"only apply to from: timestamp"}},
+		{"partition column", minimal + "routes: [{topic: a, table: d.t, partition: [{from: field}]}]\n", []string{"partition[0].column: required"}},
+		{"errors mode", minimal + "routes: [{topic: a, table: d.t, errors: {mode: skip}}]\n", []string{"errors.mode"}},
+		{"dlq table required", minimal + "routes: [{topic: a, table: d.t, errors: {mode: dlq}}]\n", []string{"errors.dlq_table: required"}},
+		{"dlq table same", minimal + "routes: [{topic: a, table: d.t, errors: {mode: dlq, dlq_table: d.t}}]\n", []string{"must differ"}},
+		{"dlq table reject", minimal + "routes: [{topic: a, table: d.t, errors: {dlq_table: d.x}}]\n", []string{"only applies to errors.mode dlq"}},
+		{"several problems at once", minimal + "writer: {acks: 0}\nlogging: {level: x}\n", []string{"writer.idempotence", "logging.level"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Parse([]byte(tc.yaml))
+			require.Error(t, err)
+			for _, w := range tc.want {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
+}
+
+func TestParseByteSize(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in   string
+		want ByteSize
+		err  bool
+	}{
+		{"0", 0, false},
+		{"1024", 1024, false},
+		{"10B", 10, false},
+		{"1KB", 1000, false},
+		{"1KiB", 1024, false},
+		{"64MiB", 64 << 20, false},
+		{"2 MB", 2_000_000, false},
+		{"1GiB", 1 << 30, false},
+		{"-1", 0, true},
+		{"1.5MiB", 0, true},
+		{"MiB", 0, true},
+		{"9223372036854775807GiB", 0, true},
+	}
+	for _, tc := range tests {
+		got, err := ParseByteSize(tc.in)
+		if tc.err {
+			assert.Error(t, err, tc.in)
+			continue
+		}
+		require.NoError(t, err, tc.in)
+		assert.Equal(t, tc.want, got, tc.in)
+	}
+}
+
+func TestExampleConfigLoads(t *testing.T) {
+	t.Parallel()
+	cfg, err := Load("gateway.yaml")
+	require.NoError(t, err)
+	assert.NotEmpty(t, cfg.Routes)
+	names := make([]string, 0, len(cfg.Routes))
+	for _, r := range cfg.Routes {
+		names = append(names, r.Name)
+	}
+	assert.Equal(t, []string{"orders", "customers", "clicks", "raw-logs"}, names)
+}
+
+// TestConfigurationDocCoversEveryKey keeps docs/configuration.md complete:
+// every yaml key of every config struct must be mentioned there.
+func TestConfigurationDocCoversEveryKey(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "configuration.md"))
+	require.NoError(t, err)
+	for _, key := range yamlKeys() {
+		assert.True(t, strings.Contains(string(doc), "`"+key+"`"), "docs/configuration.md does not document `%s`", key)
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	t.Parallel()
+	_, err := Load(filepath.Join(t.TempDir(), "nope.yaml"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "read config")
+}

@@ -1,0 +1,433 @@
+package configs
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// problems collects validation errors, each prefixed with its key path.
+type problems struct{ errs []error }
+
+func (p *problems) add(key, format string, args ...any) {
+	p.errs = append(p.errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+}
+
+func (p *problems) err() error { return errors.Join(p.errs...) }
+
+// Validate checks every setting and returns all problems found, joined;
+// each names its key ("writer.acks", "routes[1] (orders): key.column").
+// Parse calls it after filling defaults.
+func (c *Config) Validate() error {
+	var p problems
+	c.validateListeners(&p)
+	c.validateFluss(&p)
+	c.validateWriter(&p)
+	if c.Admin.Address != "" {
+		checkHostPort(&p, "admin.address", c.Admin.Address, true)
+	}
+	switch c.Logging.Level {
+	case LevelDebug, LevelInfo, LevelWarn, LevelError:
+	default:
+		p.add("logging.level", "%q is not one of debug, info, warn, error", c.Logging.Level)
+	}
+	switch c.Logging.Format {
+	case FormatText, FormatJSON:
+	default:
+		p.add("logging.format", "%q is not one of text, json", c.Logging.Format)
+	}
+	if c.Shutdown.Deadline <= 0 {
+		p.add("shutdown.deadline", "must be positive, got %s", c.Shutdown.Deadline)
+	}
+	c.validateRoutes(&p)
+	return p.err()
+}
+
+func (c *Config) validateListeners(p *problems) {
+	names := map[string]int{}
+	binds := map[string]int{}
+	for i, l := range c.Listeners {
+		key := fmt.Sprintf("listeners[%d] (%s)", i, l.Name)
+		if j, ok := names[l.Name]; ok {
+			p.add(key+".name", "duplicate of listeners[%d]", j)
+		}
+		names[l.Name] = i
+		if l.Bind == "" {
+			p.add(key+".bind", "required")
+		} else {
+			checkHostPort(p, key+".bind", l.Bind, true)
+			if j, ok := binds[l.Bind]; ok {
+				p.add(key+".bind", "%s is also bound by listeners[%d]", l.Bind, j)
+			}
+			binds[l.Bind] = i
+		}
+		if l.Advertised == "" {
+			if l.Bind != "" {
+				p.add(key+".advertised", "required because bind %q does not name a host clients can reach", l.Bind)
+			}
+		} else if checkHostPort(p, key+".advertised", l.Advertised, false) && unspecifiedHost(l.Advertised) {
+			p.add(key+".advertised", "%q is not an address clients can reach", l.Advertised)
+		}
+		if t := l.TLS; t != nil {
+			if t.CertFile == "" {
+				p.add(key+".tls.cert_file", "required when tls is set")
+			}
+			if t.KeyFile == "" {
+				p.add(key+".tls.key_file", "required when tls is set")
+			}
+		}
+		if s := l.SASL; s != nil {
+			seen := map[string]bool{}
+			for _, m := range s.Mechanisms {
+				switch m {
+				case MechanismPlain, MechanismScramSHA256, MechanismScramSHA512:
+				default:
+					p.add(key+".sasl.mechanisms", "%q is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512", m)
+				}
+				if seen[m] {
+					p.add(key+".sasl.mechanisms", "%q listed twice", m)
+				}
+				seen[m] = true
+			}
+			if len(s.Users) == 0 {
+				p.add(key+".sasl.users", "at least one user is required when sasl is set")
+			}
+			users := map[string]bool{}
+			for j, u := range s.Users {
+				ukey := fmt.Sprintf("%s.sasl.users[%d]", key, j)
+				if u.Username == "" {
+					p.add(ukey+".username", "required")
+				}
+				if u.Password == "" {
+					p.add(ukey+".password", "required")
+				}
+				if users[u.Username] {
+					p.add(ukey+".username", "%q listed twice", u.Username)
+				}
+				users[u.Username] = true
+			}
+		}
+	}
+}
+
+func (c *Config) validateFluss(p *problems) {
+	f := c.Fluss
+	if len(f.Bootstrap) == 0 {
+		p.add("fluss.bootstrap", "at least one host:port is required")
+	}
+	for i, b := range f.Bootstrap {
+		checkHostPort(p, fmt.Sprintf("fluss.bootstrap[%d]", i), b, false)
+	}
+	if f.RequestTimeout <= 0 {
+		p.add("fluss.request_timeout", "must be positive, got %s", f.RequestTimeout)
+	}
+	if f.DialTimeout <= 0 {
+		p.add("fluss.dial_timeout", "must be positive, got %s", f.DialTimeout)
+	}
+	if s := f.SASL; s != nil {
+		if s.Mechanism != MechanismPlain {
+			p.add("fluss.sasl.mechanism", "%q is not supported (Fluss offers PLAIN)", s.Mechanism)
+		}
+		if s.Username == "" {
+			p.add("fluss.sasl.username", "required when fluss.sasl is set")
+		}
+		if s.Password == "" {
+			p.add("fluss.sasl.password", "required when fluss.sasl is set")
+		}
+	}
+}
+
+func (c *Config) validateWriter(p *problems) {
+	w := c.Writer
+	if w.Linger < 0 {
+		p.add("writer.linger", "must not be negative, got %s", w.Linger)
+	}
+	if w.BatchSize <= 0 {
+		p.add("writer.batch_size", "must be positive")
+	}
+	if w.BufferMemory < w.BatchSize {
+		p.add("writer.buffer_memory", "%d bytes must be at least writer.batch_size (%d bytes)", w.BufferMemory, w.BatchSize)
+	}
+	if w.MaxRequestSize < w.BatchSize {
+		p.add("writer.max_request_size", "%d bytes must be at least writer.batch_size (%d bytes)", w.MaxRequestSize, w.BatchSize)
+	}
+	if w.Retries < 0 {
+		p.add("writer.retries", "must not be negative, got %d", w.Retries)
+	}
+	if w.RetryBackoff < 0 {
+		p.add("writer.retry_backoff", "must not be negative, got %s", w.RetryBackoff)
+	}
+	if w.DeliveryTimeout <= w.Linger {
+		p.add("writer.delivery_timeout", "%s must be greater than writer.linger (%s)", w.DeliveryTimeout, w.Linger)
+	}
+	if w.MaxInFlightPerBucket < 1 {
+		p.add("writer.max_in_flight_per_bucket", "must be at least 1, got %d", w.MaxInFlightPerBucket)
+	}
+	if w.Idempotence {
+		if w.Acks != AcksAll {
+			p.add("writer.idempotence", "requires writer.acks = all, got %s", w.Acks)
+		}
+		if w.MaxInFlightPerBucket > 5 {
+			p.add("writer.idempotence", "allows writer.max_in_flight_per_bucket of at most 5, got %d", w.MaxInFlightPerBucket)
+		}
+	}
+}
+
+func (c *Config) validateRoutes(p *problems) {
+	names := map[string]int{}
+	topics := map[string]int{}
+	patterns := map[string]int{}
+	for i := range c.Routes {
+		r := &c.Routes[i]
+		key := fmt.Sprintf("routes[%d] (%s)", i, r.Name)
+		if j, ok := names[r.Name]; ok {
+			p.add(key+".name", "duplicate of routes[%d]", j)
+		}
+		names[r.Name] = i
+		switch {
+		case r.Topic == "" && r.Pattern == "":
+			p.add(key, "one of topic and pattern is required")
+		case r.Topic != "" && r.Pattern != "":
+			p.add(key, "topic and pattern are mutually exclusive")
+		case r.Topic != "":
+			if j, ok := topics[r.Topic]; ok {
+				p.add(key+".topic", "%q is also routed by routes[%d]", r.Topic, j)
+			}
+			topics[r.Topic] = i
+			if !validTopic(r.Topic) {
+				p.add(key+".topic", "%q is not a valid Kafka topic name", r.Topic)
+			}
+		default:
+			if _, err := regexp.Compile(r.Pattern); err != nil {
+				p.add(key+".pattern", "%v", err)
+			}
+			if j, ok := patterns[r.Pattern]; ok {
+				p.add(key+".pattern", "%q is also used by routes[%d]", r.Pattern, j)
+			}
+			patterns[r.Pattern] = i
+		}
+		checkTablePath(p, key+".table", r.Table)
+		r.validate(p, key)
+	}
+}
+
+func (r *Route) validate(p *problems, key string) {
+	v := r.Value
+	switch v.Format {
+	case ValueRaw, ValueString:
+		if v.Column == "" {
+			p.add(key+".value.column", "required for value.format %s", v.Format)
+		}
+		if len(v.Columns) > 0 {
+			p.add(key+".value.columns", "only applies to value.format json")
+		}
+	case ValueJSON:
+		if v.Column != "" {
+			p.add(key+".value.column", "only applies to value.format raw and string; json fills columns by name")
+		}
+		for col, path := range v.Columns {
+			checkJSONPath(p, fmt.Sprintf("%s.value.columns.%s", key, col), path)
+		}
+	default:
+		p.add(key+".value.format", "%q is not one of raw, string, json", v.Format)
+	}
+	if v.UnknownFields != UnknownIgnore && v.UnknownFields != UnknownReject {
+		p.add(key+".value.unknown_fields", "%q is not one of ignore, reject", v.UnknownFields)
+	}
+	if v.MissingFields != MissingNull && v.MissingFields != MissingReject {
+		p.add(key+".value.missing_fields", "%q is not one of null, reject", v.MissingFields)
+	}
+
+	k := r.Key
+	switch k.Format {
+	case KeyNone:
+		if k.Column != "" || len(k.Columns) > 0 {
+			p.add(key+".key", "column/columns set but key.format is none")
+		}
+	case KeyRaw, KeyString:
+		if k.Column == "" {
+			p.add(key+".key.column", "required for key.format %s", k.Format)
+		}
+		if len(k.Columns) > 0 {
+			p.add(key+".key.columns", "only applies to key.format json")
+		}
+	case KeyJSON:
+		if k.Column != "" {
+			p.add(key+".key.column", "only applies to key.format raw and string; json fills columns by name")
+		}
+		for col, path := range k.Columns {
+			checkJSONPath(p, fmt.Sprintf("%s.key.columns.%s", key, col), path)
+		}
+	default:
+		p.add(key+".key.format", "%q is not one of none, raw, string, json", k.Format)
+	}
+
+	m := r.Metadata
+	if m.HeadersFormat != HeadersJSON && m.HeadersFormat != HeadersMap {
+		p.add(key+".metadata.headers_format", "%q is not one of json, map", m.HeadersFormat)
+	}
+	// A column can be filled from one place only.
+	owners := map[string]string{}
+	claim := func(what, col string) {
+		if col == "" {
+			return
+		}
+		if prev, ok := owners[col]; ok {
+			p.add(key+"."+what, "column %q is already filled by %s", col, prev)
+			return
+		}
+		owners[col] = what
+	}
+	claim("metadata.key", m.Key)
+	claim("metadata.headers", m.Headers)
+	claim("metadata.timestamp", m.Timestamp)
+	claim("metadata.partition", m.Partition)
+	claim("metadata.offset", m.Offset)
+	claim("metadata.topic", m.Topic)
+	if v.Format != ValueJSON {
+		claim("value.column", v.Column)
+	}
+	if k.Format == KeyRaw || k.Format == KeyString {
+		claim("key.column", k.Column)
+	}
+
+	switch r.Tombstone {
+	case "", TombstoneDelete, TombstoneReject:
+	default:
+		p.add(key+".tombstone", "%q is not one of delete, reject", r.Tombstone)
+	}
+
+	seenPart := map[string]bool{}
+	for i, pc := range r.Partition {
+		pkey := fmt.Sprintf("%s.partition[%d]", key, i)
+		if pc.Column == "" {
+			p.add(pkey+".column", "required")
+		}
+		if seenPart[pc.Column] {
+			p.add(pkey+".column", "%q listed twice", pc.Column)
+		}
+		seenPart[pc.Column] = true
+		switch pc.From {
+		case PartitionFromField:
+			if pc.Format != "" || pc.TimeZone != "" {
+				p.add(pkey, "format and time_zone only apply to from: timestamp")
+			}
+		case PartitionFromTimestamp:
+			if pc.Format == "" {
+				p.add(pkey+".format", "required for from: timestamp (e.g. yyyyMMdd)")
+			}
+			if _, err := time.LoadLocation(pc.TimeZone); err != nil {
+				p.add(pkey+".time_zone", "%v", err)
+			}
+			claim(fmt.Sprintf("partition[%d]", i), pc.Column)
+		default:
+			p.add(pkey+".from", "%q is not one of field, timestamp", pc.From)
+		}
+	}
+
+	switch r.Errors.Mode {
+	case ErrorsReject:
+		if r.Errors.DLQTable != "" {
+			p.add(key+".errors.dlq_table", "only applies to errors.mode dlq")
+		}
+	case ErrorsDLQ:
+		if r.Errors.DLQTable == "" {
+			p.add(key+".errors.dlq_table", "required for errors.mode dlq")
+		} else {
+			checkTablePath(p, key+".errors.dlq_table", r.Errors.DLQTable)
+			if r.Errors.DLQTable == r.Table {
+				p.add(key+".errors.dlq_table", "must differ from the route's table %q", r.Table)
+			}
+		}
+	default:
+		p.add(key+".errors.mode", "%q is not one of reject, dlq", r.Errors.Mode)
+	}
+}
+
+// checkHostPort reports whether s is host:port with a valid port; an empty
+// host is accepted only when allowEmptyHost.
+func checkHostPort(p *problems, key, s string, allowEmptyHost bool) bool {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		p.add(key, "%q is not host:port: %v", s, err)
+		return false
+	}
+	if host == "" && !allowEmptyHost {
+		p.add(key, "%q has no host", s)
+		return false
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n > 65535 {
+		p.add(key, "%q has an invalid port", s)
+		return false
+	}
+	return true
+}
+
+func unspecifiedHost(hostPort string) bool {
+	host, _, err := net.SplitHostPort(hostPort)
+	if err != nil {
+		return false
+	}
+	if host == "" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsUnspecified()
+}
+
+// checkTablePath checks "database.table" against Fluss's naming rule: each
+// part 1..200 characters of [A-Za-z0-9_-].
+func checkTablePath(p *problems, key, s string) {
+	db, table, ok := strings.Cut(s, ".")
+	if !ok || strings.Contains(table, ".") {
+		p.add(key, "%q is not database.table", s)
+		return
+	}
+	for _, part := range []string{db, table} {
+		if !validFlussName(part) {
+			p.add(key, "%q: %q must be 1 to 200 characters of letters, digits, '_' and '-'", s, part)
+		}
+	}
+}
+
+func validFlussName(s string) bool {
+	if len(s) == 0 || len(s) > 200 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// validTopic applies Kafka's topic rule: 1..249 of [A-Za-z0-9._-], not "."
+// or "..".
+func validTopic(s string) bool {
+	if len(s) == 0 || len(s) > 249 || s == "." || s == ".." {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// checkJSONPath accepts "a", "a.b" and "$.a.b": non-empty object keys.
+func checkJSONPath(p *problems, key, path string) {
+	rest := strings.TrimPrefix(path, "$.")
+	if rest == "" || slices.Contains(strings.Split(rest, "."), "") {
+		p.add(key, "%q is not a JSON path of object keys (a.b.c or $.a.b.c)", path)
+	}
+}
