@@ -1,0 +1,367 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/fluss-kafka/gateway/accumulator"
+	"github.com/fluss-kafka/gateway/configs"
+	"github.com/fluss-kafka/gateway/fluss"
+	"github.com/fluss-kafka/gateway/kafkaproto"
+	"github.com/fluss-kafka/gateway/sender"
+)
+
+// gateway owns every component and their lifetimes.
+type gateway struct {
+	cfg *configs.Config
+	log *slog.Logger
+	reg *prometheus.Registry
+	m   *gatewayMetrics
+
+	client  *fluss.Client
+	acc     *accumulator.Accumulator
+	snd     *sender.Sender
+	tables  *tableRegistry
+	sink    *sink
+	servers []*kafkaproto.Server
+	admin   *adminServer
+
+	// listeners are opened by listen, before Run, so that callers (tests,
+	// the demo) know the ports.
+	kafkaListeners []net.Listener
+	adminListener  net.Listener
+
+	mu       sync.Mutex // guards loadErr
+	loadErr  error
+	reloadMu sync.Mutex // one reload at a time
+}
+
+func newGateway(cfg *configs.Config, log *slog.Logger) (*gateway, error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	g := &gateway{cfg: cfg, log: log, reg: reg, m: newGatewayMetrics(reg), loadErr: errors.New("routes not loaded yet")}
+
+	fc := fluss.Config{
+		Bootstrap:      cfg.Fluss.Bootstrap,
+		RequestTimeout: cfg.Fluss.RequestTimeout,
+		DialTimeout:    cfg.Fluss.DialTimeout,
+		ClientID:       cfg.Fluss.ClientID,
+	}
+	if s := cfg.Fluss.SASL; s != nil {
+		fc.Username, fc.Password = s.Username, s.Password
+	}
+	client, err := fluss.NewClient(fc, fluss.WithLogger(log.With(slog.String("component", "fluss"))))
+	if err != nil {
+		return nil, fmt.Errorf("fluss client: %w", err)
+	}
+	g.client = client
+
+	w := cfg.Writer
+	acc, err := accumulator.New(accumulator.Config{
+		BatchSize:    int(w.BatchSize),
+		Linger:       w.Linger,
+		BufferMemory: int64(w.BufferMemory),
+		// An append waits for buffer memory at most as long as a record
+		// may take to be delivered.
+		BufferWaitTimeout: w.DeliveryTimeout,
+	}, accumulator.WithLogger(log.With(slog.String("component", "accumulator"))), accumulator.WithRegisterer(reg))
+	if err != nil {
+		client.Close()
+		return nil, fmt.Errorf("accumulator: %w", err)
+	}
+	g.acc = acc
+	if w.Acks == 0 {
+		client.Close()
+		return nil, errors.New("writer.acks 0 is not supported towards Fluss: use 1 or all")
+	}
+	snd, err := sender.New(sender.Config{
+		Acks:                 int(w.Acks),
+		RequestTimeout:       cfg.Fluss.RequestTimeout,
+		MaxRequestSize:       int(w.MaxRequestSize),
+		MaxInflightPerBucket: w.MaxInFlightPerBucket,
+		DisableIdempotence:   !w.Idempotence,
+		RetryBackoff:         w.RetryBackoff,
+		RetryBackoffMax:      max(w.RetryBackoff, sender.DefaultRetryBackoffMax),
+		DeliveryTimeout:      w.DeliveryTimeout,
+	}, acc, client, sender.WithLogger(log.With(slog.String("component", "sender"))), sender.WithRegisterer(reg))
+	if err != nil {
+		client.Close()
+		return nil, fmt.Errorf("sender: %w", err)
+	}
+	g.snd = snd
+	g.tables = newTableRegistry(acc)
+	g.sink = newSink(acc, newPartitionCache(client), client, g.m, log.With(slog.String("component", "sink")))
+
+	for i, l := range cfg.Listeners {
+		kc, err := kafkaConfig(l)
+		if err != nil {
+			client.Close()
+			return nil, fmt.Errorf("listeners[%d] (%s): %w", i, l.Name, err)
+		}
+		srv, err := kafkaproto.New(kc, g.sink, g.sink, g.sink,
+			kafkaproto.WithLogger(log.With(slog.String("listener", l.Name))),
+			kafkaproto.WithRegisterer(prometheus.WrapRegistererWith(prometheus.Labels{"listener": l.Name}, reg)))
+		if err != nil {
+			client.Close()
+			return nil, fmt.Errorf("listeners[%d] (%s): %w", i, l.Name, err)
+		}
+		g.servers = append(g.servers, srv)
+	}
+	g.admin = newAdminServer(reg, g.ready, log.With(slog.String("component", "admin")))
+	return g, nil
+}
+
+// kafkaConfig turns a configured listener into the Kafka server's config.
+func kafkaConfig(l configs.Listener) (kafkaproto.Config, error) {
+	var kc kafkaproto.Config
+	adv := l.Advertised
+	if adv == "" {
+		adv = l.Bind
+	}
+	host, port, err := net.SplitHostPort(adv)
+	if err != nil {
+		return kc, fmt.Errorf("advertised address %q: %w", adv, err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		return kc, fmt.Errorf("advertised port %q: %w", port, err)
+	}
+	kc.AdvertisedHost, kc.AdvertisedPort = host, int32(p)
+	if l.SASL != nil {
+		sc := &kafkaproto.SASLConfig{Mechanisms: l.SASL.Mechanisms}
+		for _, u := range l.SASL.Users {
+			sc.Users = append(sc.Users, kafkaproto.SASLUser{Name: u.Username, Password: u.Password})
+		}
+		kc.SASL = sc
+	}
+	if l.TLS != nil {
+		cert, err := tls.LoadX509KeyPair(l.TLS.CertFile, l.TLS.KeyFile)
+		if err != nil {
+			return kc, fmt.Errorf("tls key pair: %w", err)
+		}
+		tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		if l.TLS.ClientCAFile != "" {
+			pem, err := os.ReadFile(l.TLS.ClientCAFile)
+			if err != nil {
+				return kc, fmt.Errorf("tls client ca: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return kc, fmt.Errorf("tls client ca %s: no certificates found", l.TLS.ClientCAFile)
+			}
+			tc.ClientCAs, tc.ClientAuth = pool, tls.RequireAndVerifyClientCert
+		}
+		kc.TLS = tc
+	}
+	return kc, nil
+}
+
+// listen opens the Kafka and admin listeners.
+func (g *gateway) listen() error {
+	for _, l := range g.cfg.Listeners {
+		ln, err := net.Listen("tcp", l.Bind)
+		if err != nil {
+			g.closeListeners()
+			return fmt.Errorf("listen %s (%s): %w", l.Bind, l.Name, err)
+		}
+		g.kafkaListeners = append(g.kafkaListeners, ln)
+	}
+	if addr := g.cfg.Admin.Address; addr != "" {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			g.closeListeners()
+			return fmt.Errorf("listen admin %s: %w", addr, err)
+		}
+		g.adminListener = ln
+	}
+	return nil
+}
+
+func (g *gateway) closeListeners() {
+	for _, l := range g.kafkaListeners {
+		l.Close()
+	}
+	if g.adminListener != nil {
+		g.adminListener.Close()
+	}
+}
+
+// load binds the configured routes to their tables, retrying while Fluss
+// cannot be reached. A route that does not fit its table is an error at
+// once: retrying would not fix the configuration.
+func (g *gateway) load(ctx context.Context) error {
+	backoff := 500 * time.Millisecond
+	for {
+		err := g.apply(ctx, g.cfg)
+		if err == nil {
+			return nil
+		}
+		g.setLoadErr(err)
+		if ctx.Err() != nil {
+			return err
+		}
+		if !isTransient(err) {
+			return err
+		}
+		g.log.Warn("cannot load routes yet; retrying", slog.Duration("backoff", backoff), slog.Any("err", err))
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return err
+		}
+		backoff = min(2*backoff, 10*time.Second)
+	}
+}
+
+// isTransient reports whether a load failure may go away by itself (Fluss
+// not reachable yet), as opposed to a configuration problem.
+func isTransient(err error) bool {
+	var fe *fluss.Error
+	if errors.As(err, &fe) {
+		return fe.Retriable
+	}
+	return errors.Is(err, fluss.ErrRequestTimeout) || errors.Is(err, fluss.ErrConnectionClosed) ||
+		errors.Is(err, context.DeadlineExceeded) || isNetError(err)
+}
+
+func isNetError(err error) bool {
+	var ne net.Error
+	var oe *net.OpError
+	return errors.As(err, &ne) || errors.As(err, &oe)
+}
+
+// apply binds cfg's routes and swaps them in.
+func (g *gateway) apply(ctx context.Context, cfg *configs.Config) error {
+	routes, infos, err := bindRoutes(ctx, g.client, cfg.Routes)
+	if err != nil {
+		return err
+	}
+	st, err := g.tables.state(routes, infos)
+	if err != nil {
+		return err
+	}
+	g.sink.state.Store(st)
+	g.m.routes.Set(float64(len(routes.All())))
+	g.setLoadErr(nil)
+	for _, r := range routes.All() {
+		info := infos[r.Table()]
+		g.log.Info("route bound", slog.String("route", r.Name()), slog.String("table", r.Table().String()),
+			slog.Int("buckets", info.Descriptor.BucketCount), slog.Bool("primary_key", info.Descriptor.HasPrimaryKey()))
+	}
+	return nil
+}
+
+func (g *gateway) setLoadErr(err error) {
+	g.mu.Lock()
+	g.loadErr = err
+	g.mu.Unlock()
+}
+
+// ready is /readyz: routes bound to tables found in Fluss.
+func (g *gateway) ready() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.loadErr
+}
+
+// Run serves until ctx ends, then shuts down in order within the configured
+// deadline: stop accepting and answer every Produce already read, flush the
+// accumulator, stop the sender, close Fluss connections, stop the admin
+// server. A second cancellation (force) abandons the wait at once.
+func (g *gateway) Run(ctx, force context.Context) error {
+	var adminDone chan error
+	if g.adminListener != nil {
+		adminDone = make(chan error, 1)
+		go func() { adminDone <- g.admin.Serve(g.adminListener) }()
+	}
+	if err := g.load(ctx); err != nil {
+		g.shutdownAdmin(adminDone)
+		g.closeListeners()
+		g.client.Close()
+		return fmt.Errorf("load routes: %w", err)
+	}
+
+	sendCtx, stopSender := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopSender()
+	senderDone := make(chan error, 1)
+	go func() { senderDone <- g.snd.Run(sendCtx) }()
+
+	grp, gctx := errgroup.WithContext(ctx)
+	for i, srv := range g.servers {
+		ln := g.kafkaListeners[i]
+		grp.Go(func() error {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, kafkaproto.ErrServerClosed) {
+				return fmt.Errorf("kafka listener %s: %w", ln.Addr(), err)
+			}
+			return nil
+		})
+	}
+	for _, ln := range g.kafkaListeners {
+		g.log.Info("kafka listener serving", slog.String("addr", ln.Addr().String()))
+	}
+	<-gctx.Done()
+	g.log.Info("shutting down", slog.Duration("deadline", g.cfg.Shutdown.Deadline))
+
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.cfg.Shutdown.Deadline)
+	defer cancel()
+	go func() {
+		select {
+		case <-force.Done():
+			g.log.Warn("second signal: stopping at once")
+			cancel()
+		case <-sctx.Done():
+		}
+	}()
+	var errs []error
+	for _, srv := range g.servers {
+		if err := srv.Shutdown(sctx); err != nil {
+			errs = append(errs, fmt.Errorf("kafka shutdown: %w", err))
+		}
+	}
+	if err := grp.Wait(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := g.acc.Flush(sctx); err != nil {
+		errs = append(errs, fmt.Errorf("flush: %w", err))
+	}
+	if err := g.snd.Close(sctx); err != nil {
+		errs = append(errs, fmt.Errorf("sender: %w", err))
+	}
+	stopSender()
+	if err := <-senderDone; err != nil && !errors.Is(err, context.Canceled) {
+		errs = append(errs, fmt.Errorf("sender: %w", err))
+	}
+	if err := g.client.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("fluss client: %w", err))
+	}
+	g.shutdownAdmin(adminDone)
+	if len(errs) == 0 {
+		g.log.Info("stopped cleanly")
+	}
+	return errors.Join(errs...)
+}
+
+func (g *gateway) shutdownAdmin(done chan error) {
+	if done == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := g.admin.Shutdown(ctx); err != nil {
+		g.log.Warn("admin server shutdown", slog.Any("err", err))
+	}
+	<-done
+}

@@ -1,0 +1,163 @@
+// Command gateway is the Kafka-compatible producer gateway for Apache Fluss.
+//
+//	gateway -config gateway.yaml            serve
+//	gateway validate -config gateway.yaml   check the config against the Fluss tables, then exit
+//
+// SIGHUP (or a change of the file) reloads the routes; SIGTERM or SIGINT
+// stops gracefully within shutdown.deadline; a second one exits at once.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/fluss-kafka/gateway/configs"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	validateOnly := false
+	if len(args) > 0 && args[0] == "validate" {
+		validateOnly, args = true, args[1:]
+	}
+	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "configs/gateway.yaml", "path of the YAML configuration file")
+	watch := fs.Duration("watch-interval", 2*time.Second, "how often to check the config file for changes (0 = only on SIGHUP)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := configs.Load(*path)
+	if err != nil {
+		fmt.Fprintln(stderr, "gateway:", err)
+		return 1
+	}
+	log := newLogger(cfg.Logging, stderr)
+	slog.SetDefault(log)
+
+	if validateOnly {
+		return validate(cfg, stdout, stderr)
+	}
+	g, err := newGateway(cfg, log)
+	if err != nil {
+		log.Error("start", slog.Any("err", err))
+		return 1
+	}
+	if err := g.listen(); err != nil {
+		log.Error("start", slog.Any("err", err))
+		return 1
+	}
+
+	ctx, stop := context.WithCancel(context.Background())
+	force, forceStop := context.WithCancel(context.Background())
+	defer stop()
+	defer forceStop()
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	reloads := make(chan struct{}, 1)
+	requestReload := func() {
+		select {
+		case reloads <- struct{}{}:
+		default:
+		}
+	}
+	go func() { // ends with the process
+		stopping := false
+		for s := range sigs {
+			switch {
+			case s == syscall.SIGHUP:
+				requestReload()
+			case !stopping:
+				stopping = true
+				log.Info("signal received, stopping", slog.String("signal", s.String()))
+				stop()
+			default:
+				log.Warn("second signal received, exiting at once", slog.String("signal", s.String()))
+				forceStop()
+				os.Exit(130)
+			}
+		}
+	}()
+	go func() { // ends with ctx
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-reloads:
+				g.reload(ctx, *path)
+			}
+		}
+	}()
+	if *watch > 0 {
+		go watchFile(ctx, *path, *watch, requestReload)
+	}
+
+	if err := g.Run(ctx, force); err != nil {
+		log.Error("gateway stopped with errors", slog.Any("err", err))
+		return 1
+	}
+	return 0
+}
+
+// validate checks the configuration against the real tables and exits.
+func validate(cfg *configs.Config, stdout, stderr io.Writer) int {
+	log := slog.New(slog.DiscardHandler)
+	g, err := newGateway(cfg, log)
+	if err != nil {
+		fmt.Fprintln(stderr, "gateway validate:", err)
+		return 1
+	}
+	defer g.client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Fluss.RequestTimeout+cfg.Fluss.DialTimeout)
+	defer cancel()
+	routes, _, err := bindRoutes(ctx, g.client, cfg.Routes)
+	if err != nil {
+		fmt.Fprintln(stderr, "gateway validate: configuration refused:")
+		for _, e := range unjoin(err) {
+			fmt.Fprintln(stderr, "  -", e)
+		}
+		return 1
+	}
+	for _, r := range routes.All() {
+		fmt.Fprintf(stdout, "route %s -> %s: ok\n", r.Name(), r.Table())
+	}
+	return 0
+}
+
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+func newLogger(c configs.Logging, w io.Writer) *slog.Logger {
+	var level slog.Level
+	switch strings.ToLower(c.Level) {
+	case configs.LevelDebug:
+		level = slog.LevelDebug
+	case configs.LevelWarn:
+		level = slog.LevelWarn
+	case configs.LevelError:
+		level = slog.LevelError
+	default:
+		level = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Format == configs.FormatJSON {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

@@ -1,0 +1,298 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/fluss-kafka/gateway/accumulator"
+	"github.com/fluss-kafka/gateway/fluss"
+	"github.com/fluss-kafka/gateway/kafkaproto"
+	"github.com/fluss-kafka/gateway/mapping"
+)
+
+// sink connects the Kafka front to the write path: it resolves a topic to
+// its route, converts each record into a row, and appends the rows to the
+// accumulator. It implements kafkaproto.Sink, kafkaproto.Topics and
+// kafkaproto.ProducerIDs.
+type sink struct {
+	state atomic.Pointer[routeState]
+	acc   *accumulator.Accumulator
+	parts *partitionCache
+	ids   writerIDs
+	log   *slog.Logger
+	m     *gatewayMetrics
+
+	batches sync.Pool // *convBatch
+}
+
+// writerIDs hands out cluster-wide unique ids (Fluss InitWriter).
+type writerIDs interface {
+	InitWriter(ctx context.Context, tables ...fluss.TablePath) (int64, error)
+}
+
+// convBatch holds the converted rows of one Kafka batch until they are all
+// appended: a batch is converted whole first, so a record rejected in
+// reject mode leaves the whole batch unwritten, as Kafka batches are atomic.
+type convBatch struct {
+	convs   []mapping.Converted
+	dead    []bool // record goes to the dead-letter table
+	headers []mapping.Header
+	rec     mapping.Record
+	handles []accumulator.Handle
+}
+
+func newSink(acc *accumulator.Accumulator, parts *partitionCache, ids writerIDs, m *gatewayMetrics, log *slog.Logger) *sink {
+	return &sink{acc: acc, parts: parts, ids: ids, m: m, log: log}
+}
+
+// Topic implements kafkaproto.Topics: a routed topic has as many partitions
+// as its table has buckets.
+func (s *sink) Topic(name string) (int32, bool) {
+	st := s.state.Load()
+	if st == nil {
+		return 0, false
+	}
+	r, ok := st.routes.Resolve(name)
+	if !ok {
+		return 0, false
+	}
+	return int32(r.Converter().NumBuckets()), true
+}
+
+// AllTopics implements kafkaproto.Topics. Pattern routes cannot be listed;
+// their topics answer when asked by name.
+func (s *sink) AllTopics() []kafkaproto.TopicInfo {
+	st := s.state.Load()
+	if st == nil {
+		return nil
+	}
+	var out []kafkaproto.TopicInfo
+	for _, r := range st.routes.All() {
+		if t := r.Spec().Topic; t != "" {
+			out = append(out, kafkaproto.TopicInfo{Name: t, Partitions: int32(r.Converter().NumBuckets())})
+		}
+	}
+	return out
+}
+
+// NextProducerID implements kafkaproto.ProducerIDs with Fluss writer ids,
+// which Fluss allocates cluster-wide, so every gateway instance sharing the
+// cluster hands out distinct producer ids without talking to the others.
+func (s *sink) NextProducerID(ctx context.Context) (int64, error) {
+	st := s.state.Load()
+	var tables []fluss.TablePath
+	if st != nil {
+		tables = st.routes.Tables()
+	}
+	id, err := s.ids.InitWriter(ctx, tables...)
+	if err != nil {
+		return 0, kafkaError(fmt.Errorf("allocate producer id: %w", err))
+	}
+	return id, nil
+}
+
+// Produce implements kafkaproto.Sink.
+func (s *sink) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) (kafkaproto.PartitionWrite, error) {
+	st := s.state.Load()
+	if st == nil {
+		return nil, fmt.Errorf("%w: routes not loaded yet", kafkaproto.ErrLeaderNotAvailable)
+	}
+	route, ok := st.routes.Resolve(req.Topic)
+	if !ok {
+		return nil, kafkaproto.ErrUnknownTopicOrPartition
+	}
+	cb := s.getBatch(len(req.Records))
+	defer s.putBatch(cb)
+
+	if err := s.convert(route, req, cb); err != nil {
+		s.m.rejected(route.Name(), len(req.Records))
+		return nil, err
+	}
+	if err := s.appendAll(ctx, st, route, cb); err != nil {
+		// Rows appended before the failure are still written: Kafka has no
+		// partial success, and the producer's retry may duplicate them.
+		s.log.Warn("produce: append failed", slog.String("topic", req.Topic),
+			slog.Int("partition", int(req.Partition)), slog.Int("appended", len(cb.handles)),
+			slog.Int("records", len(req.Records)), slog.Any("err", err))
+		return nil, kafkaError(err)
+	}
+	s.m.recordsIn(route.Name(), len(req.Records))
+	if req.Acks == 0 {
+		return kafkaproto.Completed(kafkaproto.PartitionResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}), nil
+	}
+	return awaitHandles(cb.handles), nil
+}
+
+// convert converts every record of the batch. In reject mode the first
+// rejected records fail the whole batch with record_errors; in dlq mode
+// they are marked for the dead-letter table.
+func (s *sink) convert(route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) error {
+	conv := route.Converter()
+	dlq := route.DLQ()
+	var rejects []kafkaproto.RecordError
+	for i := range req.Records {
+		kr := &req.Records[i]
+		rec := &cb.rec
+		*rec = mapping.Record{
+			Topic:     req.Topic,
+			Partition: req.Partition,
+			Offset:    int64(kr.OffsetDelta),
+			Index:     kr.Index,
+			Timestamp: kr.Timestamp,
+			Key:       kr.Key,
+			Value:     kr.Value,
+		}
+		if len(kr.Headers) > 0 {
+			start := len(cb.headers)
+			for _, h := range kr.Headers {
+				cb.headers = append(cb.headers, mapping.Header{Key: h.Key, Value: h.Value})
+			}
+			rec.Headers = cb.headers[start:len(cb.headers):len(cb.headers)]
+		}
+		err := conv.Convert(rec, &cb.convs[i])
+		if err == nil {
+			continue
+		}
+		var re *mapping.RecordError
+		if !errors.As(err, &re) {
+			return kafkaError(fmt.Errorf("convert record %d of %s/%d: %w", kr.Index, req.Topic, req.Partition, err))
+		}
+		if dlq != nil {
+			dlq.Build(rec, route.Name(), re.Message(), &cb.convs[i])
+			cb.dead[i] = true
+			s.m.deadLettered(route.Name())
+			s.log.Debug("record to dead-letter table", slog.String("route", route.Name()),
+				slog.String("topic", req.Topic), slog.Int("partition", int(req.Partition)),
+				slog.Int("index", int(kr.Index)), slog.String("reason", re.Message()))
+			continue
+		}
+		rejects = append(rejects, kafkaproto.RecordError{Index: kr.Index, Message: re.Message()})
+	}
+	if len(rejects) > 0 {
+		s.log.Info("batch rejected", slog.String("route", route.Name()), slog.String("topic", req.Topic),
+			slog.Int("partition", int(req.Partition)), slog.Int("rejected", len(rejects)),
+			slog.Int("first_index", int(rejects[0].Index)), slog.String("reason", rejects[0].Message))
+		return &kafkaproto.RecordsError{Records: rejects}
+	}
+	return nil
+}
+
+// appendAll appends every converted row to the accumulator.
+func (s *sink) appendAll(ctx context.Context, st *routeState, route *mapping.Route, cb *convBatch) error {
+	table := st.tables[route.Table()]
+	info := st.infos[route.Table()]
+	var dlqTable *accumulator.Table
+	if d := route.DLQ(); d != nil {
+		dlqTable = st.tables[d.Table()]
+	}
+	partID, partName := int64(accumulator.NoPartition), ""
+	for i := range cb.convs {
+		c := &cb.convs[i]
+		var (
+			h   accumulator.Handle
+			err error
+		)
+		if cb.dead[i] {
+			h, err = s.acc.Append(ctx, dlqTable, accumulator.NoPartition, accumulator.StickyBucket, c.Row)
+		} else {
+			if c.Partition != partName || (c.Partition != "" && partID == accumulator.NoPartition) {
+				partName = c.Partition
+				partID = accumulator.NoPartition
+				if partName != "" {
+					if partID, err = s.parts.id(ctx, info, partName); err != nil {
+						return err
+					}
+				}
+			}
+			switch c.Op {
+			case mapping.OpAppend:
+				h, err = s.acc.Append(ctx, table, partID, c.Bucket, c.Row)
+			case mapping.OpUpsert:
+				h, err = s.acc.Upsert(ctx, table, partID, c.Bucket, c.Key, c.Row)
+			case mapping.OpDelete:
+				h, err = s.acc.Delete(ctx, table, partID, c.Bucket, c.Key)
+			default:
+				err = fmt.Errorf("unexpected op %v", c.Op)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("append record %d of route %s: %w", i, route.Name(), err)
+		}
+		cb.handles = append(cb.handles, h)
+	}
+	return nil
+}
+
+func (s *sink) getBatch(n int) *convBatch {
+	cb, _ := s.batches.Get().(*convBatch)
+	if cb == nil {
+		cb = &convBatch{}
+	}
+	if cap(cb.convs) < n {
+		cb.convs = append(cb.convs[:cap(cb.convs)], make([]mapping.Converted, n-cap(cb.convs))...)
+	}
+	cb.convs = cb.convs[:n]
+	cb.dead = append(cb.dead[:0], make([]bool, n)...)
+	cb.headers = cb.headers[:0]
+	cb.handles = make([]accumulator.Handle, 0, n) // handed to the completion
+	return cb
+}
+
+func (s *sink) putBatch(cb *convBatch) {
+	// Very large batches would pin their row buffers; let the GC have them.
+	if cap(cb.convs) > 4096 {
+		return
+	}
+	cb.rec = mapping.Record{}
+	cb.handles = nil
+	clear(cb.headers)
+	s.batches.Put(cb)
+}
+
+// awaitHandles completes once every record's batch is acknowledged: with the
+// first record's offset on success, or the first error.
+func awaitHandles(handles []accumulator.Handle) kafkaproto.PartitionWrite {
+	// Records of one Kafka batch share few Fluss batches, consecutively.
+	batches := make([]accumulator.Handle, 0, 1)
+	for i, h := range handles {
+		if i == 0 || h.Batch() != handles[i-1].Batch() {
+			batches = append(batches, h)
+		}
+	}
+	if len(batches) == 1 {
+		return handleWrite{first: handles[0]}
+	}
+	c := kafkaproto.NewCompletion()
+	go func() {
+		var err error
+		for _, h := range batches {
+			<-h.Done()
+			if e := h.Err(); e != nil && err == nil {
+				err = e
+			}
+		}
+		c.Complete(result(handles[0], err))
+	}()
+	return c
+}
+
+// handleWrite is the PartitionWrite of a Kafka batch that landed in a single
+// Fluss batch: no goroutine needed.
+type handleWrite struct{ first accumulator.Handle }
+
+func (w handleWrite) Done() <-chan struct{} { return w.first.Done() }
+
+func (w handleWrite) Result() kafkaproto.PartitionResult {
+	return result(w.first, w.first.Err())
+}
+
+func result(first accumulator.Handle, err error) kafkaproto.PartitionResult {
+	if err != nil {
+		return kafkaproto.PartitionResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1, Err: kafkaError(err)}
+	}
+	return kafkaproto.PartitionResult{BaseOffset: first.Offset(), LogAppendTime: -1, LogStartOffset: -1}
+}

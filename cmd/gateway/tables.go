@@ -1,0 +1,193 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/fluss-kafka/gateway/accumulator"
+	"github.com/fluss-kafka/gateway/configs"
+	"github.com/fluss-kafka/gateway/fluss"
+	"github.com/fluss-kafka/gateway/mapping"
+)
+
+// tableSource is what route binding needs from Fluss.
+type tableSource interface {
+	TableInfo(ctx context.Context, path fluss.TablePath) (*fluss.TableInfo, error)
+}
+
+// routeState is one immutable generation of routes bound to their tables;
+// the sink reads it through an atomic pointer and a reload swaps it.
+type routeState struct {
+	routes *mapping.Routes
+	tables map[fluss.TablePath]*accumulator.Table
+	infos  map[fluss.TablePath]*fluss.TableInfo
+}
+
+// bindRoutes compiles the configured routes, fetches every table they name
+// and checks each route against its table. Every problem is reported, each
+// naming its route, table and column.
+func bindRoutes(ctx context.Context, src tableSource, routes []configs.Route) (*mapping.Routes, map[fluss.TablePath]*fluss.TableInfo, error) {
+	specs, err := routeSpecs(routes)
+	if err != nil {
+		return nil, nil, err
+	}
+	compiled, err := mapping.NewRoutes(specs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("compile routes: %w", err)
+	}
+	infos := make(map[fluss.TablePath]*fluss.TableInfo)
+	for _, path := range compiled.Tables() {
+		info, err := src.TableInfo(ctx, path)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, nil, fmt.Errorf("get table info %s: %w", path, err)
+			}
+			// Bind reports the missing table with the routes that need it.
+			continue
+		}
+		infos[path] = info
+	}
+	bound, err := compiled.Bind(infos)
+	if err != nil {
+		return nil, nil, err
+	}
+	return bound, infos, nil
+}
+
+// tableRegistry keeps one accumulator table per Fluss table id across
+// reloads, so a reload never strands batches already queued.
+type tableRegistry struct {
+	acc *accumulator.Accumulator
+
+	mu   sync.Mutex // guards byID
+	byID map[int64]*accumulator.Table
+}
+
+func newTableRegistry(acc *accumulator.Accumulator) *tableRegistry {
+	return &tableRegistry{acc: acc, byID: make(map[int64]*accumulator.Table)}
+}
+
+// state registers the tables of bound routes and returns the new generation.
+func (r *tableRegistry) state(routes *mapping.Routes, infos map[fluss.TablePath]*fluss.TableInfo) (*routeState, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := &routeState{routes: routes, tables: make(map[fluss.TablePath]*accumulator.Table, len(infos)), infos: infos}
+	for path, info := range infos {
+		t := r.byID[info.TableID]
+		if t == nil {
+			spec, err := tableSpec(info)
+			if err != nil {
+				return nil, err
+			}
+			if t, err = r.acc.AddTable(spec); err != nil {
+				return nil, fmt.Errorf("register table %s: %w", path, err)
+			}
+			r.byID[info.TableID] = t
+		}
+		st.tables[path] = t
+	}
+	return st, nil
+}
+
+// tableSpec chooses the batch builder the table's formats ask for.
+func tableSpec(info *fluss.TableInfo) (accumulator.TableSpec, error) {
+	d := &info.Descriptor
+	schema := &d.Schema
+	spec := accumulator.TableSpec{ID: info.TableID, Path: info.Path, NumBuckets: d.BucketCount}
+	if spec.NumBuckets <= 0 {
+		return spec, fmt.Errorf("table %s: bucket count %d", info.Path, d.BucketCount)
+	}
+	if d.HasPrimaryKey() {
+		format := d.KvFormat()
+		spec.NewKvBuilder = func() (accumulator.KvBuilder, error) {
+			return fluss.NewKvBatchBuilder(schema, info.SchemaID, format)
+		}
+		return spec, nil
+	}
+	switch f := d.LogFormat(); f {
+	case fluss.LogFormatArrow:
+		codec := d.ArrowCompression()
+		level := 3
+		if v := d.Properties[fluss.PropArrowCompressionLevel]; v != "" {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				return spec, fmt.Errorf("table %s: %s %q: %w", info.Path, fluss.PropArrowCompressionLevel, v, err)
+			}
+			level = n
+		}
+		spec.NewLogBuilder = func() (accumulator.LogBuilder, error) {
+			return fluss.NewArrowLogBuilder(schema, info.SchemaID, codec, level)
+		}
+	case fluss.LogFormatIndexed:
+		spec.NewLogBuilder = func() (accumulator.LogBuilder, error) {
+			return fluss.NewIndexedLogBuilder(schema, info.SchemaID)
+		}
+	case fluss.LogFormatCompacted:
+		spec.NewLogBuilder = func() (accumulator.LogBuilder, error) {
+			return fluss.NewCompactedLogBuilder(schema, info.SchemaID)
+		}
+	default:
+		return spec, fmt.Errorf("table %s: log format %q is not supported", info.Path, f)
+	}
+	// Fail at start-up, not on the first record, if the builder refuses the schema.
+	if _, err := spec.NewLogBuilder(); err != nil {
+		return spec, fmt.Errorf("table %s: %w", info.Path, err)
+	}
+	return spec, nil
+}
+
+// partitionSource is what partition resolution needs from Fluss.
+type partitionSource interface {
+	EnsurePartition(ctx context.Context, path fluss.TablePath, spec fluss.PartitionSpec) (int64, error)
+}
+
+// partitionCache resolves partition names to ids, creating partitions that
+// do not exist yet. Ids are cached per table id, so a re-created table does
+// not reuse stale ones.
+type partitionCache struct {
+	src partitionSource
+
+	mu  sync.RWMutex // guards ids
+	ids map[partitionKey]int64
+}
+
+type partitionKey struct {
+	tableID int64
+	name    string
+}
+
+func newPartitionCache(src partitionSource) *partitionCache {
+	return &partitionCache{src: src, ids: make(map[partitionKey]int64)}
+}
+
+// id returns the partition id of name in the table, creating the partition
+// when it does not exist. It may block on Fluss, honouring ctx.
+func (c *partitionCache) id(ctx context.Context, info *fluss.TableInfo, name string) (int64, error) {
+	k := partitionKey{info.TableID, name}
+	c.mu.RLock()
+	id, ok := c.ids[k]
+	c.mu.RUnlock()
+	if ok {
+		return id, nil
+	}
+	keys := info.Descriptor.PartitionKeys
+	values := strings.Split(name, fluss.PartitionSeparator)
+	if len(values) != len(keys) {
+		return 0, fmt.Errorf("partition %q of table %s: %d values for %d partition keys", name, info.Path, len(values), len(keys))
+	}
+	spec := make(fluss.PartitionSpec, len(keys))
+	for i, key := range keys {
+		spec[i] = fluss.PartitionValue{Key: key, Value: values[i]}
+	}
+	id, err := c.src.EnsurePartition(ctx, info.Path, spec)
+	if err != nil {
+		return 0, fmt.Errorf("resolve partition %q of table %s: %w", name, info.Path, err)
+	}
+	c.mu.Lock()
+	c.ids[k] = id
+	c.mu.Unlock()
+	return id, nil
+}
