@@ -1,0 +1,23 @@
+package fluss
+
+// TABLE_EXISTS (1010), version 0. Any server.
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/fluss-kafka/gateway/fluss/internal/pb"
+)
+
+// TableExists reports whether a table exists.
+func (c *Client) TableExists(ctx context.Context, path TablePath) (bool, error) {
+	cn, err := c.metadataConn(ctx)
+	if err != nil {
+		return false, fmt.Errorf("table_exists %s: %w", path, err)
+	}
+	var resp pb.TableExistsResponse
+	if err := cn.call(ctx, apiTableExists, &pb.TableExistsRequest{TablePath: pbTablePath(path)}, &resp, 0); err != nil {
+		return false, fmt.Errorf("table_exists %s on %s: %w", path, cn.addr, err)
+	}
+	return resp.GetExists(), nil
+}

@@ -1,0 +1,71 @@
+package fluss
+
+// PUT_KV (1016), versions 0–2 (0.9.1 servers offer 0–1). Tablet server
+// only, to the leader of every bucket in the request.
+//
+// v1 tells the server that primary keys of lake tables whose bucket key
+// differs from the primary key are encoded with CompactedKeyEncoder (no
+// difference for tables without a data-lake format); v2 that the client
+// understands STORAGE_BACKPRESSURE_EXCEPTION (72). agg_mode is always sent,
+// as the Java client does: 0 (AGGREGATE, the merge engine's normal path).
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/fluss-kafka/gateway/fluss/internal/pb"
+)
+
+// PutKvRequest upserts/deletes KvRecordBatches into buckets of one
+// primary-key table that are all led by the same tablet server.
+type PutKvRequest struct {
+	TableID int64
+	// Acks is -1 (all in-sync replicas), 0 or 1.
+	Acks int
+	// Timeout is the server-side wait for acks=-1; default 30s.
+	Timeout time.Duration
+	// TargetColumns are 0-based column indexes of a partial update; empty
+	// means all columns.
+	TargetColumns []int32
+	Buckets       []BucketRecords
+}
+
+// aggModeAggregate is PutKvRequest.agg_mode 0 (AGGREGATE).
+const aggModeAggregate int32 = 0
+
+// PutKv sends one PUT_KV request to a tablet server and returns a result per
+// requested bucket, in request order; Offset is the changelog end offset.
+func (c *Client) PutKv(ctx context.Context, serverID int32, req *PutKvRequest) ([]BucketResult, error) {
+	timeout := req.Timeout
+	if timeout <= 0 {
+		timeout = defaultWriteTimeout
+	}
+	preq := &pb.PutKvRequest{
+		Acks:          proto.Int32(int32(req.Acks)),
+		TableId:       proto.Int64(req.TableID),
+		TimeoutMs:     proto.Int32(int32(timeout.Milliseconds())),
+		TargetColumns: req.TargetColumns,
+		BucketsReq:    make([]*pb.PbPutKvReqForBucket, len(req.Buckets)),
+		AggMode:       proto.Int32(aggModeAggregate),
+	}
+	for i, b := range req.Buckets {
+		pbb := &pb.PbPutKvReqForBucket{BucketId: proto.Int32(b.Bucket), Records: b.Records}
+		if b.PartitionID != NoPartition {
+			pbb.PartitionId = proto.Int64(b.PartitionID)
+		}
+		preq.BucketsReq[i] = pbb
+	}
+	var resp pb.PutKvResponse
+	what := fmt.Sprintf("put_kv table %d", req.TableID)
+	if err := c.callServer(ctx, what, serverID, apiPutKv, preq, &resp, timeout+c.cfg.RequestTimeout); err != nil {
+		return nil, err
+	}
+	got := make([]bucketReply, len(resp.GetBucketsResp()))
+	for i, r := range resp.GetBucketsResp() {
+		got[i] = bucketReply{r.PartitionId, r.GetBucketId(), r.ErrorCode, r.GetErrorMessage(), r.LogEndOffset}
+	}
+	return c.matchResults(req.TableID, req.Buckets, got), nil
+}

@@ -1,0 +1,386 @@
+package fluss
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/fluss-kafka/gateway/fluss/internal/frame"
+)
+
+// Config configures a Client. The zero value of a field means its default.
+type Config struct {
+	// Bootstrap lists host:port addresses of any Fluss servers (coordinator
+	// or tablet servers); the client learns the rest from metadata.
+	Bootstrap []string
+	// Username and Password enable SASL/PLAIN authentication on every
+	// connection when Username is non-empty.
+	Username, Password string
+	// RequestTimeout bounds every request without its own timeout, and is
+	// added as overhead to the server-side timeout of writes. Default 30s.
+	RequestTimeout time.Duration
+	// DialTimeout bounds connecting plus the ApiVersions/Authenticate
+	// handshake. Default 10s.
+	DialTimeout time.Duration
+	// ClientID is sent as client_software_name in ApiVersions.
+	// Default "fluss-kafka-gateway".
+	ClientID string
+	// MaxResponseSize bounds one response frame. Default 100 MiB.
+	MaxResponseSize int
+}
+
+// Defaults applied by NewClient.
+const (
+	DefaultRequestTimeout  = 30 * time.Second
+	DefaultDialTimeout     = 10 * time.Second
+	DefaultClientID        = "fluss-kafka-gateway"
+	DefaultMaxResponseSize = frame.DefaultMaxFrameSize
+	clientSoftwareVersion  = "0.1.0"
+)
+
+func (c Config) withDefaults() Config {
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = DefaultRequestTimeout
+	}
+	if c.DialTimeout == 0 {
+		c.DialTimeout = DefaultDialTimeout
+	}
+	if c.ClientID == "" {
+		c.ClientID = DefaultClientID
+	}
+	if c.MaxResponseSize == 0 {
+		c.MaxResponseSize = DefaultMaxResponseSize
+	}
+	c.Bootstrap = append([]string(nil), c.Bootstrap...)
+	return c
+}
+
+// Validate reports the first invalid setting.
+func (c Config) Validate() error {
+	if len(c.Bootstrap) == 0 {
+		return errors.New("fluss config: bootstrap needs at least one host:port")
+	}
+	for _, a := range c.Bootstrap {
+		host, port, err := net.SplitHostPort(a)
+		if err != nil {
+			return fmt.Errorf("fluss config: bootstrap address %q: %w", a, err)
+		}
+		if host == "" {
+			return fmt.Errorf("fluss config: bootstrap address %q has no host", a)
+		}
+		if p, err := strconv.Atoi(port); err != nil || p <= 0 || p > 65535 {
+			return fmt.Errorf("fluss config: bootstrap address %q has an invalid port", a)
+		}
+	}
+	if c.Password != "" && c.Username == "" {
+		return errors.New("fluss config: password is set but username is empty")
+	}
+	if c.RequestTimeout < 0 {
+		return fmt.Errorf("fluss config: request timeout %s is negative", c.RequestTimeout)
+	}
+	if c.DialTimeout < 0 {
+		return fmt.Errorf("fluss config: dial timeout %s is negative", c.DialTimeout)
+	}
+	if c.MaxResponseSize < 0 {
+		return fmt.Errorf("fluss config: max response size %d is negative", c.MaxResponseSize)
+	}
+	return nil
+}
+
+// Option sets a collaborator of the Client.
+type Option func(*options)
+
+type options struct {
+	logger *slog.Logger
+	dial   func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// WithLogger sets the logger (default: discard).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithDialer replaces the TCP dialer (tests, virtual networks).
+func WithDialer(dial func(ctx context.Context, network, addr string) (net.Conn, error)) Option {
+	return func(o *options) { o.dial = dial }
+}
+
+// Client talks to one Fluss cluster: one connection per server, opened on
+// first use, a metadata cache, and the admin, write and read calls.
+//
+// NewClient starts no goroutine and opens no connection. Each connection
+// owns a reader and a writer goroutine, stopped by Close. All methods are
+// safe for concurrent use.
+type Client struct {
+	cfg     Config
+	connCfg *connConfig
+	log     *slog.Logger
+
+	// meta is the current metadata snapshot; metaMu serializes writers
+	// (readers only Load).
+	meta   atomic.Pointer[clusterSnapshot]
+	metaMu sync.Mutex
+
+	// refreshMu guards refreshing: bucket-leader refreshes in flight.
+	refreshMu  sync.Mutex
+	refreshing map[physicalKey]*refreshCall
+
+	// poolMu guards conns and closed.
+	poolMu sync.Mutex
+	conns  map[string]*connSlot
+	closed bool
+}
+
+// connSlot is a pool entry; ready is closed once c or err is set.
+type connSlot struct {
+	ready chan struct{}
+	c     *conn
+	err   error
+}
+
+// NewClient validates cfg and returns a Client. It does not connect.
+func NewClient(cfg Config, opts ...Option) (*Client, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	o := options{logger: slog.New(slog.DiscardHandler)}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.dial == nil {
+		var d net.Dialer
+		o.dial = d.DialContext
+	}
+	c := &Client{
+		cfg: cfg,
+		connCfg: &connConfig{
+			dial:           o.dial,
+			dialTimeout:    cfg.DialTimeout,
+			requestTimeout: cfg.RequestTimeout,
+			clientName:     cfg.ClientID,
+			clientVersion:  clientSoftwareVersion,
+			username:       cfg.Username,
+			password:       cfg.Password,
+			maxFrameSize:   cfg.MaxResponseSize,
+			logger:         o.logger,
+		},
+		log:        o.logger,
+		conns:      make(map[string]*connSlot),
+		refreshing: make(map[physicalKey]*refreshCall),
+	}
+	c.meta.Store(emptySnapshot())
+	return c, nil
+}
+
+// Close closes every connection, failing requests in flight with
+// ErrConnectionClosed; later calls return ErrClosed. Idempotent.
+func (c *Client) Close() error {
+	c.poolMu.Lock()
+	if c.closed {
+		c.poolMu.Unlock()
+		return nil
+	}
+	c.closed = true
+	slots := c.conns
+	c.conns = nil
+	c.poolMu.Unlock()
+	for _, s := range slots {
+		<-s.ready // a dial in progress ends within DialTimeout
+		if s.c != nil {
+			s.c.close()
+		}
+	}
+	return nil
+}
+
+// connTo returns the live connection to addr, dialling it if needed.
+// Concurrent callers share one dial.
+func (c *Client) connTo(ctx context.Context, addr string) (*conn, error) {
+	var lastErr error
+	for range 3 {
+		c.poolMu.Lock()
+		if c.closed {
+			c.poolMu.Unlock()
+			return nil, ErrClosed
+		}
+		s, ok := c.conns[addr]
+		if !ok {
+			s = &connSlot{ready: make(chan struct{})}
+			c.conns[addr] = s
+			c.poolMu.Unlock()
+			s.c, s.err = dialConn(ctx, addr, c.connCfg)
+			close(s.ready)
+			if s.err != nil {
+				c.dropSlot(addr, s)
+				return nil, s.err
+			}
+			return s.c, nil
+		}
+		c.poolMu.Unlock()
+		select {
+		case <-s.ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if s.err == nil && s.c.alive() {
+			return s.c, nil
+		}
+		if s.err != nil {
+			lastErr = s.err
+		}
+		c.dropSlot(addr, s)
+	}
+	if lastErr == nil {
+		lastErr = ErrConnectionClosed
+	}
+	return nil, fmt.Errorf("connect to %s: %w", addr, lastErr)
+}
+
+// dropSlot removes s from the pool if it is still the entry for addr, and
+// closes its (dead) connection.
+func (c *Client) dropSlot(addr string, s *connSlot) {
+	c.poolMu.Lock()
+	if c.conns[addr] == s {
+		delete(c.conns, addr)
+	}
+	c.poolMu.Unlock()
+	if s.c != nil {
+		s.c.close()
+	}
+}
+
+// serverConn returns the connection to a tablet server by id, refreshing
+// cluster metadata once when the id is unknown.
+func (c *Client) serverConn(ctx context.Context, serverID int32) (*conn, error) {
+	node, ok := c.meta.Load().servers[serverID]
+	if !ok {
+		if err := c.refreshCluster(ctx); err != nil {
+			return nil, err
+		}
+		if node, ok = c.meta.Load().servers[serverID]; !ok {
+			return nil, fmt.Errorf("tablet server %d: %w", serverID, newError(58))
+		}
+	}
+	return c.connTo(ctx, node.Addr())
+}
+
+// coordinatorConn returns the connection to the coordinator.
+func (c *Client) coordinatorConn(ctx context.Context) (*conn, error) {
+	snap := c.meta.Load()
+	if snap.coordinator == nil {
+		if err := c.refreshCluster(ctx); err != nil {
+			return nil, err
+		}
+		if snap = c.meta.Load(); snap.coordinator == nil {
+			return nil, errors.New("fluss: metadata names no coordinator")
+		}
+	}
+	return c.connTo(ctx, snap.coordinator.Addr())
+}
+
+// anyTabletServerConn returns a connection to some live tablet server,
+// preferring ones already connected.
+func (c *Client) anyTabletServerConn(ctx context.Context) (*conn, int32, error) {
+	snap := c.meta.Load()
+	if len(snap.servers) == 0 {
+		if err := c.refreshCluster(ctx); err != nil {
+			return nil, 0, err
+		}
+		snap = c.meta.Load()
+	}
+	var lastErr error = errors.New("fluss: metadata lists no tablet server")
+	for _, id := range snap.serverIDs() {
+		cn, err := c.connTo(ctx, snap.servers[id].Addr())
+		if err == nil {
+			return cn, id, nil
+		}
+		lastErr = err
+	}
+	return nil, 0, lastErr
+}
+
+// metadataConn returns a connection to a server that answers GET_METADATA:
+// the coordinator when known, else any bootstrap address.
+func (c *Client) metadataConn(ctx context.Context) (*conn, error) {
+	var errs []error
+	if co := c.meta.Load().coordinator; co != nil {
+		cn, err := c.connTo(ctx, co.Addr())
+		if err == nil {
+			return cn, nil
+		}
+		errs = append(errs, err)
+	}
+	for _, addr := range c.cfg.Bootstrap {
+		cn, err := c.connTo(ctx, addr)
+		if err == nil {
+			return cn, nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, fmt.Errorf("no fluss server reachable: %w", errors.Join(errs...))
+}
+
+// RawRequest sends one request frame with the given api key, version and
+// protobuf payload to addr (host:port), bypassing version negotiation, and
+// returns the raw response. timeout <= 0 means Config.RequestTimeout. For
+// tests and fakes.
+func (c *Client) RawRequest(ctx context.Context, addr string, apiKey, apiVersion int16, payload []byte, timeout time.Duration) (RawResponse, error) {
+	cn, err := c.connTo(ctx, addr)
+	if err != nil {
+		return RawResponse{}, err
+	}
+	r, err := cn.roundTrip(ctx, frame.RequestHeader{APIKey: apiKey, APIVersion: apiVersion}, nil, payload, timeout)
+	if err != nil {
+		return RawResponse{}, err
+	}
+	return RawResponse{ErrorResponse: r.Type == frame.ErrorResponse, Payload: r.Payload}, nil
+}
+
+// RawResponse is the answer to RawRequest: the protobuf payload of a
+// SUCCESS_RESPONSE, or of an ERROR_RESPONSE (an ErrorResponse message).
+type RawResponse struct {
+	ErrorResponse bool
+	Payload       []byte
+}
+
+// Err returns the *Error carried by an ERROR_RESPONSE, or nil.
+func (r RawResponse) Err() error {
+	if !r.ErrorResponse {
+		return nil
+	}
+	return decodeErrorResponse(r.Payload)
+}
+
+// callCoordinator sends an admin request to the coordinator.
+func (c *Client) callCoordinator(ctx context.Context, what string, apiKey int16, req, resp proto.Message) error {
+	cn, err := c.coordinatorConn(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if err := cn.call(ctx, apiKey, req, resp, 0); err != nil {
+		return fmt.Errorf("%s on coordinator %s: %w", what, cn.addr, err)
+	}
+	return nil
+}
+
+// callServer sends a request to one tablet server with a timeout.
+func (c *Client) callServer(ctx context.Context, what string, serverID int32, apiKey int16, req, resp proto.Message, timeout time.Duration) error {
+	cn, err := c.serverConn(ctx, serverID)
+	if err != nil {
+		return fmt.Errorf("%s to tablet server %d: %w", what, serverID, err)
+	}
+	if err := cn.call(ctx, apiKey, req, resp, timeout); err != nil {
+		return fmt.Errorf("%s to tablet server %d: %w", what, serverID, err)
+	}
+	return nil
+}

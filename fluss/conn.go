@@ -1,0 +1,344 @@
+package fluss
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/fluss-kafka/gateway/fluss/internal/frame"
+	"github.com/fluss-kafka/gateway/fluss/internal/pb"
+)
+
+// connConfig is what a conn needs from the Client. Read-only once built.
+type connConfig struct {
+	dial           func(ctx context.Context, network, addr string) (net.Conn, error)
+	dialTimeout    time.Duration
+	requestTimeout time.Duration
+	clientName     string
+	clientVersion  string
+	username       string
+	password       string
+	maxFrameSize   int
+	logger         *slog.Logger
+}
+
+// conn is one TCP connection to one Fluss server. Requests are pipelined:
+// each gets a request id, many may be in flight, and responses are matched
+// by id in whatever order they arrive.
+//
+// A conn owns two goroutines, started by dialConn and stopped by close (or
+// when the connection breaks): the reader, the only one to read from the
+// socket, and the writer, the only one to write to it.
+type conn struct {
+	addr string
+	cfg  *connConfig
+	nc   net.Conn
+	log  *slog.Logger
+
+	writeCh chan []byte   // frames for the writer goroutine
+	done    chan struct{} // closed when the connection is dead
+	wg      sync.WaitGroup
+
+	// versions and serverType are written during the handshake, before the
+	// conn is shared, and read-only afterwards.
+	versions   map[int16]int16 // api key -> negotiated version
+	serverType int32
+
+	// mu guards the fields below.
+	mu      sync.Mutex
+	nextID  int32
+	pending map[int32]chan connResult
+	err     error // why the connection died; nil while alive
+}
+
+type connResult struct {
+	resp frame.Response
+	err  error
+}
+
+// dialConn connects to addr, starts the reader and writer, negotiates API
+// versions and authenticates when a username is configured. On any error the
+// connection is closed and its goroutines stopped.
+func dialConn(ctx context.Context, addr string, cfg *connConfig) (*conn, error) {
+	dctx, cancel := context.WithTimeout(ctx, cfg.dialTimeout)
+	defer cancel()
+	nc, err := cfg.dial(dctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("dial fluss server %s: %w", addr, err)
+	}
+	c := &conn{
+		addr:    addr,
+		cfg:     cfg,
+		nc:      nc,
+		log:     cfg.logger.With(slog.String("server", addr)),
+		writeCh: make(chan []byte, 16),
+		done:    make(chan struct{}),
+		pending: make(map[int32]chan connResult),
+	}
+	c.wg.Add(2)
+	go c.readLoop()
+	go c.writeLoop()
+
+	if err := c.handshake(dctx); err != nil {
+		c.close()
+		return nil, fmt.Errorf("handshake with fluss server %s: %w", addr, err)
+	}
+	return c, nil
+}
+
+// handshake runs ApiVersions and, when configured, SASL/PLAIN Authenticate,
+// in the order the Java client's ServerConnection uses.
+func (c *conn) handshake(ctx context.Context) error {
+	if err := c.negotiateVersions(ctx); err != nil {
+		return err
+	}
+	if c.cfg.username != "" {
+		if err := c.authenticate(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// alive reports whether the connection can still carry requests.
+func (c *conn) alive() bool {
+	select {
+	case <-c.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// close closes the connection, fails its in-flight requests with
+// ErrConnectionClosed and waits for its goroutines. Idempotent.
+func (c *conn) close() {
+	c.fail(ErrConnectionClosed)
+	c.wg.Wait()
+}
+
+// version returns the negotiated version of an API, or an error wrapping
+// ErrAPINotSupported when this server does not serve it.
+func (c *conn) version(apiKey int16) (int16, error) {
+	v, ok := c.versions[apiKey]
+	if !ok {
+		return 0, fmt.Errorf("%w: api key %d on %s", ErrAPINotSupported, apiKey, c.addr)
+	}
+	return v, nil
+}
+
+// call sends req with the negotiated version of apiKey and decodes the
+// success payload into resp. An ERROR_RESPONSE becomes an *Error. timeout <= 0
+// means the configured request timeout.
+func (c *conn) call(ctx context.Context, apiKey int16, req, resp proto.Message, timeout time.Duration) error {
+	v, err := c.version(apiKey)
+	if err != nil {
+		return err
+	}
+	return c.callVersion(ctx, apiKey, v, req, resp, timeout)
+}
+
+func (c *conn) callVersion(ctx context.Context, apiKey, version int16, req, resp proto.Message, timeout time.Duration) error {
+	r, err := c.roundTrip(ctx, frame.RequestHeader{APIKey: apiKey, APIVersion: version}, req, nil, timeout)
+	if err != nil {
+		return err
+	}
+	return decodeResponse(r, resp)
+}
+
+// decodeResponse turns a SUCCESS or ERROR response into resp or an *Error.
+func decodeResponse(r frame.Response, resp proto.Message) error {
+	switch r.Type {
+	case frame.SuccessResponse:
+		if err := proto.Unmarshal(r.Payload, resp); err != nil {
+			return fmt.Errorf("decode response: %w", err)
+		}
+		return nil
+	case frame.ErrorResponse:
+		return decodeErrorResponse(r.Payload)
+	}
+	return fmt.Errorf("unexpected response type %s", r.Type)
+}
+
+func decodeErrorResponse(payload []byte) error {
+	var er pb.ErrorResponse
+	if err := proto.Unmarshal(payload, &er); err != nil {
+		return fmt.Errorf("decode error response: %w", err)
+	}
+	if err := ErrorForCode(er.GetErrorCode(), er.GetErrorMessage()); err != nil {
+		return refineUnknownServerError(err.(*Error))
+	}
+	return ErrorForCode(-1, "error response with code 0: "+er.GetErrorMessage())
+}
+
+// roundTrip sends one request and waits for its response, for at most
+// timeout (the configured request timeout when <= 0) and never past ctx.
+// The payload is msg marshalled, or raw when msg is nil. The request id is
+// assigned here; h.RequestID is ignored.
+func (c *conn) roundTrip(ctx context.Context, h frame.RequestHeader, msg proto.Message, raw []byte, timeout time.Duration) (frame.Response, error) {
+	if timeout <= 0 {
+		timeout = c.cfg.requestTimeout
+	}
+	if err := ctx.Err(); err != nil {
+		return frame.Response{}, fmt.Errorf("api %d to %s: %w", h.APIKey, c.addr, err)
+	}
+	ch := make(chan connResult, 1)
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		return frame.Response{}, err
+	}
+	id := c.nextID
+	c.nextID++
+	c.pending[id] = ch
+	c.mu.Unlock()
+
+	h.RequestID = id
+	var buf []byte
+	if msg != nil {
+		var err error
+		if buf, err = frame.AppendRequestMessage(nil, h, msg); err != nil {
+			c.forget(id)
+			return frame.Response{}, err
+		}
+	} else {
+		buf = frame.AppendRequest(nil, h, raw)
+	}
+
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case c.writeCh <- buf:
+	case <-c.done:
+		// fail() delivered the reason to ch
+	case <-ctx.Done():
+		c.forget(id)
+		return frame.Response{}, fmt.Errorf("api %d to %s: %w", h.APIKey, c.addr, ctx.Err())
+	case <-timer.C:
+		c.forget(id)
+		return frame.Response{}, fmt.Errorf("api %d to %s: %w (waiting %s to send)", h.APIKey, c.addr, ErrRequestTimeout, timeout)
+	}
+	select {
+	case r := <-ch:
+		return r.resp, r.err
+	case <-ctx.Done():
+		c.forget(id)
+		return frame.Response{}, fmt.Errorf("api %d to %s: %w", h.APIKey, c.addr, ctx.Err())
+	case <-timer.C:
+		c.forget(id)
+		return frame.Response{}, fmt.Errorf("api %d to %s: %w after %s", h.APIKey, c.addr, ErrRequestTimeout, timeout)
+	}
+}
+
+// forget drops a request whose caller gave up; a late response is discarded
+// by the reader.
+func (c *conn) forget(id int32) {
+	c.mu.Lock()
+	delete(c.pending, id)
+	c.mu.Unlock()
+}
+
+// fail marks the connection dead with err (first reason wins), closes the
+// socket and fails every in-flight request.
+func (c *conn) fail(err error) {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.err = err
+	pending := c.pending
+	c.pending = nil
+	c.mu.Unlock()
+
+	close(c.done)
+	if cerr := c.nc.Close(); cerr != nil && !errors.Is(cerr, net.ErrClosed) {
+		c.log.Debug("close fluss connection", slog.Any("err", cerr))
+	}
+	for _, ch := range pending {
+		ch <- connResult{err: err}
+	}
+}
+
+func (c *conn) readLoop() {
+	defer c.wg.Done()
+	br := bufio.NewReaderSize(c.nc, 64<<10)
+	for {
+		body, err := frame.ReadFrame(br, c.cfg.maxFrameSize)
+		if err != nil {
+			if c.alive() {
+				c.log.Debug("fluss connection read failed", slog.Any("err", err))
+			}
+			c.fail(fmt.Errorf("%w: read from %s: %w", ErrConnectionClosed, c.addr, err))
+			return
+		}
+		resp, err := frame.ParseResponse(body)
+		if err != nil {
+			c.fail(fmt.Errorf("%w: from %s: %w", ErrConnectionClosed, c.addr, err))
+			return
+		}
+		if resp.Type == frame.ServerFailure {
+			// The server closes the connection after a SERVER_FAILURE;
+			// every request in flight on it is lost.
+			ferr := decodeErrorResponse(resp.Payload)
+			c.log.Warn("fluss server failure, connection closed", slog.Any("err", ferr))
+			c.fail(fmt.Errorf("%w: server failure from %s: %w", ErrConnectionClosed, c.addr, ferr))
+			return
+		}
+		c.mu.Lock()
+		ch, ok := c.pending[resp.RequestID]
+		delete(c.pending, resp.RequestID)
+		c.mu.Unlock()
+		if !ok {
+			c.log.Debug("discard response to abandoned request", slog.Int("corr_id", int(resp.RequestID)))
+			continue
+		}
+		ch <- connResult{resp: resp}
+	}
+}
+
+// writeLoop writes queued frames, coalescing those queued together into one
+// write through a buffer (a frame larger than the buffer bypasses it).
+func (c *conn) writeLoop() {
+	defer c.wg.Done()
+	bw := bufio.NewWriterSize(c.nc, 64<<10)
+	write := func(buf []byte) error {
+		if err := c.nc.SetWriteDeadline(time.Now().Add(c.cfg.requestTimeout)); err != nil {
+			return err
+		}
+		_, err := bw.Write(buf)
+		return err
+	}
+	for {
+		select {
+		case buf := <-c.writeCh:
+			err := write(buf)
+		drain:
+			for err == nil {
+				select {
+				case buf = <-c.writeCh:
+					err = write(buf)
+				default:
+					break drain
+				}
+			}
+			if err == nil {
+				err = bw.Flush()
+			}
+			if err != nil {
+				c.fail(fmt.Errorf("%w: write to %s: %w", ErrConnectionClosed, c.addr, err))
+				return
+			}
+		case <-c.done:
+			return
+		}
+	}
+}
