@@ -1,0 +1,344 @@
+/*
+ * Test oracle for the Go record encoders: runs Fluss's own Java classes
+ * (from the fluss-server 0.9.1-incubating jar, which bundles fluss-common) on
+ * rows given in a canonical text form, and prints what Java encodes or
+ * decodes. Run with: java -cp fluss-server-0.9.1-incubating.jar FlussGolden.java MODE ...
+ *
+ * stdin, line 1: column types, space separated, e.g. "INTEGER! STRING DECIMAL(38,10) TIMESTAMP(6)"
+ *                ("!" = NOT NULL). Following lines: one row each, fields space separated:
+ *                "null" | integer | float/double as IEEE bits (unsigned decimal) |
+ *                decimal: unscaled long (p<=18) or big-endian two's complement hex (p>18) |
+ *                strings and bytes as hex ("-" for empty) | timestamps "millis:nanoOfMilli".
+ * MODE encode         prints per row "compacted HEX", "indexed HEX", and if no field is null
+ *                     "key HEX" and "bucket HASH MURMUR B1 B3 B4 B16 B128"; then "kv_compacted HEX",
+ *                     "kv_indexed HEX" (row i: key {i,1}, every third record a delete) and
+ *                     "log_indexed HEX" (append-only), all with schema id 1.
+ * MODE read FORMAT FILE SCHEMA_ID
+ *                     decodes the log batches in FILE (ARROW, INDEXED or COMPACTED) and prints
+ *                     one line per record: change type and the canonical fields.
+ */
+
+import org.apache.fluss.bucketing.BucketingFunction;
+import org.apache.fluss.memory.UnmanagedPagedOutputView;
+import org.apache.fluss.metadata.KvFormat;
+import org.apache.fluss.metadata.LogFormat;
+import org.apache.fluss.metadata.Schema;
+import org.apache.fluss.metadata.SchemaGetter;
+import org.apache.fluss.metadata.SchemaInfo;
+import org.apache.fluss.record.ChangeType;
+import org.apache.fluss.record.KvRecordBatchBuilder;
+import org.apache.fluss.record.LogRecord;
+import org.apache.fluss.record.LogRecordBatch;
+import org.apache.fluss.record.LogRecordReadContext;
+import org.apache.fluss.record.MemoryLogRecords;
+import org.apache.fluss.record.MemoryLogRecordsIndexedBuilder;
+import org.apache.fluss.record.bytesview.BytesView;
+import org.apache.fluss.row.BinaryRow;
+import org.apache.fluss.row.BinarySegmentUtils;
+import org.apache.fluss.row.BinaryString;
+import org.apache.fluss.row.Decimal;
+import org.apache.fluss.row.GenericRow;
+import org.apache.fluss.row.InternalRow;
+import org.apache.fluss.row.TimestampLtz;
+import org.apache.fluss.row.TimestampNtz;
+import org.apache.fluss.row.encode.CompactedKeyEncoder;
+import org.apache.fluss.row.encode.RowEncoder;
+import org.apache.fluss.row.indexed.IndexedRow;
+import org.apache.fluss.types.BinaryType;
+import org.apache.fluss.types.CharType;
+import org.apache.fluss.types.DataType;
+import org.apache.fluss.types.DataTypes;
+import org.apache.fluss.types.DecimalType;
+import org.apache.fluss.types.LocalZonedTimestampType;
+import org.apache.fluss.types.RowType;
+import org.apache.fluss.types.TimeType;
+import org.apache.fluss.types.TimestampType;
+import org.apache.fluss.utils.CloseableIterator;
+import org.apache.fluss.utils.MathUtils;
+import org.apache.fluss.utils.MurmurHashUtils;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.math.BigInteger;
+import java.nio.file.Files;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+
+public class FlussGolden {
+
+    public static void main(String[] args) throws Exception {
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, "UTF-8"));
+        String[] spec = in.readLine().trim().split(" +");
+        DataType[] types = new DataType[spec.length];
+        String[] names = new String[spec.length];
+        for (int i = 0; i < spec.length; i++) {
+            types[i] = parseType(spec[i]);
+            names[i] = "f" + i;
+        }
+        RowType rowType = RowType.of(types, names);
+        StringBuilder out = new StringBuilder();
+        if (args[0].equals("encode")) {
+            List<GenericRow> rows = new ArrayList<>();
+            String line;
+            while ((line = in.readLine()) != null) {
+                if (!line.isBlank()) {
+                    rows.add(parseRow(line.trim().split(" +"), types));
+                }
+            }
+            encode(rowType, types, rows, out);
+        } else if (args[0].equals("read")) {
+            byte[] data = Files.readAllBytes(Paths.get(args[2]));
+            read(rowType, types, LogFormat.valueOf(args[1]), Integer.parseInt(args[3]), data, out);
+        } else {
+            throw new IllegalArgumentException("unknown mode " + args[0]);
+        }
+        System.out.print(out);
+        System.out.flush();
+    }
+
+    static DataType parseType(String s) {
+        boolean notNull = s.endsWith("!");
+        if (notNull) {
+            s = s.substring(0, s.length() - 1);
+        }
+        String name = s;
+        int[] p = new int[0];
+        int open = s.indexOf('(');
+        if (open >= 0) {
+            name = s.substring(0, open);
+            String[] parts = s.substring(open + 1, s.length() - 1).split(",");
+            p = new int[parts.length];
+            for (int i = 0; i < parts.length; i++) {
+                p[i] = Integer.parseInt(parts[i].trim());
+            }
+        }
+        DataType t;
+        switch (name) {
+            case "BOOLEAN": t = DataTypes.BOOLEAN(); break;
+            case "TINYINT": t = DataTypes.TINYINT(); break;
+            case "SMALLINT": t = DataTypes.SMALLINT(); break;
+            case "INTEGER": t = DataTypes.INT(); break;
+            case "BIGINT": t = DataTypes.BIGINT(); break;
+            case "FLOAT": t = DataTypes.FLOAT(); break;
+            case "DOUBLE": t = DataTypes.DOUBLE(); break;
+            case "DECIMAL": t = DataTypes.DECIMAL(p[0], p[1]); break;
+            case "CHAR": t = DataTypes.CHAR(p[0]); break;
+            case "STRING": t = DataTypes.STRING(); break;
+            case "BINARY": t = DataTypes.BINARY(p[0]); break;
+            case "BYTES": t = DataTypes.BYTES(); break;
+            case "DATE": t = DataTypes.DATE(); break;
+            case "TIME": t = DataTypes.TIME(p[0]); break;
+            case "TIMESTAMP": t = DataTypes.TIMESTAMP(p[0]); break;
+            case "TIMESTAMP_LTZ": t = DataTypes.TIMESTAMP_LTZ(p[0]); break;
+            default: throw new IllegalArgumentException("unknown type " + s);
+        }
+        return notNull ? t.copy(false) : t;
+    }
+
+    static GenericRow parseRow(String[] f, DataType[] types) {
+        if (f.length != types.length) {
+            throw new IllegalArgumentException("row has " + f.length + " fields");
+        }
+        GenericRow row = new GenericRow(types.length);
+        for (int i = 0; i < types.length; i++) {
+            row.setField(i, f[i].equals("null") ? null : parseValue(f[i], types[i]));
+        }
+        return row;
+    }
+
+    static byte[] unhex(String s) {
+        if (s.equals("-")) {
+            return new byte[0];
+        }
+        byte[] b = new byte[s.length() / 2];
+        for (int i = 0; i < b.length; i++) {
+            b[i] = (byte) Integer.parseInt(s.substring(2 * i, 2 * i + 2), 16);
+        }
+        return b;
+    }
+
+    static String hex(byte[] b) {
+        if (b.length == 0) {
+            return "-";
+        }
+        StringBuilder sb = new StringBuilder();
+        for (byte x : b) {
+            sb.append(String.format("%02x", x & 0xff));
+        }
+        return sb.toString();
+    }
+
+    static Object parseValue(String v, DataType t) {
+        switch (t.getTypeRoot()) {
+            case BOOLEAN: return Long.parseLong(v) != 0;
+            case TINYINT: return (byte) Long.parseLong(v);
+            case SMALLINT: return (short) Long.parseLong(v);
+            case INTEGER:
+            case DATE:
+            case TIME_WITHOUT_TIME_ZONE: return (int) Long.parseLong(v);
+            case BIGINT: return Long.parseLong(v);
+            case FLOAT: return Float.intBitsToFloat((int) Long.parseLong(v));
+            case DOUBLE: return Double.longBitsToDouble(Long.parseUnsignedLong(v));
+            case DECIMAL: {
+                DecimalType d = (DecimalType) t;
+                if (d.getPrecision() <= 18) {
+                    return Decimal.fromUnscaledLong(Long.parseLong(v), d.getPrecision(), d.getScale());
+                }
+                return Decimal.fromUnscaledBytes(unhex(v), d.getPrecision(), d.getScale());
+            }
+            case CHAR:
+            case STRING: return BinaryString.fromBytes(unhex(v));
+            case BINARY:
+            case BYTES: return unhex(v);
+            case TIMESTAMP_WITHOUT_TIME_ZONE: {
+                String[] p = v.split(":");
+                return TimestampNtz.fromMillis(Long.parseLong(p[0]), Integer.parseInt(p[1]));
+            }
+            case TIMESTAMP_WITH_LOCAL_TIME_ZONE: {
+                String[] p = v.split(":");
+                return TimestampLtz.fromEpochMillis(Long.parseLong(p[0]), Integer.parseInt(p[1]));
+            }
+            default: throw new IllegalArgumentException("unsupported " + t);
+        }
+    }
+
+    static String canonical(InternalRow row, int i, DataType t) {
+        if (row.isNullAt(i)) {
+            return "null";
+        }
+        switch (t.getTypeRoot()) {
+            case BOOLEAN: return row.getBoolean(i) ? "1" : "0";
+            case TINYINT: return Byte.toString(row.getByte(i));
+            case SMALLINT: return Short.toString(row.getShort(i));
+            case INTEGER:
+            case DATE:
+            case TIME_WITHOUT_TIME_ZONE: return Integer.toString(row.getInt(i));
+            case BIGINT: return Long.toString(row.getLong(i));
+            case FLOAT: return Integer.toUnsignedString(Float.floatToRawIntBits(row.getFloat(i)));
+            case DOUBLE: return Long.toUnsignedString(Double.doubleToRawLongBits(row.getDouble(i)));
+            case DECIMAL: {
+                DecimalType d = (DecimalType) t;
+                BigInteger u = row.getDecimal(i, d.getPrecision(), d.getScale()).toBigDecimal().unscaledValue();
+                return d.getPrecision() <= 18 ? u.toString() : hex(u.toByteArray());
+            }
+            case CHAR: return hex(row.getChar(i, ((CharType) t).getLength()).toBytes());
+            case STRING: return hex(row.getString(i).toBytes());
+            case BINARY: return hex(row.getBinary(i, ((BinaryType) t).getLength()));
+            case BYTES: return hex(row.getBytes(i));
+            case TIMESTAMP_WITHOUT_TIME_ZONE: {
+                TimestampNtz ts = row.getTimestampNtz(i, ((TimestampType) t).getPrecision());
+                return ts.getMillisecond() + ":" + ts.getNanoOfMillisecond();
+            }
+            case TIMESTAMP_WITH_LOCAL_TIME_ZONE: {
+                TimestampLtz ts = row.getTimestampLtz(i, ((LocalZonedTimestampType) t).getPrecision());
+                return ts.getEpochMillisecond() + ":" + ts.getNanoOfMillisecond();
+            }
+            default: throw new IllegalArgumentException("unsupported " + t);
+        }
+    }
+
+    static byte[] bytesOf(BinaryRow r) {
+        return BinarySegmentUtils.copyToBytes(r.getSegments(), r.getOffset(), r.getSizeInBytes());
+    }
+
+    static byte[] bytesOf(BytesView v) {
+        var buf = v.getByteBuf();
+        byte[] out = new byte[buf.readableBytes()];
+        buf.getBytes(buf.readerIndex(), out);
+        return out;
+    }
+
+    static BinaryRow encodeRow(KvFormat format, RowType rowType, GenericRow row) {
+        RowEncoder enc = RowEncoder.create(format, rowType);
+        enc.startNewRow();
+        for (int i = 0; i < row.getFieldCount(); i++) {
+            enc.encodeField(i, row.getField(i));
+        }
+        return enc.finishRow();
+    }
+
+    static void encode(RowType rowType, DataType[] types, List<GenericRow> rows, StringBuilder out)
+            throws Exception {
+        CompactedKeyEncoder keyEncoder = new CompactedKeyEncoder(rowType);
+        BucketingFunction fluss = BucketingFunction.of(null);
+        KvRecordBatchBuilder kvc = KvRecordBatchBuilder.builder(
+                1, Integer.MAX_VALUE, new UnmanagedPagedOutputView(256), KvFormat.COMPACTED);
+        KvRecordBatchBuilder kvi = KvRecordBatchBuilder.builder(
+                1, Integer.MAX_VALUE, new UnmanagedPagedOutputView(256), KvFormat.INDEXED);
+        MemoryLogRecordsIndexedBuilder log = MemoryLogRecordsIndexedBuilder.builder(
+                1, Integer.MAX_VALUE, new UnmanagedPagedOutputView(256), true);
+        for (int r = 0; r < rows.size(); r++) {
+            GenericRow row = rows.get(r);
+            BinaryRow compacted = encodeRow(KvFormat.COMPACTED, rowType, row);
+            BinaryRow indexed = encodeRow(KvFormat.INDEXED, rowType, row);
+            out.append("compacted ").append(hex(bytesOf(compacted))).append('\n');
+            out.append("indexed ").append(hex(bytesOf(indexed))).append('\n');
+            boolean anyNull = false;
+            for (int i = 0; i < types.length; i++) {
+                anyNull |= row.isNullAt(i);
+            }
+            if (!anyNull) {
+                byte[] key = keyEncoder.encodeKey(row);
+                int h = MurmurHashUtils.hashBytes(key);
+                out.append("key ").append(hex(key)).append('\n');
+                out.append("bucket ").append(h).append(' ').append(MathUtils.murmurHash(h));
+                for (int n : new int[] {1, 3, 4, 16, 128}) {
+                    out.append(' ').append(fluss.bucketing(key, n));
+                }
+                out.append('\n');
+            }
+            byte[] kvKey = new byte[] {(byte) r, 1};
+            if (r % 3 == 2) {
+                kvc.append(kvKey, null);
+                kvi.append(kvKey, null);
+            } else {
+                kvc.append(kvKey, compacted);
+                kvi.append(kvKey, indexed);
+            }
+            log.append(ChangeType.APPEND_ONLY, (IndexedRow) indexed);
+        }
+        out.append("kv_compacted ").append(hex(bytesOf(kvc.build()))).append('\n');
+        out.append("kv_indexed ").append(hex(bytesOf(kvi.build()))).append('\n');
+        out.append("log_indexed ").append(hex(bytesOf(log.build()))).append('\n');
+    }
+
+    static void read(RowType rowType, DataType[] types, LogFormat format, int schemaId, byte[] data,
+            StringBuilder out) throws Exception {
+        Schema schema = Schema.newBuilder().fromRowType(rowType).build();
+        SchemaGetter getter = new SchemaGetter() {
+            public Schema getSchema(int id) { return schema; }
+            public CompletableFuture<SchemaInfo> getSchemaInfoAsync(int id) {
+                return CompletableFuture.completedFuture(new SchemaInfo(schema, id));
+            }
+            public SchemaInfo getLatestSchemaInfo() { return new SchemaInfo(schema, schemaId); }
+            public void release() {}
+        };
+        LogRecordReadContext ctx;
+        switch (format) {
+            case ARROW: ctx = LogRecordReadContext.createArrowReadContext(rowType, schemaId, getter); break;
+            case INDEXED: ctx = LogRecordReadContext.createIndexedReadContext(rowType, schemaId, getter); break;
+            default: ctx = LogRecordReadContext.createCompactedRowReadContext(rowType, schemaId); break;
+        }
+        try {
+            MemoryLogRecords records = MemoryLogRecords.pointToBytes(data);
+            for (LogRecordBatch batch : records.batches()) {
+                batch.ensureValid();
+                try (CloseableIterator<LogRecord> it = batch.records(ctx)) {
+                    while (it.hasNext()) {
+                        LogRecord rec = it.next();
+                        out.append(rec.logOffset()).append(' ').append(rec.getChangeType().shortString());
+                        InternalRow row = rec.getRow();
+                        for (int i = 0; i < types.length; i++) {
+                            out.append(' ').append(canonical(row, i, types[i]));
+                        }
+                        out.append('\n');
+                    }
+                }
+            }
+        } finally {
+            ctx.close();
+        }
+    }
+}
