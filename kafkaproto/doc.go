@@ -1,5 +1,69 @@
 // Package kafkaproto serves the producer side of the Kafka protocol: the TCP
-// listener, request framing, one handler per API key, SASL, and decoding of
-// record batches in every codec. Decoded records are handed to a Sink; the
-// package knows nothing of Fluss.
+// (optionally TLS) listener, request framing, one handler per API key
+// (files named after the key, as in franz-go's kfake), SASL PLAIN and
+// SCRAM-SHA-256/512, decoding of RecordBatch v2 in every codec, and the
+// idempotent-producer sequence checks. Decoded records go to a [Sink] per
+// topic-partition; the package knows nothing of Fluss.
+//
+// # Advertised APIs
+//
+// See 18_api_versions.go: Produce 0-12 (served 3-12), Fetch 4-12 (refused),
+// Metadata 0-12, FindCoordinator 0-6 (refused), SaslHandshake 0-1 and
+// SaslAuthenticate 0-2 (with SASL only), ApiVersions 0-4, InitProducerId
+// 0-5. Unknown keys and versions outside these ranges close the connection.
+//
+// # Goroutines and lifetime
+//
+// [Server.Serve] blocks accepting connections. Each connection has one reader
+// goroutine (parses requests, runs handlers, hands batches to the Sink in
+// arrival order) and one writer goroutine (the only one writing to the
+// socket; it writes responses in request order, waiting for Produce results
+// as needed). Both are counted in the Server's WaitGroup.
+// [Server.Shutdown] closes the listeners, stops reading, lets pending
+// responses finish (bounded by its ctx), then closes connections;
+// [Server.Close] closes everything at once. Both are idempotent.
+//
+// Back-pressure: at most Config.MaxInFlightRequests requests per connection
+// are read ahead of their responses; a Sink that blocks for buffer space
+// stops the reader too. A client that does not read its responses is
+// disconnected after Config.WriteTimeout; one that sends nothing after
+// Config.IdleTimeout.
+//
+// # Idempotent producers
+//
+// InitProducerId hands out ids from [ProducerIDs] (unique across gateway
+// instances). For each (producer id, topic, partition) the gateway keeps the
+// producer epoch, the last sequence and the last 5 batches with their
+// [PartitionWrite]s, like a Kafka broker:
+//   - a batch equal (first and last sequence) to a remembered one is a retry:
+//     it is answered with the original result, waiting for it if it is still
+//     in flight, and is not passed to the sink again; if the original write
+//     failed, the retry is passed to the sink again in its slot;
+//   - a newer epoch must start at sequence 0, an older epoch gets
+//     INVALID_PRODUCER_EPOCH, a gap gets OUT_OF_ORDER_SEQUENCE_NUMBER (45);
+//   - a producer id without state (new, expired, evicted, or known only to
+//     another instance) is accepted at any sequence (KIP-360 behaviour);
+//   - failed writes at the tail of the window are forgotten, so the client's
+//     retry or its next batch continues the sequence.
+//
+// The state lives in this gateway instance only. If a producer reconnects to
+// another instance (a restart, or a load balancer in front of several), that
+// instance has no state for it and accepts its next batch at any sequence:
+// ordering and gap detection restart there, and a retry of a batch the first
+// instance had already written is written again (a duplicate). Clients that
+// stick to one instance (Metadata names only the instance they connected to)
+// get exactly-once appends per partition as long as the state is not expired
+// (Config.ProducerStateTTL) or evicted (Config.MaxProducerStates). Ordering
+// across a failed batch relies on the sink failing later batches of the same
+// partition too (the accumulator's per-bucket order).
+//
+// Transactions are not supported: a transactional id or transactional batch
+// gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED (see 22_init_producer_id.go).
+//
+// # Errors
+//
+// errors.go holds the single translation from errors to Kafka codes,
+// including the table sinks should follow for backend failures.
+//
+// kafkaproto must not import fluss, mapping, accumulator or sender.
 package kafkaproto

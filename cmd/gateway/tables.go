@@ -118,8 +118,14 @@ func tableSpec(info *fluss.TableInfo) (accumulator.TableSpec, error) {
 			}
 			level = n
 		}
+		// One compressor per table: it holds the zstd encoder and the
+		// compression-ratio estimate shared by the table's batches.
+		comp, err := fluss.NewArrowCompressor(codec, level)
+		if err != nil {
+			return spec, fmt.Errorf("table %s: %w", info.Path, err)
+		}
 		spec.NewLogBuilder = func() (accumulator.LogBuilder, error) {
-			return fluss.NewArrowLogBuilder(schema, info.SchemaID, codec, level)
+			return fluss.NewArrowLogBuilder(schema, info.SchemaID, codec, level, fluss.WithArrowCompressor(comp))
 		}
 	case fluss.LogFormatIndexed:
 		spec.NewLogBuilder = func() (accumulator.LogBuilder, error) {
