@@ -1,0 +1,782 @@
+#!/usr/bin/env bash
+# fluss-local.sh: a real Apache Fluss cluster on 127.0.0.1 from the Maven Central jars.
+#
+# ZooKeeper (the shaded one inside fluss-server), one coordinator and N tablet servers run as
+# separate JVMs in a fresh temporary directory with free ports. State (pids, ports, directory) is
+# kept in a state file per cluster name so that `stop` ends exactly those processes.
+# Only `start` and `bootstrap` write to stdout (the FLUSS_BOOTSTRAP line); everything else
+# that is not the answer to a query goes to stderr.
+set -euo pipefail
+
+readonly DEFAULT_VERSION=0.9.1-incubating
+readonly LOG4J_VERSION=2.17.1
+readonly MDP=org.apache.maven.plugins:maven-dependency-plugin:3.6.1
+readonly ZK_MAIN=org.apache.fluss.shaded.zookeeper3.org.apache.zookeeper.server.quorum.QuorumPeerMain
+readonly ZK_CLI=org.apache.fluss.shaded.zookeeper3.org.apache.zookeeper.ZooKeeperMain
+readonly COORDINATOR_MAIN=org.apache.fluss.server.coordinator.CoordinatorServer
+readonly TABLET_MAIN=org.apache.fluss.server.tablet.TabletServer
+
+REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+readonly REPO_ROOT
+readonly SELF="$REPO_ROOT/scripts/fluss-local.sh"
+CACHE_DIR=${FLUSS_LOCAL_CACHE:-$REPO_ROOT/.cache/fluss}
+STATE_DIR=${FLUSS_LOCAL_STATE_DIR:-$CACHE_DIR/clusters}
+START_TIMEOUT=${FLUSS_LOCAL_START_TIMEOUT:-180} # seconds, per phase
+STOP_TIMEOUT=${FLUSS_LOCAL_STOP_TIMEOUT:-30}    # seconds before SIGKILL
+ZK_HEAP=${FLUSS_LOCAL_ZK_HEAP:-256m}
+COORDINATOR_HEAP=${FLUSS_LOCAL_COORDINATOR_HEAP:-512m}
+TABLET_HEAP=${FLUSS_LOCAL_TABLET_HEAP:-1g}
+
+usage() {
+	cat >&2 <<'EOF'
+usage: scripts/fluss-local.sh COMMAND [options]
+
+commands:
+  start [-n TABLET_SERVERS] [-v VERSION] [-s NAME] [-D key=value]... [-o OWNER_PID]
+        download fluss-server VERSION (default 0.9.1-incubating) and log4j into .cache/fluss,
+        start ZooKeeper, a coordinator and N tablet servers (default 1) on 127.0.0.1, wait
+        until the coordinator knows every tablet server, print FLUSS_BOOTSTRAP=127.0.0.1:PORT.
+        -D adds a line "key: value" to every server's server.yaml.
+        -o stops the cluster by itself once process OWNER_PID has exited.
+  stop [-s NAME]                 stop the cluster's processes (TERM, KILL after a timeout), remove its dir
+  status [-s NAME]               say what runs (exit 0 all up, 1 something down, 3 no such cluster)
+  bootstrap [-s NAME]            print FLUSS_BOOTSTRAP=... of a running cluster
+  restart-tablet [-s NAME] ID    stop and start tablet server ID (same id, same data dir)
+  stop-tablet [-s NAME] ID       stop tablet server ID (TERM, KILL after a timeout)
+  start-tablet [-s NAME] ID      start a stopped tablet server ID again and wait for the coordinator
+  logs [-s NAME] [-f] [-l LINES] [COMPONENT]
+                                 tail the logs (COMPONENT: zookeeper, coordinator, tablet-ID; default all)
+  list                           names of clusters with a state file
+  fetch [-v VERSION]             only download the jars, print the lib directory
+
+environment: FLUSS_LOCAL_CLUSTER (default name, else "default"), FLUSS_VERSION (default version),
+  FLUSS_LOCAL_STATE_DIR, FLUSS_LOCAL_CACHE, FLUSS_LOCAL_START_TIMEOUT, FLUSS_LOCAL_STOP_TIMEOUT,
+  FLUSS_LOCAL_{ZK,COORDINATOR,TABLET}_HEAP, JAVA_HOME (a JDK 17 is looked for otherwise).
+EOF
+}
+
+log() { printf 'fluss-local: %s\n' "$*" >&2; }
+die() {
+	log "error: $*"
+	exit 1
+}
+
+now_ms() { date +%s%3N; }
+
+# ---------------------------------------------------------------------------- prerequisites
+
+java_major() { # java_major JAVA -> major version number
+	local line
+	line=$("$1" -version 2>&1 | head -n 1) || return 1
+	line=${line#*\"}
+	line=${line%%\"*}
+	case $line in
+	1.*) line=${line#1.} ;;
+	esac
+	printf '%s\n' "${line%%[.+-]*}"
+}
+
+find_java() {
+	local c major
+	local candidates=()
+	[[ -n ${JAVA_HOME:-} ]] && candidates+=("$JAVA_HOME/bin/java")
+	for c in /usr/lib/jvm/java-17-openjdk-*/bin/java /usr/lib/jvm/temurin-17-*/bin/java /usr/lib/jvm/*17*/bin/java; do
+		[[ -x $c ]] && candidates+=("$c")
+	done
+	c=$(command -v java || true)
+	[[ -n $c ]] && candidates+=("$c")
+	for c in "${candidates[@]}"; do
+		[[ -x $c ]] || continue
+		major=$(java_major "$c") || continue
+		if [[ $major == 17 ]]; then
+			printf '%s\n' "$c"
+			return 0
+		fi
+	done
+	for c in "${candidates[@]}"; do
+		[[ -x $c ]] || continue
+		major=$(java_major "$c") || continue
+		if [[ $major =~ ^[0-9]+$ ]] && ((major > 17)); then
+			log "warning: no JDK 17 found, using Java $major at $c (untested with Fluss)"
+			printf '%s\n' "$c"
+			return 0
+		fi
+	done
+	die "a JDK 17 is required and none was found (JAVA_HOME, /usr/lib/jvm, PATH); install it: apt-get install openjdk-17-jdk-headless"
+}
+
+# fetch_jars VERSION -> prints the lib directory holding fluss-server and log4j jars
+fetch_jars() {
+	local version=$1
+	local lib="$CACHE_DIR/$version/lib"
+	if [[ -f $lib/fluss-server-$version.jar ]]; then
+		link_default_lib "$version"
+		printf '%s\n' "$lib"
+		return 0
+	fi
+	command -v mvn >/dev/null 2>&1 ||
+		die "Maven is required to download fluss-server $version; install it: apt-get install maven"
+	mkdir -p "$CACHE_DIR/$version"
+	local tmp
+	tmp=$(mktemp -d "$CACHE_DIR/$version/lib.tmp.XXXXXX")
+	chmod 755 "$tmp"
+	local artifacts=(
+		"org.apache.fluss:fluss-server:$version"
+		"org.apache.logging.log4j:log4j-api:$LOG4J_VERSION"
+		"org.apache.logging.log4j:log4j-core:$LOG4J_VERSION"
+		"org.apache.logging.log4j:log4j-slf4j-impl:$LOG4J_VERSION"
+	)
+	local a
+	for a in "${artifacts[@]}"; do
+		log "downloading $a"
+		if ! mvn -B -q "$MDP:copy" -Dartifact="$a" -DoutputDirectory="$tmp" -Dmdep.overWriteReleases=true >"$tmp/mvn.log" 2>&1; then
+			cat "$tmp/mvn.log" >&2
+			rm -rf "$tmp"
+			die "could not download $a from Maven Central (is version $version published?)"
+		fi
+	done
+	rm -f "$tmp/mvn.log"
+	# Another start may have raced us; the first complete copy wins.
+	if ! mv -T "$tmp" "$lib" 2>/dev/null; then
+		rm -rf "$tmp"
+	fi
+	[[ -f $lib/fluss-server-$version.jar ]] || die "download of fluss-server $version left no jar in $lib"
+	link_default_lib "$version"
+	printf '%s\n' "$lib"
+}
+
+# .cache/fluss/lib points at the default version's jars, for tools that want "the" server jar.
+link_default_lib() {
+	[[ $1 == "$DEFAULT_VERSION" && ! -e $CACHE_DIR/lib ]] || return 0
+	ln -sfn "$DEFAULT_VERSION/lib" "$CACHE_DIR/lib" 2>/dev/null || true
+}
+
+# ---------------------------------------------------------------------------- state
+
+state_file() { printf '%s/%s.state\n' "$STATE_DIR" "$1"; }
+
+declare -A ST=()
+
+# load_state NAME: fills ST from the state file; returns 1 if there is none.
+load_state() {
+	local f k v
+	f=$(state_file "$1")
+	[[ -f $f ]] || return 1
+	ST=()
+	while IFS='=' read -r k v; do
+		[[ -z $k || $k == \#* ]] && continue
+		ST[$k]=$v
+	done <"$f"
+	return 0
+}
+
+save_state() {
+	local name=$1 f tmp k
+	f=$(state_file "$name")
+	mkdir -p "$STATE_DIR"
+	tmp="$f.tmp.$$"
+	{
+		echo "# fluss-local.sh cluster state; KEY=VALUE lines"
+		for k in $(printf '%s\n' "${!ST[@]}" | sort); do
+			printf '%s=%s\n' "$k" "${ST[$k]}"
+		done
+	} >"$tmp"
+	mv -f "$tmp" "$f"
+}
+
+# lock NAME: serialise commands on one cluster (fd 9; children must not inherit it).
+lock() {
+	mkdir -p "$STATE_DIR"
+	exec 9>"$STATE_DIR/$1.lock"
+	flock -w 600 9 || die "timed out waiting for another fluss-local.sh command on cluster $1"
+}
+
+# ---------------------------------------------------------------------------- processes
+
+# owns PID DIR: true if PID is alive and is one of this cluster's processes.
+owns() {
+	local pid=$1 dir=$2
+	[[ -n $pid && $pid =~ ^[0-9]+$ ]] || return 1
+	[[ -r /proc/$pid/cmdline ]] || return 1
+	tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$dir"
+}
+
+port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# pick_port: sets PORT to a port nobody listens on (a bind failure is retried by the callers).
+PORT=
+pick_port() {
+	local i
+	for ((i = 0; i < 200; i++)); do
+		PORT=$((20000 + RANDOM % 12000)) # below Linux's ephemeral range (32768+)
+		port_in_use "$PORT" || return 0
+	done
+	die "no free port found on 127.0.0.1"
+}
+
+java_flags() { # java_flags DIR
+	printf '%s\n' \
+		--add-opens=java.base/java.nio=ALL-UNNAMED \
+		--add-opens=java.base/sun.nio.ch=ALL-UNNAMED \
+		--add-opens=java.base/java.lang=ALL-UNNAMED \
+		--add-opens=java.base/java.util=ALL-UNNAMED \
+		-Dio.netty.tryReflectionSetAccessible=true \
+		"-Dlog4j.configurationFile=file:$1/conf/log4j2.properties"
+}
+
+# launch LOGFILE ARGS...: start a detached process (own session, no inherited fds), print its pid.
+launch() {
+	local logfile=$1
+	shift
+	(
+		cd "$(dirname "$logfile")/.." || exit 1
+		exec setsid "$@" </dev/null >>"$logfile" 2>&1 9>&-
+	) &
+	printf '%s\n' "$!"
+}
+
+start_zookeeper() { # uses ST; sets ZK_PORT ZK_PID
+	local dir=${ST[DIR]} pid port attempt
+	local -a flags
+	mapfile -t flags < <(java_flags "$dir")
+	for attempt in 1 2 3; do
+		pick_port
+		port=$PORT
+		cat >"$dir/conf/zookeeper.properties" <<EOF
+dataDir=$dir/zookeeper
+clientPort=$port
+clientPortAddress=127.0.0.1
+maxClientCnxns=0
+admin.enableServer=false
+EOF
+		pid=$(launch "$dir/log/zookeeper.log" "${ST[JAVA]}" "-Xmx$ZK_HEAP" -XX:+UseSerialGC "${flags[@]}" \
+			-cp "${ST[LIB]}/*" "$ZK_MAIN" "$dir/conf/zookeeper.properties")
+		ST[ZK_PID]=$pid
+		ST[ZK_PORT]=$port
+		save_state "${ST[NAME]}"
+		if wait_port "zookeeper" "$pid" "$port" "$dir/log/zookeeper.log"; then
+			return 0
+		fi
+		grep -q 'Address already in use' "$dir/log/zookeeper.log" || fail_start "zookeeper did not start"
+		log "port $port taken, retrying ($attempt)"
+	done
+	fail_start "zookeeper could not bind a port"
+}
+
+write_server_conf() { # uses ST
+	local dir=${ST[DIR]} extra
+	{
+		cat <<EOF
+zookeeper.address: 127.0.0.1:${ST[ZK_PORT]}
+zookeeper.path.root: /fluss
+bind.listeners: FLUSS://127.0.0.1:${ST[COORDINATOR_PORT]}
+remote.data.dir: $dir/remote
+data.dir: $dir/data-0
+tablet-server.id: 0
+default.bucket.number: 1
+default.replication.factor: 1
+netty.server.num-network-threads: 1
+netty.server.num-worker-threads: 3
+server.buffer.memory-size: 64mb
+EOF
+		if [[ -n ${ST[EXTRA_CONF]:-} ]]; then
+			# EXTRA_CONF holds key=value pairs separated by ASCII unit separators (no spaces in state).
+			local IFS=$'\x1f'
+			for extra in ${ST[EXTRA_CONF]}; do
+				printf '%s: %s\n' "${extra%%=*}" "${extra#*=}"
+			done
+		fi
+	} >"$dir/conf/server.yaml"
+	cat >"$dir/conf/log4j2.properties" <<'EOF'
+rootLogger.level=INFO
+rootLogger.appenderRef.c.ref=C
+appender.c.name=C
+appender.c.type=Console
+appender.c.layout.type=PatternLayout
+appender.c.layout.pattern=%d %-5p %c{1} - %m%n
+EOF
+}
+
+start_coordinator() {
+	local dir=${ST[DIR]} pid attempt
+	local -a flags
+	mapfile -t flags < <(java_flags "$dir")
+	for attempt in 1 2 3; do
+		pick_port
+		ST[COORDINATOR_PORT]=$PORT
+		write_server_conf
+		pid=$(launch "$dir/log/coordinator.log" "${ST[JAVA]}" "-Xmx$COORDINATOR_HEAP" "${flags[@]}" \
+			-cp "${ST[LIB]}/*" "$COORDINATOR_MAIN" --configDir "$dir/conf")
+		ST[COORDINATOR_PID]=$pid
+		save_state "${ST[NAME]}"
+		if wait_port "coordinator" "$pid" "${ST[COORDINATOR_PORT]}" "$dir/log/coordinator.log"; then
+			# Tablet servers must register after the coordinator watches /tabletservers, so that
+			# the coordinator logs each one (that log line is our readiness signal).
+			wait_log "coordinator" "$pid" "$dir/log/coordinator.log" 'CoordinatorEventThread - Starting' 1
+			return 0
+		fi
+		grep -q 'Address already in use' "$dir/log/coordinator.log" || fail_start "coordinator did not start"
+		log "port ${ST[COORDINATOR_PORT]} taken, retrying ($attempt)"
+		: >"$dir/log/coordinator.log"
+	done
+	fail_start "coordinator could not bind a port"
+}
+
+tablet_known_count() { # tablet_known_count ID: how often the coordinator has accepted tablet server ID
+	grep -c "New tablet server callback for tablet server $1\$" "${ST[DIR]}/log/coordinator.log" || true
+}
+
+launch_tablet() { # launch_tablet ID
+	local id=$1 dir=${ST[DIR]} pid
+	local -a flags
+	mapfile -t flags < <(java_flags "$dir")
+	pid=$(launch "$dir/log/tablet-$id.log" "${ST[JAVA]}" "-Xmx$TABLET_HEAP" -XX:+UseG1GC "${flags[@]}" \
+		-cp "${ST[LIB]}/*" "$TABLET_MAIN" --configDir "$dir/conf" \
+		-Dbind.listeners=FLUSS://127.0.0.1:0 "-Dtablet-server.id=$id" "-Ddata.dir=$dir/data-$id")
+	ST[TABLET_${id}_PID]=$pid
+	ST[TABLET_${id}_PORT]=
+	save_state "${ST[NAME]}"
+}
+
+# wait_tablet ID BASELINE: wait until the coordinator has logged tablet server ID more than BASELINE times.
+wait_tablet() {
+	local id=$1 baseline=$2 dir=${ST[DIR]}
+	local pid=${ST[TABLET_${id}_PID]}
+	local deadline=$(($(date +%s) + START_TIMEOUT)) line
+	while (($(tablet_known_count "$id") <= baseline)); do
+		owns "$pid" "$dir" || {
+			tail -n 40 "$dir/log/tablet-$id.log" >&2 || true
+			return 1
+		}
+		owns "${ST[COORDINATOR_PID]}" "$dir" || {
+			tail -n 40 "$dir/log/coordinator.log" >&2 || true
+			return 1
+		}
+		(($(date +%s) < deadline)) || {
+			log "tablet server $id not known to the coordinator after ${START_TIMEOUT}s"
+			return 1
+		}
+		sleep 0.2
+	done
+	line=$(grep 'Listening on address 127.0.0.1 and port' "$dir/log/tablet-$id.log" | tail -n 1)
+	line=${line##*and port }
+	ST[TABLET_${id}_PORT]=${line%% *}
+}
+
+# wait_port WHAT PID PORT LOG: wait until PORT accepts connections; 1 if the process died.
+wait_port() {
+	local what=$1 pid=$2 port=$3 logfile=$4
+	local deadline=$(($(date +%s) + START_TIMEOUT))
+	until port_in_use "$port"; do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			log "$what exited before listening on $port; last log lines:"
+			tail -n 30 "$logfile" >&2 || true
+			return 1
+		fi
+		(($(date +%s) < deadline)) || fail_start "$what not listening on $port after ${START_TIMEOUT}s"
+		sleep 0.1
+	done
+}
+
+# wait_log WHAT PID LOG PATTERN COUNT: wait until PATTERN occurs COUNT times in LOG.
+wait_log() {
+	local what=$1 pid=$2 logfile=$3 pattern=$4 count=$5
+	local deadline=$(($(date +%s) + START_TIMEOUT))
+	until (($(grep -c -- "$pattern" "$logfile" || true) >= count)); do
+		kill -0 "$pid" 2>/dev/null || {
+			tail -n 30 "$logfile" >&2 || true
+			fail_start "$what exited"
+		}
+		(($(date +%s) < deadline)) || fail_start "$what did not log '$pattern' within ${START_TIMEOUT}s"
+		sleep 0.1
+	done
+}
+
+# fail_start MSG: during start, stop what was started and remove the directory.
+fail_start() {
+	log "error: $*"
+	if [[ -n ${ST[DIR]:-} ]]; then
+		log "stopping what was started"
+		stop_processes
+		if [[ -n ${KEEP_FAILED_DIR:-} ]]; then
+			log "keeping ${ST[DIR]}"
+		else
+			local kept
+			kept="$CACHE_DIR/failed/${ST[NAME]}-$(date +%s)"
+			mkdir -p "$CACHE_DIR/failed"
+			cp -r "${ST[DIR]}/log" "$kept" 2>/dev/null || true
+			log "logs copied to $kept"
+			rm -rf "${ST[DIR]}"
+		fi
+		rm -f "$(state_file "${ST[NAME]}")"
+	fi
+	exit 1
+}
+
+# terminate WHAT PID...: TERM the pids that belong to the cluster, KILL what survives the timeout.
+terminate() {
+	local what=$1
+	shift
+	local dir=${ST[DIR]} pid alive=() deadline
+	for pid in "$@"; do
+		if owns "$pid" "$dir"; then
+			kill -TERM "$pid" 2>/dev/null || true
+			alive+=("$pid")
+		fi
+	done
+	((${#alive[@]} > 0)) || return 0
+	deadline=$(($(date +%s) + STOP_TIMEOUT))
+	while (($(date +%s) < deadline)); do
+		local still=()
+		for pid in "${alive[@]}"; do
+			owns "$pid" "$dir" && still+=("$pid")
+		done
+		((${#still[@]} == 0)) && return 0
+		alive=("${still[@]}")
+		sleep 0.2
+	done
+	log "$what did not stop within ${STOP_TIMEOUT}s; sending KILL to ${alive[*]}"
+	for pid in "${alive[@]}"; do
+		kill -KILL "$pid" 2>/dev/null || true
+	done
+	for pid in "${alive[@]}"; do
+		while owns "$pid" "$dir"; do sleep 0.1; done
+	done
+}
+
+tablet_ids() { printf '%s\n' "${ST[TABLETS]:-}" | tr ',' '\n' | sed '/^$/d'; }
+
+stop_processes() {
+	local id pids=()
+	if [[ -n ${ST[WATCHER_PID]:-} ]] && owns "${ST[WATCHER_PID]}" "fluss-local-watch:${ST[NAME]} "; then
+		kill -TERM "${ST[WATCHER_PID]}" 2>/dev/null || true
+	fi
+	for id in $(tablet_ids); do
+		pids+=("${ST[TABLET_${id}_PID]:-}")
+	done
+	terminate "tablet servers" "${pids[@]}"
+	terminate "coordinator" "${ST[COORDINATOR_PID]:-}"
+	terminate "zookeeper" "${ST[ZK_PID]:-}"
+	# A process launched just before this script was killed may be missing from the state file;
+	# every JVM of the cluster names the cluster's unique directory on its command line.
+	local strays=() p
+	if [[ -n ${ST[DIR]:-} ]]; then
+		for p in /proc/[0-9]*; do
+			p=${p#/proc/}
+			owns "$p" "${ST[DIR]}" && strays+=("$p")
+		done
+	fi
+	if ((${#strays[@]} > 0)); then
+		log "stopping processes missing from the state file: ${strays[*]}"
+		terminate "unrecorded processes" "${strays[@]}"
+	fi
+}
+
+# ---------------------------------------------------------------------------- commands
+
+cmd_start() {
+	local name=$1 version=$2 num_tablets=$3 owner=$4 extra=$5
+	[[ $num_tablets =~ ^[1-9][0-9]*$ ]] || die "-n wants a positive number of tablet servers, got '$num_tablets'"
+	lock "$name"
+	if load_state "$name"; then
+		if cluster_alive; then
+			die "cluster '$name' already runs (FLUSS_BOOTSTRAP=${ST[BOOTSTRAP]}); stop it first: scripts/fluss-local.sh stop -s $name"
+		fi
+		log "cluster '$name' has a stale state file; cleaning up"
+		stop_processes
+		[[ -n ${ST[DIR]:-} && -d ${ST[DIR]} ]] && rm -rf "${ST[DIR]}"
+		rm -f "$(state_file "$name")"
+	fi
+	local t0 java lib dir
+	t0=$(now_ms)
+	java=$(find_java)
+	lib=$(fetch_jars "$version")
+	dir=$(mktemp -d "${TMPDIR:-/tmp}/fluss-local-$name.XXXXXX")
+	mkdir -p "$dir/conf" "$dir/log" "$dir/remote" "$dir/zookeeper"
+	ST=([NAME]=$name [DIR]=$dir [VERSION]=$version [LIB]=$lib [JAVA]=$java [STARTED]=$(date +%s) [EXTRA_CONF]=$extra)
+	ST[TABLETS]=$(seq -s, 0 $((num_tablets - 1)))
+	save_state "$name"
+	trap 'fail_start "interrupted"' INT TERM
+	if [[ -n $owner ]]; then
+		# Watch from the start: if this script is killed half-way, the owner's exit still cleans up.
+		start_owner_watch "$name" "$owner"
+		save_state "$name"
+	fi
+	log "starting cluster '$name' (Fluss $version, $num_tablets tablet server(s)) in $dir"
+	start_zookeeper
+	save_state "$name"
+	start_coordinator
+	ST[BOOTSTRAP]=127.0.0.1:${ST[COORDINATOR_PORT]}
+	save_state "$name"
+	local id
+	for id in $(tablet_ids); do
+		launch_tablet "$id"
+	done
+	save_state "$name"
+	for id in $(tablet_ids); do
+		wait_tablet "$id" 0 || fail_start "tablet server $id did not register with the coordinator"
+	done
+	verify_zookeeper_lists_tablets || fail_start "ZooKeeper does not list every tablet server"
+	trap - INT TERM
+	save_state "$name"
+	log "cluster '$name' ready in $(($(now_ms) - t0))ms: coordinator ${ST[BOOTSTRAP]}, zookeeper 127.0.0.1:${ST[ZK_PORT]}, tablet servers $(tablet_summary)"
+	printf 'FLUSS_BOOTSTRAP=%s\n' "${ST[BOOTSTRAP]}"
+}
+
+tablet_summary() {
+	local id out=()
+	for id in $(tablet_ids); do
+		out+=("$id@127.0.0.1:${ST[TABLET_${id}_PORT]:-?}")
+	done
+	printf '%s\n' "${out[*]}"
+}
+
+# Independent check through ZooKeeper's own CLI: /fluss/tabletservers/ids lists every id.
+verify_zookeeper_lists_tablets() {
+	local out want got
+	out=$("${ST[JAVA]}" -Xmx64m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
+		"-Dlog4j.configurationFile=file:${ST[DIR]}/conf/log4j2.properties" \
+		-cp "${ST[LIB]}/*" "$ZK_CLI" -server "127.0.0.1:${ST[ZK_PORT]}" ls /fluss/tabletservers/ids 2>/dev/null |
+		grep '^\[' | tail -n 1) || true
+	want="[$(tablet_ids | sort -n | paste -sd, | sed 's/,/, /g')]"
+	got=$(printf '%s\n' "${out#\[}" | tr -d ']' | tr ',' '\n' | tr -d ' ' | sed '/^$/d' | sort -n | paste -sd, | sed 's/,/, /g')
+	got="[$got]"
+	if [[ $got != "$want" ]]; then
+		log "zookeeper lists tablet servers $got, want $want"
+		return 1
+	fi
+}
+
+start_owner_watch() {
+	local name=$1 owner=$2
+	[[ $owner =~ ^[0-9]+$ ]] || die "-o wants a pid, got '$owner'"
+	kill -0 "$owner" 2>/dev/null || fail_start "owner process $owner does not run"
+	(
+		# shellcheck disable=SC2016 # the script expands its own positional parameters
+		exec setsid bash -c '
+			owner=$1 self=$2 name=$3
+			while kill -0 "$owner" 2>/dev/null; do sleep 2; done
+			"$self" stop -s "$name" --from-watcher
+		' "fluss-local-watch:$name" "$owner" "$SELF" "$name" </dev/null >>"${ST[DIR]}/log/watcher.log" 2>&1 9>&-
+	) &
+	ST[WATCHER_PID]=$!
+	ST[OWNER_PID]=$owner
+}
+
+# cluster_alive: true if any process of the loaded cluster still runs.
+cluster_alive() {
+	local id dir=${ST[DIR]:-/nonexistent}
+	owns "${ST[ZK_PID]:-}" "$dir" && return 0
+	owns "${ST[COORDINATOR_PID]:-}" "$dir" && return 0
+	for id in $(tablet_ids); do
+		owns "${ST[TABLET_${id}_PID]:-}" "$dir" && return 0
+	done
+	return 1
+}
+
+cmd_stop() {
+	local name=$1 from_watcher=$2
+	lock "$name"
+	if ! load_state "$name"; then
+		log "no cluster '$name' (no state file $(state_file "$name"))"
+		return 0
+	fi
+	if [[ -n $from_watcher ]]; then
+		ST[WATCHER_PID]=
+		log "owner ${ST[OWNER_PID]:-?} exited; stopping cluster '$name'"
+	fi
+	local t0
+	t0=$(now_ms)
+	stop_processes
+	if [[ -n ${ST[DIR]:-} && -d ${ST[DIR]} && ${ST[DIR]} == */fluss-local-* ]]; then
+		rm -rf "${ST[DIR]}"
+	fi
+	rm -f "$(state_file "$name")" "$STATE_DIR/$name.lock"
+	log "cluster '$name' stopped in $(($(now_ms) - t0))ms"
+}
+
+cmd_status() {
+	local name=$1
+	if ! load_state "$name"; then
+		echo "cluster '$name': not running (no state file)"
+		return 3
+	fi
+	local dir=${ST[DIR]} down=0 id
+	echo "cluster '$name': Fluss ${ST[VERSION]}, dir $dir, started $(date -d "@${ST[STARTED]}" '+%F %T')"
+	echo "  FLUSS_BOOTSTRAP=${ST[BOOTSTRAP]:-?}"
+	status_line zookeeper "${ST[ZK_PID]:-}" "${ST[ZK_PORT]:-}" || down=1
+	status_line coordinator "${ST[COORDINATOR_PID]:-}" "${ST[COORDINATOR_PORT]:-}" || down=1
+	for id in $(tablet_ids); do
+		status_line "tablet-$id" "${ST[TABLET_${id}_PID]:-}" "${ST[TABLET_${id}_PORT]:-}" || down=1
+	done
+	[[ -n ${ST[OWNER_PID]:-} ]] && echo "  stops when process ${ST[OWNER_PID]} exits"
+	return "$down"
+}
+
+status_line() {
+	local what=$1 pid=$2 port=$3
+	if owns "$pid" "${ST[DIR]}"; then
+		printf '  %-12s running  pid %-8s 127.0.0.1:%s\n' "$what" "$pid" "$port"
+	else
+		printf '  %-12s DOWN     pid %-8s 127.0.0.1:%s\n' "$what" "${pid:--}" "$port"
+		return 1
+	fi
+}
+
+cmd_bootstrap() {
+	local name=$1
+	load_state "$name" || die "no cluster '$name'"
+	cluster_alive || die "cluster '$name' is not running"
+	printf 'FLUSS_BOOTSTRAP=%s\n' "${ST[BOOTSTRAP]}"
+}
+
+check_tablet_id() {
+	local id=$1
+	[[ $id =~ ^[0-9]+$ ]] || die "tablet server id must be a number, got '$id'"
+	tablet_ids | grep -qx "$id" || die "cluster '${ST[NAME]}' has no tablet server $id (has $(tablet_ids | paste -sd' '))"
+}
+
+cmd_stop_tablet() {
+	local name=$1 id=$2
+	lock "$name"
+	load_state "$name" || die "no cluster '$name'"
+	check_tablet_id "$id"
+	terminate "tablet server $id" "${ST[TABLET_${id}_PID]:-}"
+	log "tablet server $id of cluster '$name' stopped"
+}
+
+cmd_start_tablet() {
+	local name=$1 id=$2
+	lock "$name"
+	load_state "$name" || die "no cluster '$name'"
+	check_tablet_id "$id"
+	owns "${ST[TABLET_${id}_PID]:-}" "${ST[DIR]}" && die "tablet server $id already runs (pid ${ST[TABLET_${id}_PID]})"
+	owns "${ST[COORDINATOR_PID]:-}" "${ST[DIR]}" || die "the coordinator of cluster '$name' is not running"
+	local t0 baseline
+	t0=$(now_ms)
+	baseline=$(tablet_known_count "$id")
+	printf '\n===== restarted %s =====\n' "$(date '+%F %T')" >>"${ST[DIR]}/log/tablet-$id.log"
+	launch_tablet "$id"
+	save_state "$name"
+	wait_tablet "$id" "$baseline" || die "tablet server $id did not come back; see scripts/fluss-local.sh logs -s $name tablet-$id"
+	save_state "$name"
+	log "tablet server $id of cluster '$name' back in $(($(now_ms) - t0))ms at 127.0.0.1:${ST[TABLET_${id}_PORT]}"
+}
+
+cmd_logs() {
+	local name=$1 follow=$2 lines=$3 component=$4
+	load_state "$name" || die "no cluster '$name'"
+	local files=() f
+	if [[ -z $component || $component == all ]]; then
+		for f in "${ST[DIR]}"/log/*.log; do [[ -f $f ]] && files+=("$f"); done
+	else
+		f="${ST[DIR]}/log/$component.log"
+		[[ -f $f ]] || die "no log $f (components: $(find "${ST[DIR]}/log" -name '*.log' -printf '%f\n' | sed 's/\.log$//' | sort | paste -sd' '))"
+		files+=("$f")
+	fi
+	if [[ -n $follow ]]; then
+		exec tail -n "$lines" -F "${files[@]}"
+	fi
+	tail -n "$lines" "${files[@]}"
+}
+
+cmd_list() {
+	local f n
+	for f in "$STATE_DIR"/*.state; do
+		[[ -f $f ]] || continue
+		n=$(basename "$f" .state)
+		if load_state "$n" && cluster_alive; then
+			echo "$n running FLUSS_BOOTSTRAP=${ST[BOOTSTRAP]:-?}"
+		else
+			echo "$n stale"
+		fi
+	done
+}
+
+main() {
+	[[ $# -gt 0 ]] || {
+		usage
+		exit 2
+	}
+	local cmd=$1
+	shift
+	local name=${FLUSS_LOCAL_CLUSTER:-default} version=${FLUSS_VERSION:-$DEFAULT_VERSION}
+	local num_tablets=1 owner="" extra="" follow="" lines=100 from_watcher="" positional=()
+	while [[ $# -gt 0 ]]; do
+		case $1 in
+		-s | --name)
+			name=${2:?-s wants a name}
+			shift 2
+			;;
+		-v | --version)
+			version=${2:?-v wants a version}
+			shift 2
+			;;
+		-n | --tablet-servers)
+			num_tablets=${2:?-n wants a number}
+			shift 2
+			;;
+		-o | --owner)
+			owner=${2:?-o wants a pid}
+			shift 2
+			;;
+		-D)
+			local kv=${2:?-D wants key=value}
+			[[ $kv == *=* && $kv != *' '* ]] || die "-D wants key=value without spaces, got '$kv'"
+			extra=${extra:+$extra$'\x1f'}$kv
+			shift 2
+			;;
+		-f | --follow)
+			follow=1
+			shift
+			;;
+		-l | --lines)
+			lines=${2:?-l wants a number}
+			shift 2
+			;;
+		--from-watcher)
+			from_watcher=1
+			shift
+			;;
+		-h | --help)
+			usage
+			exit 0
+			;;
+		-*) die "unknown option $1 (see scripts/fluss-local.sh --help)" ;;
+		*)
+			positional+=("$1")
+			shift
+			;;
+		esac
+	done
+	[[ $name =~ ^[A-Za-z0-9_.-]+$ ]] || die "cluster name may hold only letters, digits, '.', '_' and '-': '$name'"
+	case $cmd in
+	start) cmd_start "$name" "$version" "$num_tablets" "$owner" "$extra" ;;
+	stop) cmd_stop "$name" "$from_watcher" ;;
+	status) cmd_status "$name" ;;
+	bootstrap) cmd_bootstrap "$name" ;;
+	restart-tablet)
+		[[ ${#positional[@]} -eq 1 ]] || die "restart-tablet wants one tablet server id"
+		cmd_stop_tablet "$name" "${positional[0]}"
+		cmd_start_tablet "$name" "${positional[0]}"
+		;;
+	stop-tablet)
+		[[ ${#positional[@]} -eq 1 ]] || die "stop-tablet wants one tablet server id"
+		cmd_stop_tablet "$name" "${positional[0]}"
+		;;
+	start-tablet)
+		[[ ${#positional[@]} -eq 1 ]] || die "start-tablet wants one tablet server id"
+		cmd_start_tablet "$name" "${positional[0]}"
+		;;
+	logs) cmd_logs "$name" "$follow" "$lines" "${positional[0]:-}" ;;
+	list) cmd_list ;;
+	fetch) fetch_jars "$version" ;;
+	-h | --help | help) usage ;;
+	*)
+		usage
+		die "unknown command '$cmd'"
+		;;
+	esac
+}
+
+main "$@"
