@@ -30,6 +30,16 @@
 // effect that crosses tables: the retries of other buckets sent under the
 // old id fail with ErrWriterReset.
 //
+// # Errors
+//
+// Retriability is fluss.IsRetriable plus the idempotence rules above; a
+// request that exceeds the sender's own deadline (RequestTimeout +
+// RequestTimeoutOverhead) counts as a request timeout and is retried.
+// Metadata-class errors drop the table's cached leaders (here and in the
+// client) and a refresh goroutine finds the new ones. When a refresh says
+// TABLE_NOT_EXIST the table's queued batches fail at once. Every batch
+// fails at the latest at Config.DeliveryTimeout (ErrDeliveryTimeout).
+//
 // # Goroutines and shutdown
 //
 // New starts nothing. Run starts the goroutines above and returns only after
