@@ -227,3 +227,5 @@ func (h Handle) Offset() int64 {
 // complete together; callers aggregating many handles may wait once per
 // batch.
 func (h Handle) Batch() *Batch { return h.b }
+
+var _ RawSizer = (*fluss.ArrowLogBuilder)(nil)

@@ -327,16 +327,28 @@ func (b *ArrowLogBuilder) EstimatedSize() int {
 	if b.count == 0 {
 		return logV0HeaderSize
 	}
-	raw := 0
-	for i := range b.cols {
-		c := &b.cols[i]
-		raw += pad8(len(c.validity)) + pad8(len(c.values)) + pad8(len(c.offsets))
-	}
+	raw := b.rawBodySize()
 	body := raw
 	if b.comp.flatbufCodec() >= 0 {
 		body = int(float64(raw)*b.comp.estimatedRatio()) + 8*b.nbufs
 	}
 	return logV0HeaderSize + 8 + b.metaLen + body
+}
+
+// RawSize returns the uncompressed size of the batch built so far: the
+// memory its columns hold. With very compressible data it can be many times
+// EstimatedSize, so the accumulator also bounds it.
+func (b *ArrowLogBuilder) RawSize() int {
+	return logV0HeaderSize + 8 + b.metaLen + b.rawBodySize()
+}
+
+func (b *ArrowLogBuilder) rawBodySize() int {
+	raw := 0
+	for i := range b.cols {
+		c := &b.cols[i]
+		raw += pad8(len(c.validity)) + pad8(len(c.values)) + pad8(len(c.offsets))
+	}
+	return raw
 }
 
 // Reset empties the builder, keeping its buffers and its compression-ratio

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math/big"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -149,6 +150,27 @@ func TestArrowEstimatedSize(t *testing.T) {
 					assert.LessOrEqual(t, float64(est), 1.3*float64(len(out)), "round %d", round)
 				}
 			}
+		}
+	}
+}
+
+func TestArrowRawSize(t *testing.T) {
+	s := &Schema{Columns: []Column{{Name: "a", Type: BigInt()}, {Name: "b", Type: String()}}}
+	row := Row{IntDatum(7), StringDatum(strings.Repeat("x", 200))}
+	for _, codec := range arrowCodecs {
+		b, err := NewArrowLogBuilder(s, 1, codec, 3)
+		require.NoError(t, err)
+		for i := 0; i < 1000; i++ {
+			require.NoError(t, b.Append(row))
+		}
+		out, err := b.AppendTo(nil)
+		require.NoError(t, err)
+		raw := b.RawSize()
+		assert.Greater(t, raw, 1000*208, "raw size counts every value byte")
+		if codec == ArrowCompressionNone {
+			assert.Equal(t, len(out), raw, "uncompressed raw size is the batch size")
+		} else {
+			assert.Greater(t, raw, 10*len(out), "repetitive data compresses far below its raw size")
 		}
 	}
 }
