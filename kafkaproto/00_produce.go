@@ -1,0 +1,217 @@
+package kafkaproto
+
+// Produce, key 0: advertised 0-12, served 3-12.
+//
+//   - v0-v2 (message formats 0/1, removed in Kafka 4.0) are answered with
+//     UNSUPPORTED_VERSION for every partition, or, with acks=0, by closing the
+//     connection; they are advertised only for librdkafka's codec detection.
+//   - acks=0: no response at all (clients do not read one); if any partition
+//     fails synchronously the connection is closed, as Kafka does, so that the
+//     client notices and refreshes metadata.
+//   - acks 1 and -1 are treated alike: the response waits until the sink
+//     reports every partition durable or failed, or until timeout_ms
+//     (REQUEST_TIMED_OUT for the partitions still pending).
+//   - Exactly one RecordBatch (magic 2) per partition; see recordbatch.go for
+//     the checks and codes. A transactional id, or a batch with the
+//     transactional bit, gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+//   - Idempotent batches (producer id >= 0) go through producer_state.go.
+//   - Per-record rejects from the sink come back as INVALID_RECORD with
+//     record_errors and error_message (v8+).
+//   - log_append_time is -1 (CreateTime) unless the sink says otherwise;
+//     log_start_offset comes from the sink.
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// produceWait is a Produce response whose partitions wait for the sink.
+type produceWait struct {
+	resp     *kmsg.ProduceResponse
+	parts    []partitionWait
+	deadline time.Time
+}
+
+type partitionWait struct {
+	topic, part int // indexes into resp.Topics and its Partitions
+	write       PartitionWrite
+}
+
+// handleProduce hands every partition to the sink. It returns the pending
+// response (nil for acks=0) and whether the connection must be closed.
+func (c *conn) handleProduce(req *kmsg.ProduceRequest) (*produceWait, bool) {
+	s := c.s
+	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
+	if req.TimeoutMillis <= 0 {
+		timeout = s.cfg.DefaultProduceTimeout
+	}
+	deadline := time.Now().Add(timeout)
+
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
+	w := &produceWait{resp: resp, deadline: deadline}
+
+	// Request-wide refusals.
+	var reqErr error
+	switch {
+	case req.Version < minServedProduce:
+		reqErr = withMessage(ErrUnsupportedVersion,
+			"produce v%d (message format v0/v1) is not supported; configure the client for Kafka >= 0.11", req.Version)
+	case req.TransactionID != nil:
+		reqErr = withMessage(ErrTransactionalIDAuthorizationFailed, "transactions are not supported by this gateway")
+	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
+		reqErr = withMessage(ErrInvalidRequiredAcks, "acks %d is not one of -1, 0, 1", req.Acks)
+	}
+
+	ctx, cancel := context.WithDeadline(c.ctx, deadline)
+	defer cancel()
+	failed := false
+	for ti := range req.Topics {
+		rt := &req.Topics[ti]
+		st := &resp.Topics[ti]
+		*st = kmsg.NewProduceResponseTopic()
+		st.Topic = rt.Topic
+		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
+		partitions, topicOK := s.topicPartitions(rt.Topic)
+		for pi := range rt.Partitions {
+			rp := &rt.Partitions[pi]
+			sp := &st.Partitions[pi]
+			*sp = kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
+			err := reqErr
+			if err == nil && (!topicOK || rp.Partition < 0 || rp.Partition >= partitions) {
+				err = withMessage(ErrUnknownTopicOrPartition, "unknown topic or partition %s/%d", rt.Topic, rp.Partition)
+			}
+			var write PartitionWrite
+			if err == nil {
+				write, err = c.producePartition(ctx, req, rt.Topic, rp)
+			}
+			if err != nil {
+				failed = true
+				setPartitionError(sp, req.Version, err)
+				s.m.produceError(sp.ErrorCode)
+				c.log.Debug("produce partition refused", "topic", rt.Topic, "partition", rp.Partition, "err", err)
+				continue
+			}
+			w.parts = append(w.parts, partitionWait{topic: ti, part: pi, write: write})
+		}
+	}
+	if req.Acks == 0 {
+		if failed {
+			c.log.Info("closing connection after a failed acks=0 produce request")
+		}
+		return nil, failed
+	}
+	return w, false
+}
+
+// producePartition decodes one partition's batch, applies the idempotence
+// rules and hands it to the sink.
+func (c *conn) producePartition(ctx context.Context, req *kmsg.ProduceRequest, topic string,
+	rp *kmsg.ProduceRequestTopicPartition,
+) (PartitionWrite, error) {
+	s := c.s
+	if len(rp.Records) == 0 {
+		return nil, withMessage(ErrInvalidRecord, "partition %s/%d has no record batch", topic, rp.Partition)
+	}
+	if len(rp.Records) > s.cfg.MaxMessageBytes {
+		return nil, withMessage(ErrMessageTooLarge, "record batch of %d bytes exceeds the limit of %d", len(rp.Records), s.cfg.MaxMessageBytes)
+	}
+	batch, err := s.dec.decode(rp.Records, req.Version)
+	if err != nil {
+		return nil, err
+	}
+	pp := &PartitionProduce{
+		Topic:         topic,
+		Partition:     rp.Partition,
+		Acks:          req.Acks,
+		ProducerID:    batch.ProducerID,
+		ProducerEpoch: batch.ProducerEpoch,
+		BaseSequence:  batch.BaseSequence,
+		Codec:         batch.Codec,
+		WireBytes:     len(rp.Records),
+		Records:       batch.Records,
+	}
+	submit := func() (PartitionWrite, error) {
+		s.m.produced(topic, pp.Codec, len(pp.Records), pp.WireBytes)
+		w, err := s.sink.Produce(ctx, pp)
+		if err != nil {
+			return nil, err
+		}
+		if w == nil {
+			return nil, withMessage(ErrUnknownServerError, "sink returned no write for %s/%d", topic, rp.Partition)
+		}
+		return w, nil
+	}
+	if batch.ProducerID < 0 {
+		return submit()
+	}
+	submitted := false
+	w, err := s.states.admit(producerKey{id: batch.ProducerID, topic: topic, partition: rp.Partition},
+		batch.ProducerEpoch, batch.BaseSequence, int32(len(batch.Records)),
+		func() (PartitionWrite, error) { submitted = true; return submit() })
+	if err == nil && !submitted {
+		s.m.duplicates.Inc()
+		c.log.Debug("duplicate idempotent batch answered from the sequence window",
+			"topic", topic, "partition", rp.Partition, "producer_id", batch.ProducerID, "sequence", batch.BaseSequence)
+	}
+	return w, err
+}
+
+// awaitProduce waits, on the writer goroutine, for every partition of a
+// Produce request until its deadline. It returns false if the connection
+// died meanwhile.
+func (c *conn) awaitProduce(w *produceWait) bool {
+	timer := time.NewTimer(time.Until(w.deadline))
+	defer timer.Stop()
+	expired := false
+	for _, pw := range w.parts {
+		sp := &w.resp.Topics[pw.topic].Partitions[pw.part]
+		if !expired {
+			select {
+			case <-pw.write.Done():
+			case <-timer.C:
+				expired = true
+			case <-c.ctx.Done():
+				return false
+			}
+		}
+		select {
+		case <-pw.write.Done():
+			r := pw.write.Result()
+			if r.Err != nil {
+				setPartitionError(sp, w.resp.Version, r.Err)
+				c.s.m.produceError(sp.ErrorCode)
+				continue
+			}
+			sp.ErrorCode = 0
+			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = r.BaseOffset, r.LogAppendTime, r.LogStartOffset
+		default:
+			setPartitionError(sp, w.resp.Version, withMessage(ErrRequestTimedOut, "not durable within the request timeout"))
+			c.s.m.produceError(sp.ErrorCode)
+		}
+	}
+	return true
+}
+
+// setPartitionError fills a partition's error fields.
+func setPartitionError(sp *kmsg.ProduceResponseTopicPartition, version int16, err error) {
+	sp.ErrorCode = errorCode(err)
+	sp.BaseOffset, sp.LogAppendTime = -1, -1
+	if version < 8 {
+		return
+	}
+	sp.ErrorMessage = errorMessage(err)
+	if re, ok := asRecordsError(err); ok {
+		sp.ErrorRecords = make([]kmsg.ProduceResponseTopicPartitionErrorRecord, 0, len(re.Records))
+		for _, r := range re.Records {
+			er := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+			er.RelativeOffset = r.Index
+			er.ErrorMessage = errorMessage(&detailedError{code: ErrInvalidRecord, msg: r.Message})
+			sp.ErrorRecords = append(sp.ErrorRecords, er)
+		}
+	}
+}

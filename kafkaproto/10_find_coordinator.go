@@ -1,0 +1,37 @@
+package kafkaproto
+
+// FindCoordinator, key 10: advertised 0-6, never a coordinator.
+//
+// librdkafka < 2.11.1 enables LZ4 only if FindCoordinator's range includes
+// 0. The gateway has no group or transaction coordinator: transaction keys
+// get TRANSACTIONAL_ID_AUTHORIZATION_FAILED and group keys
+// GROUP_AUTHORIZATION_FAILED, both non-retriable (COORDINATOR_NOT_AVAILABLE
+// would make initTransactions spin until max.block.ms). v4+ answers each key.
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+const coordinatorTypeTransaction = 1
+
+func (c *conn) handleFindCoordinator(req *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	code, msg := ErrGroupAuthorizationFailed.Code, "consumer groups are not supported by this producer-only gateway"
+	if req.CoordinatorType == coordinatorTypeTransaction {
+		code, msg = ErrTransactionalIDAuthorizationFailed.Code, "transactions are not supported by this gateway"
+	}
+	if req.Version < 4 {
+		resp.ErrorCode = code
+		resp.ErrorMessage = &msg
+		resp.NodeID, resp.Port = -1, -1
+		return resp
+	}
+	for _, key := range req.CoordinatorKeys {
+		co := kmsg.NewFindCoordinatorResponseCoordinator()
+		co.Key = key
+		co.NodeID, co.Port = -1, -1
+		co.ErrorCode = code
+		m := msg
+		co.ErrorMessage = &m
+		resp.Coordinators = append(resp.Coordinators, co)
+	}
+	return resp
+}

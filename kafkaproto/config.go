@@ -1,0 +1,194 @@
+package kafkaproto
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Config holds the server's tunables. The zero value of each field means the
+// documented default.
+type Config struct {
+	// AdvertisedHost and AdvertisedPort are the broker address Metadata
+	// returns; clients connect to it after bootstrap. Each defaults to the
+	// local host or port of the connection the Metadata request came in on.
+	AdvertisedHost string
+	AdvertisedPort int32
+	// NodeID is the single broker's id in Metadata. Default 0.
+	NodeID int32
+	// ClusterID is returned in Metadata v2+. Default "fluss-kafka-gateway".
+	ClusterID string
+
+	// MaxFrameBytes bounds one request; larger frames close the connection.
+	// Default 100 MiB (Kafka's socket.request.max.bytes).
+	MaxFrameBytes int
+	// MaxReadBytes bounds the request bytes being read and handled at once
+	// over all connections; a connection whose next request does not fit
+	// waits without reading. Default 256 MiB; at least MaxFrameBytes.
+	MaxReadBytes int64
+	// MaxInFlightRequests bounds the requests read from one connection but
+	// not yet answered; when reached the connection is not read
+	// (back-pressure). Default 16.
+	MaxInFlightRequests int
+	// MaxMessageBytes bounds one record batch on the wire. Default 1048588
+	// (Kafka's max.message.bytes); larger batches get MESSAGE_TOO_LARGE.
+	MaxMessageBytes int
+	// MaxDecompressedBytes bounds one decompressed batch. Default 64 MiB.
+	MaxDecompressedBytes int
+	// IdleTimeout closes a connection that sends nothing for this long.
+	// Default 10 minutes (Kafka's connections.max.idle.ms).
+	IdleTimeout time.Duration
+	// WriteTimeout closes a connection whose client does not read a
+	// response within this time. Default 30 s.
+	WriteTimeout time.Duration
+	// DefaultProduceTimeout replaces a Produce timeout_ms <= 0. Default 30 s.
+	DefaultProduceTimeout time.Duration
+
+	// ProducerStateTTL forgets the sequence state of a (producer id,
+	// partition) idle this long. Default 1 hour.
+	ProducerStateTTL time.Duration
+	// MaxProducerStates bounds the number of (producer id, partition)
+	// states; the least recently used are forgotten first. Default 100000.
+	MaxProducerStates int
+
+	// SASL, when non-nil, requires clients to authenticate.
+	SASL *SASLConfig
+	// TLS, when non-nil, makes Serve wrap its listener in TLS.
+	TLS *tls.Config
+}
+
+// SASLConfig enables SASL authentication.
+type SASLConfig struct {
+	// Mechanisms offered, from "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512".
+	// Default: all three.
+	Mechanisms []string
+	// Users who may connect.
+	Users []SASLUser
+	// SCRAMIterations is the PBKDF2 iteration count for SCRAM credentials
+	// derived at start-up. Default 4096 (the RFC 7677 minimum).
+	SCRAMIterations int
+}
+
+// SASLUser is one user's credentials.
+type SASLUser struct {
+	Name     string
+	Password string
+}
+
+// The SASL mechanisms this package implements.
+const (
+	MechanismPlain       = "PLAIN"
+	MechanismSCRAMSHA256 = "SCRAM-SHA-256"
+	MechanismSCRAMSHA512 = "SCRAM-SHA-512"
+)
+
+func (c Config) withDefaults() Config {
+	if c.ClusterID == "" {
+		c.ClusterID = "fluss-kafka-gateway"
+	}
+	if c.MaxFrameBytes == 0 {
+		c.MaxFrameBytes = 100 << 20
+	}
+	if c.MaxReadBytes == 0 {
+		c.MaxReadBytes = max(256<<20, int64(c.MaxFrameBytes))
+	}
+	if c.MaxInFlightRequests == 0 {
+		c.MaxInFlightRequests = 16
+	}
+	if c.MaxMessageBytes == 0 {
+		c.MaxMessageBytes = 1048588
+	}
+	if c.MaxDecompressedBytes == 0 {
+		c.MaxDecompressedBytes = 64 << 20
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = 10 * time.Minute
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = 30 * time.Second
+	}
+	if c.DefaultProduceTimeout == 0 {
+		c.DefaultProduceTimeout = 30 * time.Second
+	}
+	if c.ProducerStateTTL == 0 {
+		c.ProducerStateTTL = time.Hour
+	}
+	if c.MaxProducerStates == 0 {
+		c.MaxProducerStates = 100000
+	}
+	if c.SASL != nil {
+		s := *c.SASL
+		if len(s.Mechanisms) == 0 {
+			s.Mechanisms = []string{MechanismPlain, MechanismSCRAMSHA256, MechanismSCRAMSHA512}
+		}
+		if s.SCRAMIterations == 0 {
+			s.SCRAMIterations = 4096
+		}
+		c.SASL = &s
+	}
+	return c
+}
+
+// Validate reports the first invalid setting.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	switch {
+	case c.MaxFrameBytes < 64:
+		return fmt.Errorf("max frame bytes %d is below 64", c.MaxFrameBytes)
+	case c.MaxReadBytes < int64(c.MaxFrameBytes):
+		return fmt.Errorf("max read bytes %d is below max frame bytes %d", c.MaxReadBytes, c.MaxFrameBytes)
+	case c.MaxInFlightRequests < 1:
+		return fmt.Errorf("max in-flight requests %d is below 1", c.MaxInFlightRequests)
+	case c.MaxMessageBytes < batchHeaderLen:
+		return fmt.Errorf("max message bytes %d is below %d", c.MaxMessageBytes, batchHeaderLen)
+	case c.MaxMessageBytes > c.MaxFrameBytes:
+		return fmt.Errorf("max message bytes %d exceeds max frame bytes %d", c.MaxMessageBytes, c.MaxFrameBytes)
+	case c.MaxDecompressedBytes < 1024:
+		return fmt.Errorf("max decompressed bytes %d is below 1024", c.MaxDecompressedBytes)
+	case c.IdleTimeout < 0 || c.WriteTimeout < 0 || c.DefaultProduceTimeout < 0 || c.ProducerStateTTL < 0:
+		return errors.New("timeouts must not be negative")
+	case c.MaxProducerStates < 1:
+		return fmt.Errorf("max producer states %d is below 1", c.MaxProducerStates)
+	case c.AdvertisedPort < 0 || c.AdvertisedPort > 65535:
+		return fmt.Errorf("advertised port %d out of range", c.AdvertisedPort)
+	}
+	if c.SASL != nil {
+		if len(c.SASL.Users) == 0 {
+			return errors.New("sasl enabled without users")
+		}
+		for _, m := range c.SASL.Mechanisms {
+			if _, ok := scramHashes[m]; !ok && m != MechanismPlain {
+				return fmt.Errorf("unsupported sasl mechanism %q", m)
+			}
+		}
+		for _, u := range c.SASL.Users {
+			if u.Name == "" {
+				return errors.New("sasl user with empty name")
+			}
+		}
+	}
+	return nil
+}
+
+// Option sets a collaborator of the Server.
+type Option func(*options)
+
+type options struct {
+	logger     *slog.Logger
+	registerer prometheus.Registerer
+	now        func() time.Time
+}
+
+// WithLogger sets the logger (default: discard).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithRegisterer sets where metrics are registered (default: a private
+// registry nobody scrapes).
+func WithRegisterer(r prometheus.Registerer) Option { return func(o *options) { o.registerer = r } }
+
+// WithClock sets the clock used for producer-state expiry (tests).
+func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }

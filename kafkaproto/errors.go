@@ -1,0 +1,184 @@
+package kafkaproto
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Error is a Kafka protocol error code with its name. Sinks and ProducerIDs
+// choose the code a client sees by returning (or wrapping, or errors.Join-ing)
+// one of the sentinels below, or a fresh *Error for any other code.
+// errors.Is matches on the code.
+type Error struct {
+	Code int16
+	Name string
+	// Retriable is what Java, librdkafka and kgo do with the code
+	// (kafka-producer.md §5); documentation only.
+	Retriable bool
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("kafka error %d %s", e.Code, e.Name) }
+
+// Is reports whether target is an *Error with the same code.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
+}
+
+// The Kafka error codes the gateway uses, and the single translation sinks
+// apply to backend (Fluss) failures (the sink wraps or errors.Join-s the
+// sentinel with the backend error; errorCode below does the rest):
+//
+//	Fluss error (code)                         Kafka sentinel (code)                  client reaction
+//	REQUEST_TIME_OUT (25); ctx deadline;       ErrRequestTimedOut (7)                 retry; idempotence absorbs
+//	  gateway buffer full past the timeout                                              the duplicates
+//	NOT_ENOUGH_REPLICAS_EXCEPTION (29)         ErrNotEnoughReplicas (19)              retry
+//	NOT_ENOUGH_REPLICAS_AFTER_APPEND (28)      ErrNotEnoughReplicasAfterAppend (20)   retry
+//	NOT_LEADER_OR_FOLLOWER (12),               ErrNotLeaderOrFollower (6)             refresh metadata, retry
+//	  LEADER_NOT_AVAILABLE (44), NETWORK (1),
+//	  UNKNOWN_TABLE_OR_BUCKET (21)
+//	LOG_STORAGE (10), KV_STORAGE (11),         ErrKafkaStorage (56)                   retry
+//	  STORAGE (26), SCHEMA_NOT_EXIST (9),
+//	  DISK_WRITE_LOCKED (70),
+//	  STORAGE_BACKPRESSURE (72)
+//	RECORD_TOO_LARGE (13)                      ErrMessageTooLarge (10)                Java splits the batch, others fail
+//	INVALID_TIMESTAMP (38)                     ErrInvalidTimestamp (32)               fail
+//	CORRUPT_MESSAGE (3) (null PK),             ErrInvalidRecord (87), or a            fail, record_errors name
+//	  mapping rejects                          *RecordsError                          the records
+//	TABLE_NOT_EXIST (7),                       ErrUnknownTopicOrPartition (3)         retry until delivery timeout
+//	  PARTITION_NOT_EXISTS (36)
+//	AUTHORIZATION (48), AUTHENTICATE (46)      ErrTopicAuthorizationFailed (29)       fail
+//	CORRUPT_RECORD (14) (gateway-built batch)  ErrUnknownServerError (-1)             fail
+//	  and anything else
+var (
+	ErrUnknownServerError                 = &Error{-1, "UNKNOWN_SERVER_ERROR", false}
+	ErrCorruptMessage                     = &Error{2, "CORRUPT_MESSAGE", true}
+	ErrUnknownTopicOrPartition            = &Error{3, "UNKNOWN_TOPIC_OR_PARTITION", true}
+	ErrLeaderNotAvailable                 = &Error{5, "LEADER_NOT_AVAILABLE", true}
+	ErrNotLeaderOrFollower                = &Error{6, "NOT_LEADER_OR_FOLLOWER", true}
+	ErrRequestTimedOut                    = &Error{7, "REQUEST_TIMED_OUT", true}
+	ErrMessageTooLarge                    = &Error{10, "MESSAGE_TOO_LARGE", false}
+	ErrNotEnoughReplicas                  = &Error{19, "NOT_ENOUGH_REPLICAS", true}
+	ErrNotEnoughReplicasAfterAppend       = &Error{20, "NOT_ENOUGH_REPLICAS_AFTER_APPEND", true}
+	ErrInvalidRequiredAcks                = &Error{21, "INVALID_REQUIRED_ACKS", false}
+	ErrTopicAuthorizationFailed           = &Error{29, "TOPIC_AUTHORIZATION_FAILED", false}
+	ErrGroupAuthorizationFailed           = &Error{30, "GROUP_AUTHORIZATION_FAILED", false}
+	ErrInvalidTimestamp                   = &Error{32, "INVALID_TIMESTAMP", false}
+	ErrUnsupportedSASLMechanism           = &Error{33, "UNSUPPORTED_SASL_MECHANISM", false}
+	ErrIllegalSASLState                   = &Error{34, "ILLEGAL_SASL_STATE", false}
+	ErrUnsupportedVersion                 = &Error{35, "UNSUPPORTED_VERSION", false}
+	ErrInvalidRequest                     = &Error{42, "INVALID_REQUEST", false}
+	ErrOutOfOrderSequenceNumber           = &Error{45, "OUT_OF_ORDER_SEQUENCE_NUMBER", false}
+	ErrInvalidProducerEpoch               = &Error{47, "INVALID_PRODUCER_EPOCH", false}
+	ErrTransactionalIDAuthorizationFailed = &Error{53, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", false}
+	ErrKafkaStorage                       = &Error{56, "KAFKA_STORAGE_ERROR", true}
+	ErrSASLAuthenticationFailed           = &Error{58, "SASL_AUTHENTICATION_FAILED", false}
+	ErrUnsupportedCompressionType         = &Error{76, "UNSUPPORTED_COMPRESSION_TYPE", false}
+	ErrInvalidRecord                      = &Error{87, "INVALID_RECORD", false}
+)
+
+// RecordsError rejects a batch because of some of its records (Kafka's
+// record_errors, KIP-467). The client sees INVALID_RECORD for the whole batch
+// (Kafka batches are atomic; Java fails the listed records with their message
+// and the others as "part of a batch which had invalid records"), so a sink
+// returning it must have written none of the batch.
+type RecordsError struct {
+	Records []RecordError
+}
+
+// RecordError is one rejected record.
+type RecordError struct {
+	// Index is the record's position in its batch (Record.Index).
+	Index   int32
+	Message string
+}
+
+func (e *RecordsError) Error() string {
+	if len(e.Records) == 0 {
+		return "records rejected"
+	}
+	return fmt.Sprintf("%d records rejected, first (index %d): %s", len(e.Records), e.Records[0].Index, e.Records[0].Message)
+}
+
+// Unwrap makes errors.Is(err, ErrInvalidRecord) true.
+func (e *RecordsError) Unwrap() error { return ErrInvalidRecord }
+
+// errorCode is the single translation from an error to a Kafka error code.
+func errorCode(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	var ke *Error
+	if errors.As(err, &ke) {
+		return ke.Code
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return ErrRequestTimedOut.Code
+	}
+	return ErrUnknownServerError.Code
+}
+
+// maxErrorMessage bounds error_message strings sent to clients.
+const maxErrorMessage = 512
+
+// errorMessage is the error_message sent to clients (Produce v8+).
+func errorMessage(err error) *string {
+	if err == nil {
+		return nil
+	}
+	s := err.Error()
+	if len(s) > maxErrorMessage {
+		s = s[:maxErrorMessage]
+	}
+	s = strings.ToValidUTF8(s, "?")
+	return &s
+}
+
+// errorName names a code for logs and metric labels (bounded set).
+func errorName(code int16) string {
+	if e, ok := errorsByCode[code]; ok {
+		return e.Name
+	}
+	if code == 0 {
+		return "NONE"
+	}
+	return fmt.Sprintf("CODE_%d", code)
+}
+
+var errorsByCode = func() map[int16]*Error {
+	m := map[int16]*Error{}
+	for _, e := range []*Error{
+		ErrUnknownServerError, ErrCorruptMessage, ErrUnknownTopicOrPartition, ErrLeaderNotAvailable,
+		ErrNotLeaderOrFollower, ErrRequestTimedOut, ErrMessageTooLarge, ErrNotEnoughReplicas,
+		ErrNotEnoughReplicasAfterAppend, ErrInvalidRequiredAcks, ErrTopicAuthorizationFailed,
+		ErrGroupAuthorizationFailed, ErrInvalidTimestamp, ErrUnsupportedSASLMechanism, ErrIllegalSASLState,
+		ErrUnsupportedVersion, ErrInvalidRequest, ErrOutOfOrderSequenceNumber, ErrInvalidProducerEpoch,
+		ErrTransactionalIDAuthorizationFailed, ErrKafkaStorage, ErrSASLAuthenticationFailed,
+		ErrUnsupportedCompressionType, ErrInvalidRecord,
+	} {
+		m[e.Code] = e
+	}
+	return m
+}()
+
+// withMessage attaches a human-readable reason to a sentinel while keeping
+// errors.Is/As working.
+func withMessage(e *Error, format string, args ...any) error {
+	return &detailedError{code: e, msg: fmt.Sprintf(format, args...)}
+}
+
+type detailedError struct {
+	code *Error
+	msg  string
+}
+
+func (d *detailedError) Error() string { return d.msg }
+func (d *detailedError) Unwrap() error { return d.code }
+
+func asRecordsError(err error) (*RecordsError, bool) {
+	var re *RecordsError
+	ok := errors.As(err, &re)
+	return re, ok
+}

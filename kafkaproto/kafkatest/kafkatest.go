@@ -1,0 +1,237 @@
+// Package kafkatest provides in-memory fakes of the interfaces kafkaproto
+// consumes (Topics, Sink, ProducerIDs), for tests of kafkaproto and of code
+// built on it. Everything is safe for concurrent use.
+package kafkatest
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/fluss-kafka/gateway/kafkaproto"
+)
+
+// Topics is a mutable topic list.
+type Topics struct {
+	mu sync.Mutex
+	m  map[string]int32
+}
+
+// NewTopics returns Topics holding the given partition counts.
+func NewTopics(partitions map[string]int32) *Topics {
+	return &Topics{m: maps.Clone(partitions)}
+}
+
+// Set adds or changes a topic.
+func (t *Topics) Set(name string, partitions int32) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.m[name] = partitions
+}
+
+// Topic implements kafkaproto.Topics.
+func (t *Topics) Topic(name string) (int32, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n, ok := t.m[name]
+	return n, ok
+}
+
+// AllTopics implements kafkaproto.Topics, sorted by name.
+func (t *Topics) AllTopics() []kafkaproto.TopicInfo {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]kafkaproto.TopicInfo, 0, len(t.m))
+	for _, name := range slices.Sorted(maps.Keys(t.m)) {
+		out = append(out, kafkaproto.TopicInfo{Name: name, Partitions: t.m[name]})
+	}
+	return out
+}
+
+// ProducerIDs hands out 1, 2, 3, ...; Err, when set, is returned instead.
+type ProducerIDs struct {
+	next atomic.Int64
+	Err  error
+}
+
+// NextProducerID implements kafkaproto.ProducerIDs.
+func (p *ProducerIDs) NextProducerID(context.Context) (int64, error) {
+	if p.Err != nil {
+		return -1, p.Err
+	}
+	return p.next.Add(1), nil
+}
+
+// TopicPartition names a partition.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// Batch is one batch the sink accepted.
+type Batch struct {
+	Produce    kafkaproto.PartitionProduce
+	BaseOffset int64
+}
+
+// Sink is an in-memory log per partition. Offsets start at 0 per partition.
+type Sink struct {
+	// Reject, when set, is called for each batch; a non-nil error refuses
+	// the batch synchronously (e.g. a *kafkaproto.RecordsError).
+	Reject func(*kafkaproto.PartitionProduce) error
+
+	mu      sync.Mutex
+	logs    map[TopicPartition][]kafkaproto.Record
+	batches []Batch
+	hold    bool
+	held    []heldWrite
+	failAll error
+	failN   int
+	failErr error
+	changed chan struct{} // closed and replaced on every change
+}
+
+type heldWrite struct {
+	req *kafkaproto.PartitionProduce
+	c   *kafkaproto.Completion
+}
+
+// NewSink returns an empty Sink.
+func NewSink() *Sink {
+	return &Sink{logs: make(map[TopicPartition][]kafkaproto.Record), changed: make(chan struct{})}
+}
+
+// Produce implements kafkaproto.Sink.
+func (s *Sink) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) (kafkaproto.PartitionWrite, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if s.Reject != nil {
+		if err := s.Reject(req); err != nil {
+			return nil, err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := kafkaproto.NewCompletion()
+	if s.hold {
+		s.held = append(s.held, heldWrite{req: req, c: c})
+		s.notifyLocked()
+		return c, nil
+	}
+	s.completeLocked(req, c)
+	return c, nil
+}
+
+func (s *Sink) completeLocked(req *kafkaproto.PartitionProduce, c *kafkaproto.Completion) {
+	fail := s.failAll
+	if fail == nil && s.failN > 0 {
+		s.failN--
+		fail = s.failErr
+	}
+	if fail != nil {
+		c.Complete(kafkaproto.PartitionResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1, Err: fail})
+		s.notifyLocked()
+		return
+	}
+	tp := TopicPartition{req.Topic, req.Partition}
+	base := int64(len(s.logs[tp]))
+	s.logs[tp] = append(s.logs[tp], req.Records...)
+	s.batches = append(s.batches, Batch{Produce: *req, BaseOffset: base})
+	c.Complete(kafkaproto.PartitionResult{BaseOffset: base, LogAppendTime: -1, LogStartOffset: 0})
+	s.notifyLocked()
+}
+
+func (s *Sink) notifyLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// Hold makes later writes stay pending until Release.
+func (s *Sink) Hold() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hold = true
+}
+
+// Release completes the held writes in arrival order and stops holding.
+// With failure non-nil they fail with it instead.
+func (s *Sink) Release(failure error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hold = false
+	prev := s.failAll
+	s.failAll = failure
+	for _, h := range s.held {
+		s.completeLocked(h.req, h.c)
+	}
+	s.failAll = prev
+	s.held = nil
+}
+
+// FailAll makes every later write fail with err (nil restores success).
+func (s *Sink) FailAll(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failAll = err
+}
+
+// FailNext makes the next n writes fail with err.
+func (s *Sink) FailNext(n int, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failN, s.failErr = n, err
+}
+
+// Held is the number of writes waiting for Release.
+func (s *Sink) Held() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.held)
+}
+
+// Records returns a copy of a partition's log.
+func (s *Sink) Records(topic string, partition int32) []kafkaproto.Record {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.logs[TopicPartition{topic, partition}])
+}
+
+// Batches returns every accepted batch in acceptance order.
+func (s *Sink) Batches() []Batch {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.batches)
+}
+
+// TotalRecords counts the records over all partitions.
+func (s *Sink) TotalRecords() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, l := range s.logs {
+		n += len(l)
+	}
+	return n
+}
+
+// WaitFor blocks until cond holds or ctx ends. cond is called without the
+// sink's lock held and may use the accessors; it is re-evaluated after every
+// change.
+func (s *Sink) WaitFor(ctx context.Context, cond func(*Sink) bool) error {
+	for {
+		s.mu.Lock()
+		ch := s.changed
+		s.mu.Unlock()
+		if cond(s) {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}

@@ -1,0 +1,111 @@
+package kafkaproto
+
+import (
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the Kafka front's Prometheus metrics. Label values are bounded:
+// API names from the advertised table, topics the Topics interface knows,
+// codecs, and error names from errors.go.
+type metrics struct {
+	openConns atomic.Int64
+
+	connsTotal      prometheus.Counter
+	requests        *prometheus.CounterVec   // api, version
+	requestDuration *prometheus.HistogramVec // api
+	produceRecords  *prometheus.CounterVec   // topic
+	produceBytes    *prometheus.CounterVec   // topic, codec
+	produceErrors   *prometheus.CounterVec   // error
+	duplicates      prometheus.Counter
+	protocolErrors  *prometheus.CounterVec // reason
+	authFailures    prometheus.Counter
+	readBudgetWaits prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer, producerStates func() float64) *metrics {
+	m := &metrics{
+		connsTotal: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "fluss_gateway_kafka_connections_total",
+			Help: "Kafka client connections accepted.",
+		}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fluss_gateway_kafka_requests_total",
+			Help: "Kafka requests received, by API and version.",
+		}, []string{"api", "version"}),
+		requestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "fluss_gateway_kafka_request_duration_seconds",
+			Help:    "Time from reading a Kafka request to writing its response, by API.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}, []string{"api"}),
+		produceRecords: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fluss_gateway_kafka_produce_records_total",
+			Help: "Records handed to the sink (whether it accepted them or not), by topic.",
+		}, []string{"topic"}),
+		produceBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fluss_gateway_kafka_produce_batch_bytes_total",
+			Help: "Record batch bytes on the wire handed to the sink (accepted or not), by topic and codec.",
+		}, []string{"topic", "codec"}),
+		produceErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fluss_gateway_kafka_produce_partition_errors_total",
+			Help: "Produce partition results with an error, by Kafka error name.",
+		}, []string{"error"}),
+		duplicates: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "fluss_gateway_kafka_produce_duplicate_batches_total",
+			Help: "Idempotent batches recognised as retries and answered with the original result.",
+		}),
+		protocolErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fluss_gateway_kafka_protocol_errors_total",
+			Help: "Connections closed because of a protocol violation, by reason.",
+		}, []string{"reason"}),
+		authFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "fluss_gateway_kafka_sasl_failures_total",
+			Help: "Failed SASL authentications.",
+		}),
+		readBudgetWaits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "fluss_gateway_kafka_read_budget_waits_total",
+			Help: "Requests that waited for the server-wide read budget (MaxReadBytes) before being read.",
+		}),
+	}
+	reg.MustRegister(m.readBudgetWaits, m.connsTotal, m.requests, m.requestDuration, m.produceRecords, m.produceBytes,
+		m.produceErrors, m.duplicates, m.protocolErrors, m.authFailures,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "fluss_gateway_kafka_open_connections",
+			Help: "Kafka client connections currently open.",
+		}, func() float64 { return float64(m.openConns.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "fluss_gateway_kafka_producer_states",
+			Help: "Idempotent (producer id, partition) sequence states held.",
+		}, producerStates),
+	)
+	return m
+}
+
+// request counts a request; version -1 stands for any unsupported version.
+func (m *metrics) request(key, version int16) {
+	v := "unsupported"
+	if version >= 0 {
+		v = strconv.Itoa(int(version))
+	}
+	m.requests.WithLabelValues(apiName(key), v).Inc()
+}
+
+func (m *metrics) requestDone(key int16, start time.Time) {
+	m.requestDuration.WithLabelValues(apiName(key)).Observe(time.Since(start).Seconds())
+}
+
+func (m *metrics) produced(topic string, codec Codec, records, wireBytes int) {
+	m.produceRecords.WithLabelValues(topic).Add(float64(records))
+	m.produceBytes.WithLabelValues(topic, codec.String()).Add(float64(wireBytes))
+}
+
+func (m *metrics) produceError(code int16) {
+	m.produceErrors.WithLabelValues(errorName(code)).Inc()
+}
+
+func (m *metrics) protocolError(reason string) {
+	m.protocolErrors.WithLabelValues(reason).Inc()
+}

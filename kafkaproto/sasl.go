@@ -1,0 +1,262 @@
+package kafkaproto
+
+// SASL mechanisms: PLAIN (RFC 4616) and SCRAM-SHA-256/512 (RFC 5802, RFC
+// 7677) against the users in SASLConfig. SCRAM credentials are derived once
+// at start-up with a random salt per user and mechanism; unknown users get a
+// made-up salt so that the exchange does not reveal which users exist.
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/pbkdf2"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/sha512"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"hash"
+	"strconv"
+	"strings"
+)
+
+var scramHashes = map[string]func() hash.Hash{
+	MechanismSCRAMSHA256: sha256.New,
+	MechanismSCRAMSHA512: sha512.New,
+}
+
+var errBadCredentials = errors.New("invalid username or password")
+
+// saslAuthenticator holds the credentials of every configured mechanism.
+type saslAuthenticator struct {
+	mechanisms []string
+	plain      map[string]string                      // user -> password
+	scram      map[string]map[string]*scramCredential // mechanism -> user -> credential
+	iterations int
+}
+
+type scramCredential struct {
+	salt                 []byte
+	storedKey, serverKey []byte
+}
+
+func newSASLAuthenticator(cfg *SASLConfig) (*saslAuthenticator, error) {
+	a := &saslAuthenticator{
+		mechanisms: cfg.Mechanisms,
+		plain:      make(map[string]string),
+		scram:      make(map[string]map[string]*scramCredential),
+		iterations: cfg.SCRAMIterations,
+	}
+	for _, u := range cfg.Users {
+		a.plain[u.Name] = u.Password
+	}
+	for _, m := range cfg.Mechanisms {
+		h, ok := scramHashes[m]
+		if !ok {
+			continue
+		}
+		creds := make(map[string]*scramCredential, len(cfg.Users))
+		for _, u := range cfg.Users {
+			c, err := newSCRAMCredential(h, u.Password, cfg.SCRAMIterations)
+			if err != nil {
+				return nil, fmt.Errorf("derive %s credential for %q: %w", m, u.Name, err)
+			}
+			creds[u.Name] = c
+		}
+		a.scram[m] = creds
+	}
+	return a, nil
+}
+
+func newSCRAMCredential(h func() hash.Hash, password string, iterations int) (*scramCredential, error) {
+	salt := make([]byte, 16)
+	if _, err := rand.Read(salt); err != nil {
+		return nil, err
+	}
+	salted, err := pbkdf2.Key(h, password, salt, iterations, h().Size())
+	if err != nil {
+		return nil, err
+	}
+	clientKey := hmacSum(h, salted, []byte("Client Key"))
+	stored := h()
+	stored.Write(clientKey)
+	return &scramCredential{
+		salt:      salt,
+		storedKey: stored.Sum(nil),
+		serverKey: hmacSum(h, salted, []byte("Server Key")),
+	}, nil
+}
+
+func hmacSum(h func() hash.Hash, key, msg []byte) []byte {
+	m := hmac.New(h, key)
+	m.Write(msg)
+	return m.Sum(nil)
+}
+
+// saslSession is one authentication exchange.
+type saslSession interface {
+	// step consumes a client message and returns the server's reply and
+	// whether the exchange is complete (authenticated). An error means
+	// authentication failed.
+	step(msg []byte) (reply []byte, done bool, err error)
+	user() string
+}
+
+// start begins an exchange; ok is false for an unsupported mechanism.
+func (a *saslAuthenticator) start(mechanism string) (saslSession, bool) {
+	for _, m := range a.mechanisms {
+		if m != mechanism {
+			continue
+		}
+		if m == MechanismPlain {
+			return &plainSession{a: a}, true
+		}
+		return &scramSession{a: a, mech: m, h: scramHashes[m]}, true
+	}
+	return nil, false
+}
+
+type plainSession struct {
+	a    *saslAuthenticator
+	name string
+}
+
+func (p *plainSession) user() string { return p.name }
+
+func (p *plainSession) step(msg []byte) ([]byte, bool, error) {
+	parts := bytes.Split(msg, []byte{0})
+	if len(parts) != 3 {
+		return nil, false, errors.New("malformed PLAIN message")
+	}
+	authz, user, pass := string(parts[0]), string(parts[1]), parts[2]
+	want, ok := p.a.plain[user]
+	if !ok || (authz != "" && authz != user) || subtle.ConstantTimeCompare([]byte(want), pass) != 1 {
+		return nil, false, errBadCredentials
+	}
+	p.name = user
+	return []byte{}, true, nil
+}
+
+type scramSession struct {
+	a    *saslAuthenticator
+	mech string
+	h    func() hash.Hash
+
+	name        string
+	cred        *scramCredential
+	known       bool
+	gs2Header   string
+	clientFirst string // client-first-message-bare
+	serverFirst string
+	nonce       string
+}
+
+func (s *scramSession) user() string { return s.name }
+
+func (s *scramSession) step(msg []byte) ([]byte, bool, error) {
+	if s.serverFirst == "" {
+		return s.first(string(msg))
+	}
+	return s.final(string(msg))
+}
+
+// first handles client-first-message: gs2-header client-first-message-bare.
+func (s *scramSession) first(msg string) ([]byte, bool, error) {
+	// gs2-header = ("n" | "y") "," [ "a=" authzid ] ","
+	if len(msg) < 3 || (msg[0] != 'n' && msg[0] != 'y') || msg[1] != ',' {
+		return nil, false, errors.New("malformed SCRAM client-first message (channel binding is not supported)")
+	}
+	end := strings.IndexByte(msg[2:], ',')
+	if end < 0 {
+		return nil, false, errors.New("malformed SCRAM gs2 header")
+	}
+	authz := msg[2 : 2+end]
+	s.gs2Header = msg[:2+end+1]
+	s.clientFirst = msg[2+end+1:]
+	attrs := strings.Split(s.clientFirst, ",")
+	if len(attrs) < 2 || !strings.HasPrefix(attrs[0], "n=") || !strings.HasPrefix(attrs[1], "r=") || len(attrs[1]) < 3 {
+		return nil, false, errors.New("malformed SCRAM client-first message")
+	}
+	name, err := scramUnescape(attrs[0][2:])
+	if err != nil {
+		return nil, false, err
+	}
+	if authz != "" && authz != "a="+attrs[0][2:] {
+		return nil, false, errors.New("SCRAM authorization id must equal the user name")
+	}
+	s.name = name
+	s.cred, s.known = s.a.scram[s.mech][name]
+	if !s.known {
+		// Made-up credential: the exchange fails at the proof.
+		if s.cred, err = newSCRAMCredential(s.h, "", 1); err != nil {
+			return nil, false, err
+		}
+	}
+	snonce := make([]byte, 18)
+	if _, err := rand.Read(snonce); err != nil {
+		return nil, false, err
+	}
+	s.nonce = attrs[1][2:] + base64.RawURLEncoding.EncodeToString(snonce)
+	s.serverFirst = "r=" + s.nonce + ",s=" + base64.StdEncoding.EncodeToString(s.cred.salt) + ",i=" + strconv.Itoa(s.a.iterations)
+	return []byte(s.serverFirst), false, nil
+}
+
+// final handles client-final-message: c=..., r=..., [extensions,] p=...
+func (s *scramSession) final(msg string) ([]byte, bool, error) {
+	idx := strings.LastIndex(msg, ",p=")
+	if idx < 0 {
+		return nil, false, errors.New("malformed SCRAM client-final message")
+	}
+	withoutProof, proofB64 := msg[:idx], msg[idx+3:]
+	attrs := strings.Split(withoutProof, ",")
+	if len(attrs) < 2 || attrs[0] != "c="+base64.StdEncoding.EncodeToString([]byte(s.gs2Header)) {
+		return nil, false, errors.New("SCRAM channel binding mismatch")
+	}
+	// Like Kafka's ScramSaslServer, require only that the nonce ends with
+	// ours: librdkafka <= 2.0 sends client nonce + the full server nonce.
+	if !strings.HasPrefix(attrs[1], "r=") || !strings.HasSuffix(attrs[1], s.nonce) {
+		return nil, false, errors.New("SCRAM nonce mismatch")
+	}
+	proof, err := base64.StdEncoding.DecodeString(proofB64)
+	if err != nil || len(proof) != len(s.cred.storedKey) {
+		return nil, false, errors.New("malformed SCRAM proof")
+	}
+	authMessage := []byte(s.clientFirst + "," + s.serverFirst + "," + withoutProof)
+	clientSig := hmacSum(s.h, s.cred.storedKey, authMessage)
+	clientKey := make([]byte, len(proof))
+	for i := range proof {
+		clientKey[i] = proof[i] ^ clientSig[i]
+	}
+	sum := s.h()
+	sum.Write(clientKey)
+	if subtle.ConstantTimeCompare(sum.Sum(nil), s.cred.storedKey) != 1 || !s.known {
+		return nil, false, errBadCredentials
+	}
+	serverSig := hmacSum(s.h, s.cred.serverKey, authMessage)
+	return []byte("v=" + base64.StdEncoding.EncodeToString(serverSig)), true, nil
+}
+
+// scramUnescape decodes a saslname (",=" escaped as "=2C", "=3D").
+func scramUnescape(s string) (string, error) {
+	if !strings.Contains(s, "=") {
+		return s, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '=' {
+			b.WriteByte(s[i])
+			continue
+		}
+		switch {
+		case strings.HasPrefix(s[i:], "=2C"):
+			b.WriteByte(',')
+		case strings.HasPrefix(s[i:], "=3D"):
+			b.WriteByte('=')
+		default:
+			return "", errors.New("invalid escape in SCRAM user name")
+		}
+		i += 2
+	}
+	return b.String(), nil
+}

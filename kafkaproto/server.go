@@ -1,0 +1,233 @@
+package kafkaproto
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/semaphore"
+)
+
+// ErrServerClosed is returned by Serve after Shutdown or Close.
+var ErrServerClosed = errors.New("kafka server closed")
+
+// Server serves the producer side of the Kafka protocol. Its methods are safe
+// for concurrent use.
+type Server struct {
+	cfg    Config
+	topics Topics
+	sink   Sink
+	pids   ProducerIDs
+	log    *slog.Logger
+	m      *metrics
+	dec    *batchDecoder
+	states *producerStates
+	sasl   *saslAuthenticator // nil without SASL
+	// readBudget holds the bytes of the requests being read and handled.
+	readBudget *semaphore.Weighted
+
+	// ctx is the lifetime of every connection; Close cancels it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// wg counts connection goroutines.
+	wg sync.WaitGroup
+
+	// mu guards the fields below.
+	mu        sync.Mutex
+	closed    bool
+	released  bool
+	listeners map[net.Listener]struct{}
+	conns     map[*conn]struct{}
+}
+
+// New builds a Server. topics answers Metadata, sink takes the records and
+// pids allocates producer ids for idempotent producers. It starts nothing:
+// call Serve.
+func New(cfg Config, topics Topics, sink Sink, pids ProducerIDs, opts ...Option) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("kafka server config: %w", err)
+	}
+	if topics == nil || sink == nil || pids == nil {
+		return nil, errors.New("kafka server needs topics, a sink and producer ids")
+	}
+	cfg = cfg.withDefaults()
+	o := options{logger: slog.New(slog.DiscardHandler), registerer: prometheus.NewRegistry(), now: time.Now}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	dec, err := newBatchDecoder(cfg.MaxDecompressedBytes)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg:        cfg,
+		topics:     topics,
+		sink:       sink,
+		pids:       pids,
+		log:        o.logger,
+		dec:        dec,
+		states:     newProducerStates(cfg.MaxProducerStates, cfg.ProducerStateTTL, o.now),
+		listeners:  make(map[net.Listener]struct{}),
+		conns:      make(map[*conn]struct{}),
+		readBudget: semaphore.NewWeighted(cfg.MaxReadBytes),
+	}
+	if cfg.SASL != nil {
+		if s.sasl, err = newSASLAuthenticator(cfg.SASL); err != nil {
+			dec.close()
+			return nil, err
+		}
+	}
+	s.m = newMetrics(o.registerer, func() float64 { return float64(s.states.len()) })
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	return s, nil
+}
+
+// Serve accepts connections on l (wrapped in TLS when configured) until
+// Shutdown or Close, and then returns ErrServerClosed. Each connection gets
+// one reader and one writer goroutine, counted and awaited by Shutdown and
+// Close.
+func (s *Server) Serve(l net.Listener) error {
+	if s.cfg.TLS != nil {
+		l = tls.NewListener(l, s.cfg.TLS)
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrServerClosed
+	}
+	s.listeners[l] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, l)
+		s.mu.Unlock()
+	}()
+	s.log.Info("kafka listener started", "addr", l.Addr().String())
+
+	var backoff time.Duration
+	for {
+		nc, err := l.Accept()
+		if err != nil {
+			if s.isClosed() {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.log.Warn("accept", "err", err, "retry_in", backoff)
+				t := time.NewTimer(backoff)
+				select {
+				case <-t.C:
+				case <-s.ctx.Done():
+					t.Stop()
+				}
+				continue
+			}
+			return fmt.Errorf("accept on %s: %w", l.Addr(), err)
+		}
+		backoff = 0
+		if !s.startConn(nc) {
+			_ = nc.Close()
+			return ErrServerClosed
+		}
+	}
+}
+
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// startConn registers a connection and starts its goroutines, unless the
+// server is closing.
+func (s *Server) startConn(nc net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	c := newConn(s, nc)
+	s.conns[c] = struct{}{}
+	s.wg.Add(2)
+	go c.readLoop()
+	go c.writeLoop()
+	return true
+}
+
+func (s *Server) removeConn(c *conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.conns, c)
+}
+
+// Shutdown stops accepting, stops reading new requests, and waits until the
+// responses of the requests already read are written (in-flight Produce
+// requests finish or time out) and every connection is closed. If ctx ends
+// first, it calls Close and returns ctx's error.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	s.closeListenersLocked()
+	for c := range s.conns {
+		c.drain()
+	}
+	s.mu.Unlock()
+
+	done := make(chan struct{})
+	go func() { // owned here: exits once wg is done, which Close guarantees
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		s.release()
+		return nil
+	case <-ctx.Done():
+		s.Close()
+		<-done
+		return ctx.Err()
+	}
+}
+
+// Close closes the listeners and every connection at once, abandoning
+// pending responses, and waits for the connection goroutines.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.closeListenersLocked()
+	s.cancel()
+	for c := range s.conns {
+		c.close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	s.release()
+	return nil
+}
+
+func (s *Server) closeListenersLocked() {
+	for l := range s.listeners {
+		if err := l.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			s.log.Warn("close listener", "addr", l.Addr().String(), "err", err)
+		}
+		delete(s.listeners, l)
+	}
+}
+
+// release frees the decoder once all connections are gone.
+func (s *Server) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.released && len(s.conns) == 0 {
+		s.released = true
+		s.dec.close()
+		s.cancel()
+	}
+}

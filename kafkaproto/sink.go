@@ -1,0 +1,169 @@
+package kafkaproto
+
+import (
+	"context"
+	"sync"
+)
+
+// TopicInfo describes one topic for an all-topics Metadata answer.
+type TopicInfo struct {
+	// Name is the Kafka topic name.
+	Name string
+	// Partitions is the number of partitions, numbered 0..Partitions-1.
+	Partitions int32
+}
+
+// Topics answers Metadata: which topics exist and how many partitions each
+// has. Implementations must be safe for concurrent use and must not block on
+// the network (they are called on the connection's read path); a
+// copy-on-write snapshot is the expected shape.
+type Topics interface {
+	// Topic reports the partition count of a topic. ok=false (or a count
+	// < 1) makes Metadata and Produce answer UNKNOWN_TOPIC_OR_PARTITION.
+	Topic(name string) (partitions int32, ok bool)
+	// AllTopics lists every topic, for clients that ask for all topics
+	// (sarama, kafka-go, kafka-python).
+	AllTopics() []TopicInfo
+}
+
+// Sink takes the decoded records of one partition of one Produce request.
+//
+// Produce is called on the connection's read goroutine, in the order the
+// batches arrived on that connection, and for one (producer id, partition)
+// never concurrently. It must not wait for durability; it may block for
+// buffer space (back-pressure), honouring ctx, whose deadline is the Produce
+// request's timeout. A returned error means nothing of the batch was accepted;
+// it is translated with the table in errors.go (return [*RecordsError] for
+// per-record rejects, [ErrRequestTimedOut], [ErrBufferFull], …).
+//
+// The returned PartitionWrite completes once every record of the batch is
+// durable (for acks 1 and -1 the Kafka response waits for it) or has failed.
+// A failed PartitionWrite must mean that none of its records will become
+// visible: an idempotent producer's retry of that batch is then handed to the
+// sink again (see doc.go, "Idempotent producers").
+//
+// Ownership: the record slices alias buffers owned by kafkaproto that are never
+// reused or modified, so a sink may keep them as long as it likes; it must not
+// modify them. kafkaproto keeps the PartitionWrites of the last 5 batches of
+// every idempotent (producer id, partition) for duplicate detection, so a
+// completed PartitionWrite should not pin record memory.
+type Sink interface {
+	Produce(ctx context.Context, req *PartitionProduce) (PartitionWrite, error)
+}
+
+// ProducerIDs hands out producer ids that are unique across every gateway
+// instance writing to the same backend (the gateway derives them from Fluss
+// InitWriter). It may block on the network, honouring ctx.
+type ProducerIDs interface {
+	NextProducerID(ctx context.Context) (int64, error)
+}
+
+// PartitionProduce is the content of one record batch for one partition.
+type PartitionProduce struct {
+	Topic     string
+	Partition int32
+	// Acks is the request's acks (-1, 0 or 1). With 0 nobody waits for the
+	// PartitionWrite.
+	Acks int16
+	// ProducerID is -1 for non-idempotent producers.
+	ProducerID    int64
+	ProducerEpoch int16
+	// BaseSequence is the batch's first sequence number (-1 when not
+	// idempotent). Sequence checks are already done by kafkaproto.
+	BaseSequence int32
+	// Codec is the batch's compression codec as sent on the wire.
+	Codec Codec
+	// WireBytes is the size of the record batch on the wire (compressed).
+	WireBytes int
+	// Records are the batch's records in order; len(Records) >= 1.
+	Records []Record
+}
+
+// Record is one Kafka record.
+type Record struct {
+	// Index is the record's position in its batch (Kafka's batch_index,
+	// used in record_errors). The offset the record gets is the
+	// PartitionResult's BaseOffset + Index.
+	Index int32
+	// OffsetDelta is the offset delta the client wrote (normally = Index).
+	OffsetDelta int32
+	// Timestamp is the record's CreateTime in Unix milliseconds.
+	Timestamp int64
+	// Key is nil for a null key and non-nil (possibly empty) otherwise.
+	Key []byte
+	// Value is nil for a null value (a tombstone) and non-nil otherwise.
+	Value []byte
+	// Headers in wire order; a header value may be nil.
+	Headers []Header
+}
+
+// Header is a record header.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// PartitionWrite is the completion of a batch handed to the Sink.
+type PartitionWrite interface {
+	// Done is closed once the result is final.
+	Done() <-chan struct{}
+	// Result returns the final result; it is only valid after Done is
+	// closed.
+	Result() PartitionResult
+}
+
+// PartitionResult is the outcome of one batch.
+type PartitionResult struct {
+	// BaseOffset is the offset of the batch's first record, reported back
+	// to the client (the gateway reports Fluss's base offset).
+	BaseOffset int64
+	// LogAppendTime is -1 for CreateTime topics, else the broker time in ms.
+	LogAppendTime int64
+	// LogStartOffset is the partition's first offset (-1 if unknown).
+	LogStartOffset int64
+	// Err is nil on success. It is translated with the table in errors.go.
+	// A *RecordsError lists per-record rejects (record_errors).
+	Err error
+}
+
+// Completion is a ready-made PartitionWrite: the sink creates one, returns it
+// and calls Complete exactly once when the outcome is known.
+type Completion struct {
+	done   chan struct{}
+	once   sync.Once
+	result PartitionResult
+}
+
+// NewCompletion returns an incomplete Completion.
+func NewCompletion() *Completion {
+	return &Completion{done: make(chan struct{})}
+}
+
+// Completed returns a Completion that is already complete with r.
+func Completed(r PartitionResult) *Completion {
+	c := NewCompletion()
+	c.Complete(r)
+	return c
+}
+
+// Complete records the result and closes Done. Calls after the first are
+// ignored.
+func (c *Completion) Complete(r PartitionResult) {
+	c.once.Do(func() {
+		c.result = r
+		close(c.done)
+	})
+}
+
+// Done implements PartitionWrite.
+func (c *Completion) Done() <-chan struct{} { return c.done }
+
+// Result implements PartitionWrite.
+func (c *Completion) Result() PartitionResult {
+	select {
+	case <-c.done:
+		return c.result
+	default:
+		return PartitionResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1, Err: ErrRequestTimedOut}
+	}
+}
