@@ -13,17 +13,18 @@ import (
 
 // kafkaCodeForFluss is the one translation from a Fluss error code to the
 // Kafka error a producer sees (the classes are documented in
-// kafkaproto/errors.go). Codes not listed become UNKNOWN_SERVER_ERROR.
+// kafkaproto/errors.go). Codes not listed become UNKNOWN_SERVER_ERROR: among
+// them CORRUPT_MESSAGE (3) and CORRUPT_RECORD (14), since the batch Fluss
+// refused was built by the gateway, not by the producer, and a producer
+// retry would not fix it.
 var kafkaCodeForFluss = map[int32]*kafkaproto.Error{
-	1:  kafkaproto.ErrNotLeaderOrFollower, // NETWORK_EXCEPTION: reconnect, refresh, retry
-	3:  kafkaproto.ErrCorruptMessage,
+	1:  kafkaproto.ErrNotLeaderOrFollower,     // NETWORK_EXCEPTION: reconnect, refresh, retry
 	7:  kafkaproto.ErrUnknownTopicOrPartition, // TABLE_NOT_EXIST
-	9:  kafkaproto.ErrInvalidRecord,           // SCHEMA_NOT_EXIST
+	9:  kafkaproto.ErrKafkaStorage,            // SCHEMA_NOT_EXIST: retriable in Fluss (schema not propagated yet)
 	10: kafkaproto.ErrKafkaStorage,
 	11: kafkaproto.ErrKafkaStorage,
 	12: kafkaproto.ErrNotLeaderOrFollower,
 	13: kafkaproto.ErrMessageTooLarge,
-	14: kafkaproto.ErrCorruptMessage,
 	18: kafkaproto.ErrInvalidRequiredAcks,
 	21: kafkaproto.ErrNotLeaderOrFollower, // UNKNOWN_TABLE_OR_BUCKET
 	25: kafkaproto.ErrRequestTimedOut,
