@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -236,7 +237,8 @@ func (s *sink) getBatch(n int) *convBatch {
 		cb.convs = append(cb.convs[:cap(cb.convs)], make([]mapping.Converted, n-cap(cb.convs))...)
 	}
 	cb.convs = cb.convs[:n]
-	cb.dead = append(cb.dead[:0], make([]bool, n)...)
+	cb.dead = slices.Grow(cb.dead[:0], n)[:n]
+	clear(cb.dead)
 	cb.headers = cb.headers[:0]
 	cb.handles = make([]accumulator.Handle, 0, n) // handed to the completion
 	return cb
