@@ -4,8 +4,13 @@
 # ZooKeeper (the shaded one inside fluss-server), one coordinator and N tablet servers run as
 # separate JVMs in a fresh temporary directory with free ports. State (pids, ports, directory) is
 # kept in a state file per cluster name so that `stop` ends exactly those processes.
-# Only `start` and `bootstrap` write to stdout (the FLUSS_BOOTSTRAP line); everything else
-# that is not the answer to a query goes to stderr.
+# Only `start` and `bootstrap` write to stdout (the FLUSS_BOOTSTRAP line, and FLUSS_SASL_BOOTSTRAP
+# for a cluster started with --sasl); everything else that is not the answer to a query goes to
+# stderr.
+#
+# --sasl adds a second listener named SASL (security protocol sasl, mechanism PLAIN, the given
+# users) to the coordinator and every tablet server. The FLUSS listener stays plaintext and is the
+# internal listener (internal.listener.name) that the servers use among themselves.
 set -euo pipefail
 
 readonly DEFAULT_VERSION=0.9.1-incubating
@@ -15,6 +20,7 @@ readonly ZK_MAIN=org.apache.fluss.shaded.zookeeper3.org.apache.zookeeper.server.
 readonly ZK_CLI=org.apache.fluss.shaded.zookeeper3.org.apache.zookeeper.ZooKeeperMain
 readonly COORDINATOR_MAIN=org.apache.fluss.server.coordinator.CoordinatorServer
 readonly TABLET_MAIN=org.apache.fluss.server.tablet.TabletServer
+readonly PLAIN_LOGIN_MODULE=org.apache.fluss.security.auth.sasl.plain.PlainLoginModule
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 readonly REPO_ROOT
@@ -33,14 +39,18 @@ usage: scripts/fluss-local.sh COMMAND [options]
 
 commands:
   start [-n TABLET_SERVERS] [-v VERSION] [-s NAME] [-D key=value]... [-o OWNER_PID]
+        [--sasl USER:PASSWORD[,USER:PASSWORD]...]
         download fluss-server VERSION (default 0.9.1-incubating) and log4j into .cache/fluss,
         start ZooKeeper, a coordinator and N tablet servers (default 1) on 127.0.0.1, wait
         until the coordinator knows every tablet server, print FLUSS_BOOTSTRAP=127.0.0.1:PORT.
         -D adds a line "key: value" to every server's server.yaml.
         -o stops the cluster by itself once process OWNER_PID has exited.
+        --sasl also opens a SASL/PLAIN listener on every server that accepts exactly these
+        users (names [A-Za-z0-9_-], passwords [A-Za-z0-9_.@%+-]) and prints a second line
+        FLUSS_SASL_BOOTSTRAP=127.0.0.1:PORT; the FLUSS listener stays plaintext.
   stop [-s NAME]                 stop the cluster's processes (TERM, KILL after a timeout), remove its dir
   status [-s NAME]               say what runs (exit 0 all up, 1 something down, 3 no such cluster)
-  bootstrap [-s NAME]            print FLUSS_BOOTSTRAP=... of a running cluster
+  bootstrap [-s NAME]            print FLUSS_BOOTSTRAP=... (and FLUSS_SASL_BOOTSTRAP=...) of a running cluster
   restart-tablet [-s NAME] ID    stop and start tablet server ID (same id, same data dir)
   stop-tablet [-s NAME] ID       stop tablet server ID (TERM, KILL after a timeout)
   start-tablet [-s NAME] ID      start a stopped tablet server ID again and wait for the coordinator
@@ -263,13 +273,41 @@ EOF
 	fail_start "zookeeper could not bind a port"
 }
 
+# sasl_enabled: true if the loaded cluster has a SASL listener.
+sasl_enabled() { [[ -n ${ST[SASL_USERS]:-} ]]; }
+
+# listeners PORT SASL_PORT: the bind.listeners value of a server.
+listeners() {
+	if sasl_enabled; then
+		printf 'FLUSS://127.0.0.1:%s,SASL://127.0.0.1:%s\n' "$1" "$2"
+	else
+		printf 'FLUSS://127.0.0.1:%s\n' "$1"
+	fi
+}
+
+# sasl_conf: server.yaml lines of the SASL listener (the JAAS line holds spaces, so no -D).
+sasl_conf() {
+	local jaas="$PLAIN_LOGIN_MODULE required" pair
+	local -a pairs
+	IFS=, read -r -a pairs <<<"${ST[SASL_USERS]}"
+	for pair in "${pairs[@]}"; do
+		jaas+=" user_${pair%%:*}=\"${pair#*:}\""
+	done
+	cat <<EOF
+internal.listener.name: FLUSS
+security.protocol.map: SASL:sasl
+security.sasl.enabled.mechanisms: PLAIN
+security.sasl.plain.jaas.config: $jaas;
+EOF
+}
+
 write_server_conf() { # uses ST
 	local dir=${ST[DIR]} extra
 	{
 		cat <<EOF
 zookeeper.address: 127.0.0.1:${ST[ZK_PORT]}
 zookeeper.path.root: /fluss
-bind.listeners: FLUSS://127.0.0.1:${ST[COORDINATOR_PORT]}
+bind.listeners: $(listeners "${ST[COORDINATOR_PORT]}" "${ST[COORDINATOR_SASL_PORT]:-}")
 remote.data.dir: $dir/remote
 data.dir: $dir/data-0
 tablet-server.id: 0
@@ -279,6 +317,9 @@ netty.server.num-network-threads: 1
 netty.server.num-worker-threads: 3
 server.buffer.memory-size: 64mb
 EOF
+		if sasl_enabled; then
+			sasl_conf
+		fi
 		if [[ -n ${ST[EXTRA_CONF]:-} ]]; then
 			# EXTRA_CONF holds key=value pairs separated by ASCII unit separators (no spaces in state).
 			local IFS=$'\x1f'
@@ -304,19 +345,25 @@ start_coordinator() {
 	for attempt in 1 2 3; do
 		pick_port
 		ST[COORDINATOR_PORT]=$PORT
+		if sasl_enabled; then
+			pick_port
+			while [[ $PORT == "${ST[COORDINATOR_PORT]}" ]]; do pick_port; done
+			ST[COORDINATOR_SASL_PORT]=$PORT
+		fi
 		write_server_conf
 		pid=$(launch "$dir/log/coordinator.log" "${ST[JAVA]}" "-Xmx$COORDINATOR_HEAP" "${flags[@]}" \
 			-cp "${ST[LIB]}/*" "$COORDINATOR_MAIN" --configDir "$dir/conf")
 		ST[COORDINATOR_PID]=$pid
 		save_state "${ST[NAME]}"
-		if wait_port "coordinator" "$pid" "${ST[COORDINATOR_PORT]}" "$dir/log/coordinator.log"; then
+		if wait_port "coordinator" "$pid" "${ST[COORDINATOR_PORT]}" "$dir/log/coordinator.log" &&
+			{ ! sasl_enabled || wait_port "coordinator" "$pid" "${ST[COORDINATOR_SASL_PORT]}" "$dir/log/coordinator.log"; }; then
 			# Tablet servers must register after the coordinator watches /tabletservers, so that
 			# the coordinator logs each one (that log line is our readiness signal).
 			wait_log "coordinator" "$pid" "$dir/log/coordinator.log" 'CoordinatorEventThread - Starting' 1
 			return 0
 		fi
 		grep -q 'Address already in use' "$dir/log/coordinator.log" || fail_start "coordinator did not start"
-		log "port ${ST[COORDINATOR_PORT]} taken, retrying ($attempt)"
+		log "port ${ST[COORDINATOR_PORT]}${ST[COORDINATOR_SASL_PORT]:+ or ${ST[COORDINATOR_SASL_PORT]}} taken, retrying ($attempt)"
 		: >"$dir/log/coordinator.log"
 	done
 	fail_start "coordinator could not bind a port"
@@ -332,9 +379,12 @@ launch_tablet() { # launch_tablet ID
 	mapfile -t flags < <(java_flags "$dir")
 	pid=$(launch "$dir/log/tablet-$id.log" "${ST[JAVA]}" "-Xmx$TABLET_HEAP" -XX:+UseG1GC "${flags[@]}" \
 		-cp "${ST[LIB]}/*" "$TABLET_MAIN" --configDir "$dir/conf" \
-		-Dbind.listeners=FLUSS://127.0.0.1:0 "-Dtablet-server.id=$id" "-Ddata.dir=$dir/data-$id")
+		"-Dbind.listeners=$(listeners 0 0)" "-Dtablet-server.id=$id" "-Ddata.dir=$dir/data-$id")
 	ST[TABLET_${id}_PID]=$pid
 	ST[TABLET_${id}_PORT]=
+	if sasl_enabled; then
+		ST[TABLET_${id}_SASL_PORT]=
+	fi
 	save_state "${ST[NAME]}"
 }
 
@@ -358,9 +408,19 @@ wait_tablet() {
 		}
 		sleep 0.2
 	done
-	line=$(grep 'Listening on address 127.0.0.1 and port' "$dir/log/tablet-$id.log" | tail -n 1)
-	line=${line##*and port }
-	ST[TABLET_${id}_PORT]=${line%% *}
+	ST[TABLET_${id}_PORT]=$(listener_port "$dir/log/tablet-$id.log" FLUSS)
+	if sasl_enabled; then
+		ST[TABLET_${id}_SASL_PORT]=$(listener_port "$dir/log/tablet-$id.log" SASL)
+	fi
+}
+
+# listener_port LOG LISTENER: the port a server last logged for LISTENER (empty if none), from
+# "Listening on endpoints [FLUSS://127.0.0.1:P1, SASL://127.0.0.1:P2]".
+listener_port() {
+	local line
+	line=$(grep 'Listening on endpoints \[' "$1" | tail -n 1) || true
+	line=$(grep -o "\b$2://127\.0\.0\.1:[0-9]*" <<<"$line") || true
+	printf '%s\n' "${line##*:}"
 }
 
 # wait_port WHAT PID PORT LOG: wait until PORT accepts connections; 1 if the process died.
@@ -475,7 +535,7 @@ stop_processes() {
 # ---------------------------------------------------------------------------- commands
 
 cmd_start() {
-	local name=$1 version=$2 num_tablets=$3 owner=$4 extra=$5
+	local name=$1 version=$2 num_tablets=$3 owner=$4 extra=$5 sasl_users=$6
 	[[ $num_tablets =~ ^[1-9][0-9]*$ ]] || die "-n wants a positive number of tablet servers, got '$num_tablets'"
 	lock "$name"
 	if load_state "$name"; then
@@ -494,6 +554,9 @@ cmd_start() {
 	dir=$(mktemp -d "${TMPDIR:-/tmp}/fluss-local-$name.XXXXXX")
 	mkdir -p "$dir/conf" "$dir/log" "$dir/remote" "$dir/zookeeper"
 	ST=([NAME]=$name [DIR]=$dir [VERSION]=$version [LIB]=$lib [JAVA]=$java [STARTED]=$(date +%s) [EXTRA_CONF]=$extra)
+	if [[ -n $sasl_users ]]; then
+		ST[SASL_USERS]=$sasl_users
+	fi
 	ST[TABLETS]=$(seq -s, 0 $((num_tablets - 1)))
 	save_state "$name"
 	trap 'fail_start "interrupted"' INT TERM
@@ -507,6 +570,9 @@ cmd_start() {
 	save_state "$name"
 	start_coordinator
 	ST[BOOTSTRAP]=127.0.0.1:${ST[COORDINATOR_PORT]}
+	if sasl_enabled; then
+		ST[SASL_BOOTSTRAP]=127.0.0.1:${ST[COORDINATOR_SASL_PORT]}
+	fi
 	save_state "$name"
 	local id
 	for id in $(tablet_ids); do
@@ -519,14 +585,22 @@ cmd_start() {
 	verify_zookeeper_lists_tablets || fail_start "ZooKeeper does not list every tablet server"
 	trap - INT TERM
 	save_state "$name"
-	log "cluster '$name' ready in $(($(now_ms) - t0))ms: coordinator ${ST[BOOTSTRAP]}, zookeeper 127.0.0.1:${ST[ZK_PORT]}, tablet servers $(tablet_summary)"
+	log "cluster '$name' ready in $(($(now_ms) - t0))ms: coordinator ${ST[BOOTSTRAP]}${ST[SASL_BOOTSTRAP]:+ (SASL ${ST[SASL_BOOTSTRAP]})}, zookeeper 127.0.0.1:${ST[ZK_PORT]}, tablet servers $(tablet_summary)"
+	print_bootstrap
+}
+
+# print_bootstrap: the stdout answer of start and bootstrap.
+print_bootstrap() {
 	printf 'FLUSS_BOOTSTRAP=%s\n' "${ST[BOOTSTRAP]}"
+	if [[ -n ${ST[SASL_BOOTSTRAP]:-} ]]; then
+		printf 'FLUSS_SASL_BOOTSTRAP=%s\n' "${ST[SASL_BOOTSTRAP]}"
+	fi
 }
 
 tablet_summary() {
 	local id out=()
 	for id in $(tablet_ids); do
-		out+=("$id@127.0.0.1:${ST[TABLET_${id}_PORT]:-?}")
+		out+=("$id@127.0.0.1:${ST[TABLET_${id}_PORT]:-?}${ST[TABLET_${id}_SASL_PORT]:+ (SASL :${ST[TABLET_${id}_SASL_PORT]})}")
 	done
 	printf '%s\n' "${out[*]}"
 }
@@ -604,13 +678,24 @@ cmd_status() {
 	local dir=${ST[DIR]} down=0 id
 	echo "cluster '$name': Fluss ${ST[VERSION]}, dir $dir, started $(date -d "@${ST[STARTED]}" '+%F %T')"
 	echo "  FLUSS_BOOTSTRAP=${ST[BOOTSTRAP]:-?}"
+	if [[ -n ${ST[SASL_BOOTSTRAP]:-} ]]; then
+		echo "  FLUSS_SASL_BOOTSTRAP=${ST[SASL_BOOTSTRAP]} (SASL/PLAIN users: $(sasl_user_names))"
+	fi
 	status_line zookeeper "${ST[ZK_PID]:-}" "${ST[ZK_PORT]:-}" || down=1
-	status_line coordinator "${ST[COORDINATOR_PID]:-}" "${ST[COORDINATOR_PORT]:-}" || down=1
+	status_line coordinator "${ST[COORDINATOR_PID]:-}" "${ST[COORDINATOR_PORT]:-}${ST[COORDINATOR_SASL_PORT]:+ (SASL :${ST[COORDINATOR_SASL_PORT]})}" || down=1
 	for id in $(tablet_ids); do
-		status_line "tablet-$id" "${ST[TABLET_${id}_PID]:-}" "${ST[TABLET_${id}_PORT]:-}" || down=1
+		status_line "tablet-$id" "${ST[TABLET_${id}_PID]:-}" "${ST[TABLET_${id}_PORT]:-}${ST[TABLET_${id}_SASL_PORT]:+ (SASL :${ST[TABLET_${id}_SASL_PORT]})}" || down=1
 	done
 	[[ -n ${ST[OWNER_PID]:-} ]] && echo "  stops when process ${ST[OWNER_PID]} exits"
 	return "$down"
+}
+
+sasl_user_names() {
+	local pair out=()
+	local -a pairs
+	IFS=, read -r -a pairs <<<"${ST[SASL_USERS]:-}"
+	for pair in "${pairs[@]}"; do out+=("${pair%%:*}"); done
+	printf '%s\n' "${out[*]}"
 }
 
 status_line() {
@@ -627,7 +712,7 @@ cmd_bootstrap() {
 	local name=$1
 	load_state "$name" || die "no cluster '$name'"
 	cluster_alive || die "cluster '$name' is not running"
-	printf 'FLUSS_BOOTSTRAP=%s\n' "${ST[BOOTSTRAP]}"
+	print_bootstrap
 }
 
 check_tablet_id() {
@@ -701,7 +786,7 @@ main() {
 	local cmd=$1
 	shift
 	local name=${FLUSS_LOCAL_CLUSTER:-default} version=${FLUSS_VERSION:-$DEFAULT_VERSION}
-	local num_tablets=1 owner="" extra="" follow="" lines=100 from_watcher="" positional=()
+	local num_tablets=1 owner="" extra="" sasl_users="" follow="" lines=100 from_watcher="" positional=()
 	while [[ $# -gt 0 ]]; do
 		case $1 in
 		-s | --name)
@@ -724,6 +809,12 @@ main() {
 			local kv=${2:?-D wants key=value}
 			[[ $kv == *=* && $kv != *' '* ]] || die "-D wants key=value without spaces, got '$kv'"
 			extra=${extra:+$extra$'\x1f'}$kv
+			shift 2
+			;;
+		--sasl)
+			sasl_users=${2:?--sasl wants USER:PASSWORD[,USER:PASSWORD]...}
+			[[ $sasl_users =~ ^[A-Za-z0-9_-]+:[A-Za-z0-9_.@%+-]+(,[A-Za-z0-9_-]+:[A-Za-z0-9_.@%+-]+)*$ ]] ||
+				die "--sasl wants USER:PASSWORD[,USER:PASSWORD]... (names [A-Za-z0-9_-], passwords [A-Za-z0-9_.@%+-]), got '$sasl_users'"
 			shift 2
 			;;
 		-f | --follow)
@@ -751,7 +842,7 @@ main() {
 	done
 	[[ $name =~ ^[A-Za-z0-9_.-]+$ ]] || die "cluster name may hold only letters, digits, '.', '_' and '-': '$name'"
 	case $cmd in
-	start) cmd_start "$name" "$version" "$num_tablets" "$owner" "$extra" ;;
+	start) cmd_start "$name" "$version" "$num_tablets" "$owner" "$extra" "$sasl_users" ;;
 	stop) cmd_stop "$name" "$from_watcher" ;;
 	status) cmd_status "$name" ;;
 	bootstrap) cmd_bootstrap "$name" ;;

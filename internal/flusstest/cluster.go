@@ -31,11 +31,12 @@ const (
 // Time budgets for the script's commands; a JVM start on a loaded 2-core
 // machine takes seconds, a download of the jars a minute or two.
 const (
-	startTimeout   = 10 * time.Minute
-	stopTimeout    = 3 * time.Minute
-	tabletTimeout  = 5 * time.Minute
-	scriptRelPath  = "scripts/fluss-local.sh"
-	bootstrapLabel = "FLUSS_BOOTSTRAP="
+	startTimeout       = 10 * time.Minute
+	stopTimeout        = 3 * time.Minute
+	tabletTimeout      = 5 * time.Minute
+	scriptRelPath      = "scripts/fluss-local.sh"
+	bootstrapLabel     = "FLUSS_BOOTSTRAP="
+	saslBootstrapLabel = "FLUSS_SASL_BOOTSTRAP="
 )
 
 // Option configures a cluster started by this package.
@@ -44,6 +45,8 @@ type Option func(*options)
 type options struct {
 	tabletServers int
 	version       string
+	sasl          bool       // SASLUsers was given
+	saslUsers     []SASLUser // users of the SASL listener when sasl
 }
 
 // TabletServers sets the number of tablet servers of a started cluster
@@ -83,10 +86,11 @@ func runScript(ctx context.Context, script string, args ...string) ([]byte, erro
 
 // Cluster is a cluster run by scripts/fluss-local.sh under a name.
 type Cluster struct {
-	script    string
-	name      string
-	bootstrap string
-	run       runner
+	script        string
+	name          string
+	bootstrap     string
+	saslBootstrap string // "" unless the cluster has a SASL listener
+	run           runner
 }
 
 // Bootstrap returns the coordinator address, "127.0.0.1:PORT".
@@ -137,6 +141,13 @@ func startCluster(ctx context.Context, run runner, script, name string, ownerPID
 	if o.version != "" {
 		args = append(args, "-v", o.version)
 	}
+	if o.sasl {
+		users, err := saslArg(o.saslUsers)
+		if err != nil {
+			return nil, fmt.Errorf("start fluss cluster %s: %w", name, err)
+		}
+		args = append(args, "--sasl", users)
+	}
 	out, err := run(ctx, script, args...)
 	if err != nil {
 		return nil, fmt.Errorf("start fluss cluster %s: %w", name, err)
@@ -145,7 +156,13 @@ func startCluster(ctx context.Context, run runner, script, name string, ownerPID
 	if err != nil {
 		return nil, fmt.Errorf("start fluss cluster %s: %w", name, err)
 	}
-	return &Cluster{script: script, name: name, bootstrap: addr, run: run}, nil
+	c := &Cluster{script: script, name: name, bootstrap: addr, run: run}
+	if o.sasl {
+		if c.saslBootstrap, err = parseSASLBootstrap(out); err != nil {
+			return nil, fmt.Errorf("start fluss cluster %s with a SASL listener: %w", name, err)
+		}
+	}
+	return c, nil
 }
 
 // attachCluster returns the script cluster name whose bootstrap address must
@@ -162,16 +179,29 @@ func attachCluster(ctx context.Context, run runner, script, name, want string) (
 	if addr != want {
 		return nil, fmt.Errorf("cluster %s=%s has bootstrap %s but %s=%s", EnvCluster, name, addr, EnvBootstrap, want)
 	}
-	return &Cluster{script: script, name: name, bootstrap: addr, run: run}, nil
+	c := &Cluster{script: script, name: name, bootstrap: addr, run: run}
+	if bytes.Contains(out, []byte(saslBootstrapLabel)) {
+		if c.saslBootstrap, err = parseSASLBootstrap(out); err != nil {
+			return nil, fmt.Errorf("find cluster %s=%s: %w", EnvCluster, name, err)
+		}
+	}
+	return c, nil
 }
 
 // parseBootstrap finds the FLUSS_BOOTSTRAP=host:port line in the script's
 // stdout.
-func parseBootstrap(out []byte) (string, error) {
+func parseBootstrap(out []byte) (string, error) { return parseAddressLine(out, bootstrapLabel) }
+
+// parseSASLBootstrap finds the FLUSS_SASL_BOOTSTRAP=host:port line that the
+// script prints for a cluster started with --sasl.
+func parseSASLBootstrap(out []byte) (string, error) { return parseAddressLine(out, saslBootstrapLabel) }
+
+// parseAddressLine finds the line label+host:port in the script's stdout.
+func parseAddressLine(out []byte, label string) (string, error) {
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
-		addr, ok := strings.CutPrefix(line, bootstrapLabel)
+		addr, ok := strings.CutPrefix(line, label)
 		if !ok {
 			continue
 		}
@@ -180,7 +210,7 @@ func parseBootstrap(out []byte) (string, error) {
 		}
 		return addr, nil
 	}
-	return "", fmt.Errorf("no %s line in the script's output %q", bootstrapLabel, out)
+	return "", fmt.Errorf("no %s line in the script's output %q", label, out)
 }
 
 func checkHostPort(addr string) error {

@@ -12,6 +12,8 @@
 // [RestartTabletServer] on the binary's cluster: that works for a cluster this
 // package started, and for the cluster named by env FLUSS_LOCAL_CLUSTER (a
 // scripts/fluss-local.sh cluster name, as .ci/run sets it).
+// StartCluster(tb, [SASLUsers](...)) adds a SASL/PLAIN listener to every server
+// of the private cluster; [Cluster.SASLBootstrap] is its coordinator address.
 //
 // [PyFluss] runs e2e/pyfluss/flusspy.py, a CLI over the pinned PyPI client
 // pyfluss, as an independent reader and writer to compare with.
