@@ -35,7 +35,7 @@ die() {
 	exit 1
 }
 
-for tool in go curl; do
+for tool in go curl setsid; do
 	command -v "$tool" >/dev/null 2>&1 || die "$tool is required (see the README's prerequisites)"
 done
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
@@ -62,13 +62,19 @@ cleanup() {
 	fi
 	if ((started_cluster)); then
 		step "stopping the Fluss cluster '$name'"
-		scripts/fluss-local.sh stop -s "$name" || rc=1
+		scripts/fluss-local.sh stop -s "$name" || true
 	fi
 	[[ -n $work ]] && rm -rf "$work"
 	exit "$rc"
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+# Ctrl-C while the demo waits for it is the normal end (status 0); earlier it aborts (130).
+waiting=0
+on_signal() {
+	if ((waiting)); then exit 0; fi
+	exit 130
+}
+trap on_signal INT TERM
 
 step "building the gateway, fluss-admin and demo-producer"
 bin=$REPO_ROOT/.cache/demo/bin
@@ -83,8 +89,8 @@ elif out=$(scripts/fluss-local.sh bootstrap -s "$name" 2>/dev/null); then
 	bootstrap=${out#FLUSS_BOOTSTRAP=}
 	echo "reusing the running cluster '$name' at $bootstrap (not stopped at the end)"
 else
+	started_cluster=1 # set first: a Ctrl-C during the start still stops what was started
 	out=$(scripts/fluss-local.sh start -s "$name")
-	started_cluster=1
 	bootstrap=${out#FLUSS_BOOTSTRAP=}
 	echo "Fluss cluster '$name' running at $bootstrap"
 fi
@@ -110,7 +116,9 @@ diff -u configs/gateway.yaml "$config" | grep '^[-+] ' || true
 "$bin/gateway" validate -config "$config"
 
 step "starting the gateway"
-"$bin/gateway" -config "$config" >"$work/gateway.log" 2>&1 &
+# In its own session, so that a terminal's Ctrl-C reaches only this script, which then sends
+# the gateway one SIGTERM (a second signal would make it exit at once).
+setsid "$bin/gateway" -config "$config" >"$work/gateway.log" 2>&1 &
 gateway_pid=$!
 ready=0
 for _ in $(seq 1 600); do
@@ -147,6 +155,7 @@ if [[ $wait_for_ctrl_c == 1 ]]; then
 	else
 		echo "Press Ctrl-C to stop the gateway."
 	fi
+	waiting=1
 	wait "$gateway_pid" || true
 	gateway_pid=
 	tail -n 20 "$work/gateway.log" >&2
