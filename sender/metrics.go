@@ -18,6 +18,8 @@ type metrics struct {
 	records      *prometheus.CounterVec
 	bytes        *prometheus.CounterVec
 	fill         *prometheus.HistogramVec
+	batchRecords *prometheus.HistogramVec
+	tableLatency *prometheus.HistogramVec
 	retries      *prometheus.CounterVec
 	errors       *prometheus.CounterVec
 	latency      *prometheus.HistogramVec
@@ -38,6 +40,8 @@ type tableMetrics struct {
 	records prometheus.Counter
 	bytes   prometheus.Counter
 	fill    prometheus.Observer
+	recs    prometheus.Observer
+	latency prometheus.Observer
 	retries prometheus.Counter
 	errs    *prometheus.CounterVec
 	codes   map[int32]prometheus.Counter
@@ -65,6 +69,16 @@ func newMetrics(reg prometheus.Registerer, s *Sender) (*metrics, error) {
 			Help:    "Estimated batch size over the configured batch size, per table.",
 			Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 1, 1.5},
 		}, []string{"table"}),
+		batchRecords: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "fluss_gateway_sender_batch_records",
+			Help:    "Records per acknowledged batch, per table.",
+			Buckets: prometheus.ExponentialBuckets(1, 4, 10),
+		}, []string{"table"}),
+		tableLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "fluss_gateway_sender_table_request_duration_seconds",
+			Help:    "Write request latency per table (one request carries one table's batches for one tablet server).",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}, []string{"table"}),
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fluss_gateway_sender_retries_total",
 			Help: "Batches re-queued for a retry, per table.",
@@ -86,7 +100,7 @@ func newMetrics(reg prometheus.Registerer, s *Sender) (*metrics, error) {
 		servers: make(map[serverAPI]prometheus.Observer),
 	}
 	cs := []prometheus.Collector{
-		m.batches, m.records, m.bytes, m.fill, m.retries, m.errors, m.latency, m.writerResets,
+		m.batches, m.records, m.bytes, m.fill, m.batchRecords, m.tableLatency, m.retries, m.errors, m.latency, m.writerResets,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "fluss_gateway_sender_inflight_requests",
 			Help: "Write requests sent and not yet answered.",
@@ -110,6 +124,8 @@ func (m *metrics) table(t *accumulator.Table) *tableMetrics {
 			records: m.records.WithLabelValues(name),
 			bytes:   m.bytes.WithLabelValues(name),
 			fill:    m.fill.WithLabelValues(name),
+			recs:    m.batchRecords.WithLabelValues(name),
+			latency: m.tableLatency.WithLabelValues(name),
 			retries: m.retries.WithLabelValues(name),
 			errs:    m.errors,
 			codes:   make(map[int32]prometheus.Counter),
@@ -138,6 +154,7 @@ func (tm *tableMetrics) batchSent(b *accumulator.Batch, batchSize int) {
 	tm.records.Add(float64(b.Records()))
 	tm.bytes.Add(float64(b.EstimatedSize()))
 	tm.fill.Observe(float64(b.EstimatedSize()) / float64(batchSize))
+	tm.recs.Observe(float64(b.Records()))
 }
 
 func (tm *tableMetrics) errorCode(code int32) {

@@ -496,6 +496,7 @@ func (s *Sender) handleResponse(resp *response, now time.Time) {
 	tm := s.m.table(req.table)
 	if resp.sent {
 		s.m.requestDone(req.server, req.table.IsKv(), resp.latency)
+		tm.latency.Observe(resp.latency.Seconds())
 	}
 	refresh := false
 	sent := 0 // index of b among the buckets sent

@@ -314,6 +314,8 @@ func (g *gateway) Run(ctx, force context.Context) error {
 	}
 	<-gctx.Done()
 	g.log.Info("shutting down", slog.Duration("deadline", g.cfg.Shutdown.Deadline))
+	// Load balancers stop sending new connections while we drain.
+	g.setLoadErr(errors.New("shutting down"))
 
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.cfg.Shutdown.Deadline)
 	defer cancel()

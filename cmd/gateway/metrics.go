@@ -1,6 +1,8 @@
 package main
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -10,6 +12,7 @@ type gatewayMetrics struct {
 	routeRecords  *prometheus.CounterVec
 	routeRejected *prometheus.CounterVec
 	routeDLQ      *prometheus.CounterVec
+	routeLatency  *prometheus.HistogramVec
 	reloads       *prometheus.CounterVec
 	routes        prometheus.Gauge
 }
@@ -28,6 +31,11 @@ func newGatewayMetrics(reg prometheus.Registerer) *gatewayMetrics {
 			Name: "fluss_gateway_route_dead_letter_records_total",
 			Help: "Kafka records that could not be converted and were written to the route's dead-letter table (dlq mode).",
 		}, []string{"route"}),
+		routeLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "fluss_gateway_route_produce_duration_seconds",
+			Help:    "Time from handing a Kafka batch to the write path until Fluss acknowledged all its records (acks 1/all), per route.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
+		}, []string{"route"}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fluss_gateway_config_reloads_total",
 			Help: "Configuration reloads by result (success or failure; a failed reload keeps the old routes).",
@@ -37,12 +45,18 @@ func newGatewayMetrics(reg prometheus.Registerer) *gatewayMetrics {
 			Help: "Routes currently bound to their tables.",
 		}),
 	}
-	reg.MustRegister(m.routeRecords, m.routeRejected, m.routeDLQ, m.reloads, m.routes)
+	reg.MustRegister(m.routeRecords, m.routeRejected, m.routeDLQ, m.routeLatency, m.reloads, m.routes)
 	return m
 }
 
 func (m *gatewayMetrics) recordsIn(route string, n int) {
 	m.routeRecords.WithLabelValues(route).Add(float64(n))
+}
+
+// produceDone returns the observer of a route's produce latency.
+func (m *gatewayMetrics) produceDone(route string) func(time.Duration) {
+	o := m.routeLatency.WithLabelValues(route)
+	return func(d time.Duration) { o.Observe(d.Seconds()) }
 }
 
 func (m *gatewayMetrics) rejected(route string, n int) {

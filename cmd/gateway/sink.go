@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/fluss-kafka/gateway/accumulator"
 	"github.com/fluss-kafka/gateway/fluss"
@@ -125,7 +126,7 @@ func (s *sink) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) (k
 	if req.Acks == 0 {
 		return kafkaproto.Completed(kafkaproto.PartitionResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}), nil
 	}
-	return awaitHandles(cb.handles), nil
+	return awaitHandles(cb.handles, s.m.produceDone(route.Name())), nil
 }
 
 // convert converts every record of the batch. In reject mode the first
@@ -256,8 +257,10 @@ func (s *sink) putBatch(cb *convBatch) {
 }
 
 // awaitHandles completes once every record's batch is acknowledged: with the
-// first record's offset on success, or the first error.
-func awaitHandles(handles []accumulator.Handle) kafkaproto.PartitionWrite {
+// first record's offset on success, or the first error. done observes the
+// time from the Produce call to that moment, once.
+func awaitHandles(handles []accumulator.Handle, done func(time.Duration)) kafkaproto.PartitionWrite {
+	start := time.Now()
 	// Records of one Kafka batch share few Fluss batches, consecutively.
 	batches := make([]accumulator.Handle, 0, 1)
 	for i, h := range handles {
@@ -266,7 +269,7 @@ func awaitHandles(handles []accumulator.Handle) kafkaproto.PartitionWrite {
 		}
 	}
 	if len(batches) == 1 {
-		return handleWrite{first: handles[0]}
+		return &handleWrite{first: handles[0], start: start, observe: done}
 	}
 	c := kafkaproto.NewCompletion()
 	go func() {
@@ -277,6 +280,7 @@ func awaitHandles(handles []accumulator.Handle) kafkaproto.PartitionWrite {
 				err = e
 			}
 		}
+		done(time.Since(start))
 		c.Complete(result(handles[0], err))
 	}()
 	return c
@@ -284,11 +288,19 @@ func awaitHandles(handles []accumulator.Handle) kafkaproto.PartitionWrite {
 
 // handleWrite is the PartitionWrite of a Kafka batch that landed in a single
 // Fluss batch: no goroutine needed.
-type handleWrite struct{ first accumulator.Handle }
+type handleWrite struct {
+	first    accumulator.Handle
+	start    time.Time
+	observe  func(time.Duration)
+	observed atomic.Bool
+}
 
-func (w handleWrite) Done() <-chan struct{} { return w.first.Done() }
+func (w *handleWrite) Done() <-chan struct{} { return w.first.Done() }
 
-func (w handleWrite) Result() kafkaproto.PartitionResult {
+func (w *handleWrite) Result() kafkaproto.PartitionResult {
+	if !w.observed.Swap(true) {
+		w.observe(time.Since(w.start))
+	}
 	return result(w.first, w.first.Err())
 }
 
