@@ -268,7 +268,20 @@ func (c *Client) serverConn(ctx context.Context, serverID int32) (*conn, error) 
 			return nil, fmt.Errorf("tablet server %d: %w", serverID, newError(58))
 		}
 	}
-	return c.connTo(ctx, node.Addr())
+	cn, err := c.connTo(ctx, node.Addr())
+	if err == nil || ctx.Err() != nil {
+		return cn, err
+	}
+	// A restarted server may listen on another port: learn where it is now
+	// and try once more if it moved.
+	if rerr := c.refreshCluster(ctx); rerr != nil {
+		return nil, err
+	}
+	moved, ok := c.meta.Load().servers[serverID]
+	if !ok || moved.Addr() == node.Addr() {
+		return nil, err
+	}
+	return c.connTo(ctx, moved.Addr())
 }
 
 // coordinatorConn returns the connection to the coordinator.
