@@ -17,6 +17,8 @@ type Config struct {
 	// Listeners are the Kafka-protocol listeners. Default: one listener
 	// named "plain" binding 0.0.0.0:9092 and advertising localhost:9092.
 	Listeners []Listener `yaml:"listeners"`
+	// Kafka holds the Kafka-protocol limits shared by every listener.
+	Kafka Kafka `yaml:"kafka"`
 	// Fluss is how the gateway reaches the Fluss cluster.
 	Fluss Fluss `yaml:"fluss"`
 	// Writer holds the write-path defaults towards Fluss.
@@ -76,6 +78,36 @@ type SASL struct {
 type User struct {
 	Username string `yaml:"username"`
 	Password string `yaml:"password"`
+}
+
+// Kafka holds the Kafka-protocol limits shared by every listener.
+type Kafka struct {
+	// ClusterID is returned in Metadata. Default "fluss-kafka-gateway".
+	ClusterID string `yaml:"cluster_id"`
+	// MaxMessageBytes bounds one record batch on the wire (Kafka's
+	// max.message.bytes); larger batches get MESSAGE_TOO_LARGE. Default
+	// 1048588.
+	MaxMessageBytes ByteSize `yaml:"max_message_bytes"`
+	// MaxRequestBytes bounds one request frame (Kafka's
+	// socket.request.max.bytes); larger frames close the connection.
+	// Default 100MiB.
+	MaxRequestBytes ByteSize `yaml:"max_request_bytes"`
+	// MaxReadBytes bounds the request bytes read and being handled at once
+	// across all connections; past it, connections are not read. Default
+	// the larger of 256MiB and max_request_bytes.
+	MaxReadBytes ByteSize `yaml:"max_read_bytes"`
+	// MaxInFlightRequests bounds the requests read from one connection and
+	// not yet answered; past it the connection is not read. Default 16.
+	MaxInFlightRequests int `yaml:"max_in_flight_requests"`
+	// IdleTimeout closes connections that send nothing for this long.
+	// Default 10m.
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	// ProducerStateTTL forgets the sequence state of an idempotent
+	// producer's partition idle this long. Default 1h.
+	ProducerStateTTL time.Duration `yaml:"producer_state_ttl"`
+	// MaxProducerStates bounds the (producer id, partition) sequence
+	// states kept; the least recently used go first. Default 100000.
+	MaxProducerStates int `yaml:"max_producer_states"`
 }
 
 // Fluss is the connection to the Fluss cluster.
@@ -164,21 +196,28 @@ type Shutdown struct {
 
 // Defaults for settings not given in the file.
 const (
-	DefaultListenerBind         = "0.0.0.0:9092"
-	DefaultListenerAdvertised   = "localhost:9092"
-	DefaultFlussClientID        = "fluss-kafka-gateway"
-	DefaultFlussRequestTimeout  = 30 * time.Second
-	DefaultFlussDialTimeout     = 10 * time.Second
-	DefaultLinger               = 100 * time.Millisecond
-	DefaultBatchSize            = 2 << 20
-	DefaultBufferMemory         = 64 << 20
-	DefaultMaxRequestSize       = 10 << 20
-	DefaultRetries              = 1<<31 - 1
-	DefaultRetryBackoff         = 100 * time.Millisecond
-	DefaultDeliveryTimeout      = 2 * time.Minute
-	DefaultMaxInFlightPerBucket = 5
-	DefaultAdminAddress         = ":9464"
-	DefaultShutdownDeadline     = 30 * time.Second
+	DefaultListenerBind             = "0.0.0.0:9092"
+	DefaultListenerAdvertised       = "localhost:9092"
+	DefaultKafkaClusterID           = "fluss-kafka-gateway"
+	DefaultKafkaMaxMessageBytes     = 1048588
+	DefaultKafkaMaxRequestBytes     = 100 << 20
+	DefaultKafkaMaxInFlightRequests = 16
+	DefaultKafkaIdleTimeout         = 10 * time.Minute
+	DefaultKafkaProducerStateTTL    = time.Hour
+	DefaultKafkaMaxProducerStates   = 100000
+	DefaultFlussClientID            = "fluss-kafka-gateway"
+	DefaultFlussRequestTimeout      = 30 * time.Second
+	DefaultFlussDialTimeout         = 10 * time.Second
+	DefaultLinger                   = 100 * time.Millisecond
+	DefaultBatchSize                = 2 << 20
+	DefaultBufferMemory             = 64 << 20
+	DefaultMaxRequestSize           = 10 << 20
+	DefaultRetries                  = 1<<31 - 1
+	DefaultRetryBackoff             = 100 * time.Millisecond
+	DefaultDeliveryTimeout          = 2 * time.Minute
+	DefaultMaxInFlightPerBucket     = 5
+	DefaultAdminAddress             = ":9464"
+	DefaultShutdownDeadline         = 30 * time.Second
 )
 
 // Load reads and parses the configuration file at path.
@@ -221,6 +260,15 @@ func Parse(data []byte) (*Config, error) {
 // decoded over it, so a key given as 0 or false keeps that value.
 func defaultConfig() *Config {
 	return &Config{
+		Kafka: Kafka{
+			ClusterID:           DefaultKafkaClusterID,
+			MaxMessageBytes:     DefaultKafkaMaxMessageBytes,
+			MaxRequestBytes:     DefaultKafkaMaxRequestBytes,
+			MaxInFlightRequests: DefaultKafkaMaxInFlightRequests,
+			IdleTimeout:         DefaultKafkaIdleTimeout,
+			ProducerStateTTL:    DefaultKafkaProducerStateTTL,
+			MaxProducerStates:   DefaultKafkaMaxProducerStates,
+		},
 		Fluss: Fluss{
 			ClientID:       DefaultFlussClientID,
 			RequestTimeout: DefaultFlussRequestTimeout,

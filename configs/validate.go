@@ -26,6 +26,7 @@ func (p *problems) err() error { return errors.Join(p.errs...) }
 func (c *Config) Validate() error {
 	var p problems
 	c.validateListeners(&p)
+	c.validateKafka(&p)
 	c.validateFluss(&p)
 	c.validateWriter(&p)
 	if c.Admin.Address != "" {
@@ -46,6 +47,37 @@ func (c *Config) Validate() error {
 	}
 	c.validateRoutes(&p)
 	return p.err()
+}
+
+func (c *Config) validateKafka(p *problems) {
+	k := &c.Kafka
+	if k.ClusterID == "" {
+		p.add("kafka.cluster_id", "must not be empty")
+	}
+	if k.MaxRequestBytes < 1024 {
+		p.add("kafka.max_request_bytes", "must be at least 1KiB, got %d", k.MaxRequestBytes)
+	}
+	if k.MaxMessageBytes < 61 {
+		p.add("kafka.max_message_bytes", "must be at least 61 bytes (a record batch header), got %d", k.MaxMessageBytes)
+	}
+	if k.MaxMessageBytes > k.MaxRequestBytes {
+		p.add("kafka.max_message_bytes", "%d exceeds kafka.max_request_bytes %d", k.MaxMessageBytes, k.MaxRequestBytes)
+	}
+	if k.MaxReadBytes != 0 && k.MaxReadBytes < k.MaxRequestBytes {
+		p.add("kafka.max_read_bytes", "%d is below kafka.max_request_bytes %d", k.MaxReadBytes, k.MaxRequestBytes)
+	}
+	if k.MaxInFlightRequests < 1 {
+		p.add("kafka.max_in_flight_requests", "must be at least 1, got %d", k.MaxInFlightRequests)
+	}
+	if k.IdleTimeout <= 0 {
+		p.add("kafka.idle_timeout", "must be positive, got %s", k.IdleTimeout)
+	}
+	if k.ProducerStateTTL <= 0 {
+		p.add("kafka.producer_state_ttl", "must be positive, got %s", k.ProducerStateTTL)
+	}
+	if k.MaxProducerStates < 1 {
+		p.add("kafka.max_producer_states", "must be at least 1, got %d", k.MaxProducerStates)
+	}
 }
 
 func (c *Config) validateListeners(p *problems) {

@@ -106,7 +106,7 @@ func newGateway(cfg *configs.Config, log *slog.Logger) (*gateway, error) {
 	g.sink = newSink(acc, newPartitionCache(client), client, g.m, log.With(slog.String("component", "sink")))
 
 	for i, l := range cfg.Listeners {
-		kc, err := kafkaConfig(l)
+		kc, err := kafkaConfig(cfg.Kafka, l)
 		if err != nil {
 			client.Close()
 			return nil, fmt.Errorf("listeners[%d] (%s): %w", i, l.Name, err)
@@ -125,8 +125,17 @@ func newGateway(cfg *configs.Config, log *slog.Logger) (*gateway, error) {
 }
 
 // kafkaConfig turns a configured listener into the Kafka server's config.
-func kafkaConfig(l configs.Listener) (kafkaproto.Config, error) {
-	var kc kafkaproto.Config
+func kafkaConfig(k configs.Kafka, l configs.Listener) (kafkaproto.Config, error) {
+	kc := kafkaproto.Config{
+		ClusterID:           k.ClusterID,
+		MaxMessageBytes:     int(k.MaxMessageBytes),
+		MaxFrameBytes:       int(k.MaxRequestBytes),
+		MaxReadBytes:        int64(k.MaxReadBytes),
+		MaxInFlightRequests: k.MaxInFlightRequests,
+		IdleTimeout:         k.IdleTimeout,
+		ProducerStateTTL:    k.ProducerStateTTL,
+		MaxProducerStates:   k.MaxProducerStates,
+	}
 	adv := l.Advertised
 	if adv == "" {
 		adv = l.Bind

@@ -269,7 +269,7 @@ func awaitHandles(handles []accumulator.Handle, done func(time.Duration)) kafkap
 		}
 	}
 	if len(batches) == 1 {
-		return &handleWrite{first: handles[0], start: start, observe: done}
+		return newHandleWrite(handles[0], start, done)
 	}
 	c := kafkaproto.NewCompletion()
 	go func() {
@@ -287,21 +287,38 @@ func awaitHandles(handles []accumulator.Handle, done func(time.Duration)) kafkap
 }
 
 // handleWrite is the PartitionWrite of a Kafka batch that landed in a single
-// Fluss batch: no goroutine needed.
+// Fluss batch: no goroutine needed. kafkaproto keeps every write in its
+// producer's idempotence window (the last five batches of each producer id
+// and partition, up to ProducerStateTTL), so the write must not pin the
+// Fluss batch and its encoded bytes: the first Result keeps the outcome and
+// drops the handle.
 type handleWrite struct {
-	first    accumulator.Handle
-	start    time.Time
-	observe  func(time.Duration)
-	observed atomic.Bool
+	done    <-chan struct{}
+	start   time.Time
+	observe func(time.Duration)
+
+	mu    sync.Mutex         // guards first, res, taken
+	first accumulator.Handle // zero once taken
+	res   kafkaproto.PartitionResult
+	taken bool
 }
 
-func (w *handleWrite) Done() <-chan struct{} { return w.first.Done() }
+func newHandleWrite(first accumulator.Handle, start time.Time, observe func(time.Duration)) *handleWrite {
+	return &handleWrite{done: first.Done(), start: start, observe: observe, first: first}
+}
+
+func (w *handleWrite) Done() <-chan struct{} { return w.done }
 
 func (w *handleWrite) Result() kafkaproto.PartitionResult {
-	if !w.observed.Swap(true) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.taken {
+		w.taken = true
 		w.observe(time.Since(w.start))
+		w.res = result(w.first, w.first.Err())
+		w.first = accumulator.Handle{}
 	}
-	return result(w.first, w.first.Err())
+	return w.res
 }
 
 func result(first accumulator.Handle, err error) kafkaproto.PartitionResult {
