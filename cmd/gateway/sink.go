@@ -115,8 +115,9 @@ func (s *sink) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) (k
 		return nil, err
 	}
 	if err := s.appendAll(ctx, st, route, cb); err != nil {
-		// Rows appended before the failure are still written: Kafka has no
-		// partial success, and the producer's retry may duplicate them.
+		// Rows appended before the failure (only possible when the
+		// accumulator closes or its own wait limit ends) are still written:
+		// Kafka has no partial success, and a retry may duplicate them.
 		s.log.Warn("produce: append failed", slog.String("topic", req.Topic),
 			slog.Int("partition", int(req.Partition)), slog.Int("appended", len(cb.handles)),
 			slog.Int("records", len(req.Records)), slog.Any("err", err))
@@ -184,6 +185,13 @@ func (s *sink) convert(route *mapping.Route, req *kafkaproto.PartitionProduce, c
 }
 
 // appendAll appends every converted row to the accumulator.
+//
+// Only the first append honours the request's deadline: once a row of the
+// batch is accepted, the rest must follow, or a failed batch would still be
+// partly written and the producer's retry would duplicate that part. Later
+// appends still end on the accumulator's own buffer wait limit and on close.
+// The request then answers late; an idempotent producer's retry meanwhile
+// waits for this write in kafkaproto instead of writing again.
 func (s *sink) appendAll(ctx context.Context, st *routeState, route *mapping.Route, cb *convBatch) error {
 	table := st.tables[route.Table()]
 	info := st.infos[route.Table()]
@@ -193,6 +201,9 @@ func (s *sink) appendAll(ctx context.Context, st *routeState, route *mapping.Rou
 	}
 	partID, partName := int64(accumulator.NoPartition), ""
 	for i := range cb.convs {
+		if i == 1 {
+			ctx = context.WithoutCancel(ctx)
+		}
 		c := &cb.convs[i]
 		var (
 			h   accumulator.Handle
