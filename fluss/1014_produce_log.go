@@ -38,6 +38,12 @@ type ProduceLogRequest struct {
 	// The client waits Timeout plus Config.RequestTimeout for the answer.
 	Timeout time.Duration
 	Buckets []BucketRecords
+	// Queued, when set, is called once: as soon as the request is queued
+	// on the tablet server's connection (requests queued on one connection
+	// reach the server in that order), or when the call returns without
+	// queueing it. A caller sending several requests to one server uses it
+	// to keep their order, e.g. for the batch sequences of a bucket.
+	Queued func()
 }
 
 // BucketResult is the outcome of one bucket of a write request.
@@ -77,7 +83,7 @@ func (c *Client) ProduceLog(ctx context.Context, serverID int32, req *ProduceLog
 	}
 	var resp pb.ProduceLogResponse
 	what := fmt.Sprintf("produce_log table %d", req.TableID)
-	if err := c.callServer(ctx, what, serverID, apiProduceLog, preq, &resp, timeout+c.cfg.RequestTimeout); err != nil {
+	if err := c.callServerQueued(ctx, what, serverID, apiProduceLog, preq, &resp, timeout+c.cfg.RequestTimeout, req.Queued); err != nil {
 		return nil, err
 	}
 	got := make([]bucketReply, len(resp.GetBucketsResp()))

@@ -31,6 +31,12 @@ type PutKvRequest struct {
 	// means all columns.
 	TargetColumns []int32
 	Buckets       []BucketRecords
+	// Queued, when set, is called once: as soon as the request is queued
+	// on the tablet server's connection (requests queued on one connection
+	// reach the server in that order), or when the call returns without
+	// queueing it. A caller sending several requests to one server uses it
+	// to keep their order, e.g. for the batch sequences of a bucket.
+	Queued func()
 }
 
 // aggModeAggregate is PutKvRequest.agg_mode 0 (AGGREGATE).
@@ -60,7 +66,7 @@ func (c *Client) PutKv(ctx context.Context, serverID int32, req *PutKvRequest) (
 	}
 	var resp pb.PutKvResponse
 	what := fmt.Sprintf("put_kv table %d", req.TableID)
-	if err := c.callServer(ctx, what, serverID, apiPutKv, preq, &resp, timeout+c.cfg.RequestTimeout); err != nil {
+	if err := c.callServerQueued(ctx, what, serverID, apiPutKv, preq, &resp, timeout+c.cfg.RequestTimeout, req.Queued); err != nil {
 		return nil, err
 	}
 	got := make([]bucketReply, len(resp.GetBucketsResp()))

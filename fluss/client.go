@@ -352,7 +352,7 @@ func (c *Client) RawRequest(ctx context.Context, addr string, apiKey, apiVersion
 	if err != nil {
 		return RawResponse{}, err
 	}
-	r, err := cn.roundTrip(ctx, frame.RequestHeader{APIKey: apiKey, APIVersion: apiVersion}, nil, payload, timeout)
+	r, err := cn.roundTrip(ctx, frame.RequestHeader{APIKey: apiKey, APIVersion: apiVersion}, nil, payload, timeout, nil)
 	if err != nil {
 		return RawResponse{}, err
 	}
@@ -388,11 +388,24 @@ func (c *Client) callCoordinator(ctx context.Context, what string, apiKey int16,
 
 // callServer sends a request to one tablet server with a timeout.
 func (c *Client) callServer(ctx context.Context, what string, serverID int32, apiKey int16, req, resp proto.Message, timeout time.Duration) error {
+	return c.callServerQueued(ctx, what, serverID, apiKey, req, resp, timeout, nil)
+}
+
+// callServerQueued is callServer with a hook run once the request is queued
+// on the connection, or when the call returns without queueing it; never
+// twice.
+func (c *Client) callServerQueued(ctx context.Context, what string, serverID int32, apiKey int16, req, resp proto.Message, timeout time.Duration, queued func()) error {
+	if queued != nil {
+		var once sync.Once
+		hook := queued
+		queued = func() { once.Do(hook) }
+		defer queued()
+	}
 	cn, err := c.serverConn(ctx, serverID)
 	if err != nil {
 		return fmt.Errorf("%s to tablet server %d: %w", what, serverID, err)
 	}
-	if err := cn.call(ctx, apiKey, req, resp, timeout); err != nil {
+	if err := cn.callQueued(ctx, apiKey, req, resp, timeout, queued); err != nil {
 		return fmt.Errorf("%s to tablet server %d: %w", what, serverID, err)
 	}
 	return nil

@@ -138,15 +138,25 @@ func (c *conn) version(apiKey int16) (int16, error) {
 // success payload into resp. An ERROR_RESPONSE becomes an *Error. timeout <= 0
 // means the configured request timeout.
 func (c *conn) call(ctx context.Context, apiKey int16, req, resp proto.Message, timeout time.Duration) error {
+	return c.callQueued(ctx, apiKey, req, resp, timeout, nil)
+}
+
+// callQueued is call with a hook run as soon as the request is queued for
+// writing (see roundTrip).
+func (c *conn) callQueued(ctx context.Context, apiKey int16, req, resp proto.Message, timeout time.Duration, queued func()) error {
 	v, err := c.version(apiKey)
 	if err != nil {
 		return err
 	}
-	return c.callVersion(ctx, apiKey, v, req, resp, timeout)
+	r, err := c.roundTrip(ctx, frame.RequestHeader{APIKey: apiKey, APIVersion: v}, req, nil, timeout, queued)
+	if err != nil {
+		return err
+	}
+	return decodeResponse(r, resp)
 }
 
 func (c *conn) callVersion(ctx context.Context, apiKey, version int16, req, resp proto.Message, timeout time.Duration) error {
-	r, err := c.roundTrip(ctx, frame.RequestHeader{APIKey: apiKey, APIVersion: version}, req, nil, timeout)
+	r, err := c.roundTrip(ctx, frame.RequestHeader{APIKey: apiKey, APIVersion: version}, req, nil, timeout, nil)
 	if err != nil {
 		return err
 	}
@@ -181,8 +191,10 @@ func decodeErrorResponse(payload []byte) error {
 // roundTrip sends one request and waits for its response, for at most
 // timeout (the configured request timeout when <= 0) and never past ctx.
 // The payload is msg marshalled, or raw when msg is nil. The request id is
-// assigned here; h.RequestID is ignored.
-func (c *conn) roundTrip(ctx context.Context, h frame.RequestHeader, msg proto.Message, raw []byte, timeout time.Duration) (frame.Response, error) {
+// assigned here; h.RequestID is ignored. queued, when not nil, runs as soon
+// as the frame is handed to the connection's writer: frames reach the server
+// in the order they are queued.
+func (c *conn) roundTrip(ctx context.Context, h frame.RequestHeader, msg proto.Message, raw []byte, timeout time.Duration, queued func()) (frame.Response, error) {
 	if timeout <= 0 {
 		timeout = c.cfg.requestTimeout
 	}
@@ -217,6 +229,9 @@ func (c *conn) roundTrip(ctx context.Context, h frame.RequestHeader, msg proto.M
 	defer timer.Stop()
 	select {
 	case c.writeCh <- buf:
+		if queued != nil {
+			queued()
+		}
 	case <-c.done:
 		// fail() delivered the reason to ch
 	case <-ctx.Done():

@@ -483,3 +483,69 @@ func splitTestAddr(t *testing.T, addr string) (string, int32) {
 	require.NoError(t, err)
 	return host, int32(p)
 }
+
+// The queued hook runs before the answer and orders requests: each request
+// is issued only after the previous one's hook ran, and the server must see
+// them in that order.
+func TestConnQueuedHookOrdersRequests(t *testing.T) {
+	const n = 16
+	var (
+		mu   sync.Mutex
+		seen []string
+	)
+	srv := newTestServer(t, func(sc *testServerConn, req frame.Request) {
+		var in pb.ListTablesRequest
+		require.NoError(t, proto.Unmarshal(req.Payload, &in))
+		mu.Lock()
+		seen = append(seen, in.GetDatabaseName())
+		mu.Unlock()
+		echoListTables(sc, req)
+	})
+	c := newTestClient(t, srv.addr(), Config{})
+	ctx := t.Context()
+	cn, err := c.connTo(ctx, srv.addr())
+	require.NoError(t, err)
+
+	errs := make(chan error, n)
+	prev := make(chan struct{})
+	close(prev)
+	var want []string
+	for i := range n {
+		db := "db" + strconv.Itoa(i)
+		want = append(want, db)
+		mine := make(chan struct{})
+		calls := 0
+		wait := prev
+		go func() {
+			<-wait
+			var resp pb.ListTablesResponse
+			err := cn.callQueued(ctx, apiListTables, &pb.ListTablesRequest{DatabaseName: proto.String(db)}, &resp, 0,
+				func() { calls++; close(mine) })
+			if err == nil && calls != 1 {
+				err = errors.New("queued hook ran " + strconv.Itoa(calls) + " times")
+			}
+			errs <- err
+		}()
+		prev = mine
+	}
+	for range n {
+		require.NoError(t, <-errs)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, want, seen)
+}
+
+// callServerQueued runs the hook even when the request is never queued, so
+// a caller waiting on it cannot hang.
+func TestCallServerQueuedHookRunsOnFailure(t *testing.T) {
+	srv := newTestServer(t, echoListTables)
+	c := newTestClient(t, srv.addr(), Config{})
+	ran := 0
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	err := c.callServerQueued(ctx, "list_tables", 4242, apiListTables,
+		&pb.ListTablesRequest{DatabaseName: proto.String("x")}, &pb.ListTablesResponse{}, time.Second, func() { ran++ })
+	require.Error(t, err, "cancelled before anything was queued")
+	assert.Equal(t, 1, ran)
+}

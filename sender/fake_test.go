@@ -265,11 +265,19 @@ func (f *fakeTransport) applyLocked(id bucketID, b fakeBatch) (int64, error) {
 	return base, nil
 }
 
+// ProduceLog and PutKv report the request queued at once, as the real
+// client does before it waits for the answer.
 func (f *fakeTransport) ProduceLog(ctx context.Context, serverID int32, req *fluss.ProduceLogRequest) ([]fluss.BucketResult, error) {
+	if req.Queued != nil {
+		req.Queued()
+	}
 	return f.write(ctx, serverID, req.TableID, req.Buckets)
 }
 
 func (f *fakeTransport) PutKv(ctx context.Context, serverID int32, req *fluss.PutKvRequest) ([]fluss.BucketResult, error) {
+	if req.Queued != nil {
+		req.Queued()
+	}
 	return f.write(ctx, serverID, req.TableID, req.Buckets)
 }
 

@@ -27,8 +27,11 @@ type Sender struct {
 	m    *metrics
 
 	// Loop-owned state: touched only by the goroutine running Run.
-	buckets      map[*accumulator.Queue]*bucketState
-	leaders      map[tableKey]*leaderCache
+	buckets map[*accumulator.Queue]*bucketState
+	leaders map[tableKey]*leaderCache
+	// queuedTail is, per (server, table), the queued signal of the request
+	// sent last: the next one is written after it (see request.after).
+	queuedTail   map[groupKey]chan struct{}
 	writerID     int64
 	initRunning  bool
 	initRetryAt  time.Time
@@ -86,6 +89,11 @@ type request struct {
 	writerID        []int64
 	seq             []int32
 	lastAckedAtSend []int32
+	// Requests to one (server, table) are built concurrently but queued on
+	// the connection in drain order, so a bucket's batch sequences reach the
+	// server in order: after is closed once the previous request was queued
+	// (nil for none), and queued is closed once this one is.
+	after, queued chan struct{}
 }
 
 type response struct {
@@ -129,17 +137,18 @@ func New(cfg Config, acc *accumulator.Accumulator, tr Transport, opts ...Option)
 		o.logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Sender{
-		cfg:      cfg,
-		idem:     !cfg.DisableIdempotence,
-		acc:      acc,
-		tr:       tr,
-		log:      o.logger,
-		buckets:  make(map[*accumulator.Queue]*bucketState),
-		leaders:  make(map[tableKey]*leaderCache),
-		writerID: accumulator.NoSequence,
-		rng:      rand.New(rand.NewPCG(o.seed, o.seed^0x9e3779b97f4a7c15)),
-		evWake:   make(chan struct{}, 1),
-		done:     make(chan struct{}),
+		cfg:        cfg,
+		idem:       !cfg.DisableIdempotence,
+		acc:        acc,
+		tr:         tr,
+		log:        o.logger,
+		buckets:    make(map[*accumulator.Queue]*bucketState),
+		queuedTail: make(map[groupKey]chan struct{}),
+		leaders:    make(map[tableKey]*leaderCache),
+		writerID:   accumulator.NoSequence,
+		rng:        rand.New(rand.NewPCG(o.seed, o.seed^0x9e3779b97f4a7c15)),
+		evWake:     make(chan struct{}, 1),
+		done:       make(chan struct{}),
 	}
 	m, err := newMetrics(o.reg, s)
 	if err != nil {
@@ -432,6 +441,10 @@ func (s *Sender) drain(ctx context.Context, now time.Time) time.Time {
 		req.lastAckedAtSend = append(req.lastAckedAtSend, st.lastAcked)
 	}
 	for _, req := range order {
+		gk := groupKey{req.server, req.table.ID()}
+		req.after = s.queuedTail[gk]
+		req.queued = make(chan struct{})
+		s.queuedTail[gk] = req.queued
 		s.inflightReqs.Add(1)
 		s.wg.Add(1)
 		go s.send(ctx, req)
@@ -442,6 +455,9 @@ func (s *Sender) drain(ctx context.Context, now time.Time) time.Time {
 // send builds the request's batches (outside every lock) and writes them.
 func (s *Sender) send(ctx context.Context, req *request) {
 	defer s.wg.Done()
+	var once sync.Once
+	queued := func() { once.Do(func() { close(req.queued) }) }
+	defer queued() // never leave the next request waiting
 	resp := &response{req: req, buildErr: make([]error, len(req.batches))}
 	buckets := make([]fluss.BucketRecords, 0, len(req.batches))
 	for i, b := range req.batches {
@@ -451,6 +467,12 @@ func (s *Sender) send(ctx context.Context, req *request) {
 			continue
 		}
 		buckets = append(buckets, fluss.BucketRecords{PartitionID: b.PartitionID(), Bucket: b.Bucket(), Records: data})
+	}
+	if len(buckets) > 0 && req.after != nil {
+		select {
+		case <-req.after:
+		case <-ctx.Done():
+		}
 	}
 	if len(buckets) > 0 {
 		rctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout+s.cfg.RequestTimeoutOverhead)
@@ -462,6 +484,7 @@ func (s *Sender) send(ctx context.Context, req *request) {
 				Timeout:       s.cfg.RequestTimeout,
 				TargetColumns: req.table.TargetColumns(),
 				Buckets:       buckets,
+				Queued:        queued,
 			})
 			if resp.err != nil {
 				resp.err = fmt.Errorf("put_kv to tablet server %d: %w", req.server, resp.err)
@@ -472,6 +495,7 @@ func (s *Sender) send(ctx context.Context, req *request) {
 				Acks:    s.cfg.Acks,
 				Timeout: s.cfg.RequestTimeout,
 				Buckets: buckets,
+				Queued:  queued,
 			})
 			if resp.err != nil {
 				resp.err = fmt.Errorf("produce_log to tablet server %d: %w", req.server, resp.err)
@@ -493,6 +517,9 @@ func (s *Sender) send(ctx context.Context, req *request) {
 func (s *Sender) handleResponse(resp *response, now time.Time) {
 	s.inflightReqs.Add(-1)
 	req := resp.req
+	if gk := (groupKey{req.server, req.table.ID()}); s.queuedTail[gk] == req.queued {
+		delete(s.queuedTail, gk)
+	}
 	tm := s.m.table(req.table)
 	if resp.sent {
 		s.m.requestDone(req.server, req.table.IsKv(), resp.latency)
