@@ -1,0 +1,345 @@
+// Command gateway-bench measures the whole product path against a real Fluss
+// cluster: Kafka producers (franz-go, idempotent, acks=all) → the gateway
+// binary (built from ./cmd/gateway and run as a child process on loopback
+// ports) → Fluss tables; and, in the same run, the same rows written straight
+// through the Go Fluss writer (accumulator + sender) as the baseline.
+//
+//	go run ./cmd/gateway-bench -bootstrap 127.0.0.1:9123
+//	go run ./cmd/gateway-bench -records 1000000 -runs json/1/lz4,json/4/lz4
+//
+// A run is workload/topics/codec: json (≈200-byte JSON values, 6 columns, into
+// an ARROW+ZSTD log table), upsert (string key + JSON value into a
+// primary-key table, half the records update an earlier key) or raw (the
+// value bytes into a BYTES column); 1 or more topics, each its own table;
+// Kafka codec none, gzip, snappy, lz4 or zstd. Per run it prints records/s,
+// Kafka wire MB/s (Produce request bytes), p50/p99 produce latency (from
+// Produce to the promise), the gateway's CPU seconds per million records and
+// peak RSS (/proc), the baseline's records/s and the ratio. At the end of each
+// run every table's log end offsets (ListOffsets) must equal what was acked;
+// otherwise the command fails.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fluss-kafka/gateway/fluss"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:])
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gateway-bench: FAIL:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the command's flags.
+type options struct {
+	bootstrap    string
+	records      int
+	runs         []runSpec
+	producers    int
+	buckets      int
+	payloadLen   int
+	linger       time.Duration
+	batchSize    int
+	bufferMemory int
+	kafkaLinger  time.Duration
+	maxBuffered  int
+	gatewayBin   string
+	baseline     bool
+	keep         bool
+	rate         float64
+	flussPIDs    []int
+	logLevel     string
+}
+
+// runSpec is one measured configuration.
+type runSpec struct {
+	workload workload
+	topics   int
+	codec    string
+}
+
+func (r runSpec) String() string { return fmt.Sprintf("%s/%d/%s", r.workload, r.topics, r.codec) }
+
+func parseRuns(s string) ([]runSpec, error) {
+	var out []runSpec
+	for _, part := range strings.Split(s, ",") {
+		f := strings.Split(strings.TrimSpace(part), "/")
+		if len(f) != 3 {
+			return nil, fmt.Errorf("run %q: want workload/topics/codec", part)
+		}
+		w, err := parseWorkload(f[0])
+		if err != nil {
+			return nil, fmt.Errorf("run %q: %w", part, err)
+		}
+		n, err := strconv.Atoi(f[1])
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("run %q: topics must be a positive number", part)
+		}
+		if _, err := kafkaCodec(f[2]); err != nil {
+			return nil, fmt.Errorf("run %q: %w", part, err)
+		}
+		out = append(out, runSpec{workload: w, topics: n, codec: f[2]})
+	}
+	return out, nil
+}
+
+func kafkaCodec(name string) (kgo.CompressionCodec, error) {
+	switch name {
+	case "none":
+		return kgo.NoCompression(), nil
+	case "gzip":
+		return kgo.GzipCompression(), nil
+	case "snappy":
+		return kgo.SnappyCompression(), nil
+	case "lz4":
+		return kgo.Lz4Compression(), nil
+	case "zstd":
+		return kgo.ZstdCompression(), nil
+	}
+	return kgo.CompressionCodec{}, fmt.Errorf("unknown codec %q (none, gzip, snappy, lz4, zstd)", name)
+}
+
+func parseOptions(args []string) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("gateway-bench", flag.ContinueOnError)
+	fs.StringVar(&o.bootstrap, "bootstrap", os.Getenv("FLUSS_BOOTSTRAP"), "Fluss bootstrap host:port (default env FLUSS_BOOTSTRAP)")
+	fs.IntVar(&o.records, "records", 300_000, "Kafka records per run (the baseline writes as many rows)")
+	runs := fs.String("runs", "json/1/none,json/1/lz4,json/1/zstd,json/4/lz4,upsert/1/lz4,raw/1/lz4",
+		"comma-separated runs workload/topics/codec; workloads json, upsert, raw; codecs none, gzip, snappy, lz4, zstd")
+	fs.IntVar(&o.producers, "producers", 4, "concurrent Kafka producers (franz-go clients); the baseline uses as many goroutines")
+	fs.IntVar(&o.buckets, "buckets", 4, "buckets per table (= Kafka partitions per topic)")
+	fs.IntVar(&o.payloadLen, "payload", 110, "length of the JSON payload field; 110 gives ≈200-byte values")
+	// The writer flags default to the gateway's own defaults (configs.Default*).
+	fs.DurationVar(&o.linger, "linger", 100*time.Millisecond, "gateway writer.linger (and the baseline's)")
+	fs.IntVar(&o.batchSize, "batch-size", 2<<20, "gateway writer.batch_size in bytes (and the baseline's)")
+	fs.IntVar(&o.bufferMemory, "buffer-memory", 64<<20, "gateway writer.buffer_memory in bytes (and the baseline's)")
+	fs.DurationVar(&o.kafkaLinger, "kafka-linger", 10*time.Millisecond, "franz-go ProducerLinger")
+	fs.IntVar(&o.maxBuffered, "max-buffered", 10_000, "franz-go MaxBufferedRecords per producer (bounds the latency queue)")
+	fs.StringVar(&o.gatewayBin, "gateway-bin", "", "gateway binary to run; empty: go build ./cmd/gateway into a temporary directory")
+	fs.BoolVar(&o.baseline, "baseline", true, "also write the rows straight through the Go Fluss writer")
+	fs.BoolVar(&o.keep, "keep", false, "keep the bench database and the gateway's directory (default: drop them after a successful run)")
+	fs.Float64Var(&o.rate, "rate", 0, "total records/s the producers offer (0: as fast as they can); latency at a fixed load")
+	fs.StringVar(&o.logLevel, "gateway-log-level", "warn", "gateway logging.level (debug shows every Fluss retry)")
+	pids := fs.String("fluss-pids", "", "comma-separated pids of Fluss server processes on this machine whose CPU to report (read-only /proc)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if o.bootstrap == "" {
+		return nil, errors.New("set -bootstrap or FLUSS_BOOTSTRAP")
+	}
+	if o.records < o.producers || o.producers < 1 || o.buckets < 1 {
+		return nil, errors.New("need records ≥ producers ≥ 1 and buckets ≥ 1")
+	}
+	for _, f := range strings.FieldsFunc(*pids, func(r rune) bool { return r == ',' }) {
+		pid, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, fmt.Errorf("bad -fluss-pids %q", *pids)
+		}
+		o.flussPIDs = append(o.flussPIDs, pid)
+	}
+	var err error
+	if o.runs, err = parseRuns(*runs); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// plannedRun is a run with its tables.
+type plannedRun struct {
+	runSpec
+	topics   []string
+	gwTables []*fluss.TableInfo
+	blTables []*fluss.TableInfo
+}
+
+func run(ctx context.Context, args []string) error {
+	o, err := parseOptions(args)
+	if err != nil {
+		return err
+	}
+	setupStart := time.Now()
+	c, err := fluss.NewClient(fluss.Config{Bootstrap: strings.Split(o.bootstrap, ","), ClientID: "gateway-bench"})
+	if err != nil {
+		return fmt.Errorf("fluss client: %w", err)
+	}
+	defer c.Close()
+
+	db := "gwbench_" + randHex()
+	if err := c.CreateDatabase(ctx, db, false); err != nil {
+		return fmt.Errorf("create database %s: %w", db, err)
+	}
+	if !o.keep {
+		defer func() {
+			dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := c.DropDatabase(dctx, db, true, true); err != nil {
+				fmt.Fprintln(os.Stderr, "gateway-bench: drop database:", err)
+			}
+		}()
+	}
+
+	// Every table up front: the gateway binds its routes once, at start.
+	var plan []*plannedRun
+	var routes strings.Builder
+	for i, rs := range o.runs {
+		pr := &plannedRun{runSpec: rs}
+		for j := range rs.topics {
+			topic := fmt.Sprintf("r%d_%s_t%d", i, rs.workload, j)
+			gw, err := createTable(ctx, c, fluss.TablePath{Database: db, Table: topic}, rs.workload.descriptor(o.buckets))
+			if err != nil {
+				return err
+			}
+			pr.topics = append(pr.topics, topic)
+			pr.gwTables = append(pr.gwTables, gw)
+			routes.WriteString(rs.workload.route(topic, gw.Path))
+			if o.baseline {
+				bl, err := createTable(ctx, c, fluss.TablePath{Database: db, Table: "base_" + topic}, rs.workload.descriptor(o.buckets))
+				if err != nil {
+					return err
+				}
+				pr.blTables = append(pr.blTables, bl)
+			}
+		}
+		plan = append(plan, pr)
+	}
+
+	dir, err := os.MkdirTemp("", "gateway-bench-")
+	if err != nil {
+		return err
+	}
+	succeeded := false
+	defer func() {
+		// Keep the gateway's log (and binary) when something failed.
+		if succeeded && !o.keep {
+			os.RemoveAll(dir)
+		}
+	}()
+	bin := o.gatewayBin
+	if bin == "" {
+		if bin, err = buildGateway(ctx, dir); err != nil {
+			return err
+		}
+	}
+	w := writerSettings{
+		Linger:       o.linger.String(),
+		BatchSize:    strconv.Itoa(o.batchSize),
+		BufferMemory: strconv.Itoa(o.bufferMemory),
+		LogLevel:     o.logLevel,
+	}
+	g, err := startGateway(ctx, bin, dir, o.bootstrap, w, routes.String())
+	if err != nil {
+		return err
+	}
+	defer g.kill()
+	pid := g.cmd.Process.Pid
+	idle, err := readProcStat(pid)
+	if err != nil {
+		return fmt.Errorf("read gateway /proc: %w", err)
+	}
+
+	printHeader(o, db, g, setupStart)
+	var results []*runResult
+	for _, pr := range plan {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		r, err := measure(ctx, o, c, g, pr)
+		if r != nil {
+			results = append(results, r)
+			printResult(r)
+		}
+		if err != nil {
+			return fmt.Errorf("run %s: %w", pr.runSpec, err)
+		}
+	}
+	final, err := readProcStat(pid)
+	if err != nil {
+		return fmt.Errorf("read gateway /proc: %w", err)
+	}
+	if err := g.stop(time.Minute); err != nil {
+		return err
+	}
+	n, first := g.warnings()
+	printSummary(results, idle, final, n, first, g.logPath)
+	succeeded = true
+	return nil
+}
+
+func createTable(ctx context.Context, c *fluss.Client, p fluss.TablePath, d *fluss.TableDescriptor) (*fluss.TableInfo, error) {
+	if err := c.CreateTable(ctx, p, d, false); err != nil {
+		return nil, fmt.Errorf("create table %s: %w", p, err)
+	}
+	if err := c.WaitForTableLeaders(ctx, p); err != nil {
+		return nil, fmt.Errorf("wait for leaders of %s: %w", p, err)
+	}
+	info, err := c.TableInfo(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("table info %s: %w", p, err)
+	}
+	return info, nil
+}
+
+// verify requires the tables' log end offsets, summed over their buckets,
+// to equal want.
+func verify(ctx context.Context, c *fluss.Client, tables []*fluss.TableInfo, want []int64) error {
+	for i, t := range tables {
+		buckets := make([]int32, t.Descriptor.BucketCount)
+		for b := range buckets {
+			buckets[b] = int32(b)
+		}
+		offs, err := c.ListOffsets(ctx, t.TableID, fluss.NoPartition, buckets, fluss.LatestOffset)
+		if err != nil {
+			return fmt.Errorf("list offsets of %s: %w", t.Path, err)
+		}
+		var sum int64
+		for _, o := range offs {
+			sum += o
+		}
+		if sum != want[i] {
+			return fmt.Errorf("VERIFICATION FAILED: table %s has %d records (log end offsets %v), want %d", t.Path, sum, offs, want[i])
+		}
+	}
+	return nil
+}
+
+func randHex() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func printHeader(o *options, db string, g *gatewayProc, setupStart time.Time) {
+	var load string
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		load = strings.Join(strings.Fields(string(b))[:3], " ")
+	}
+	fmt.Printf("gateway-bench: %s, %d CPUs, load average %s; Fluss %s; gateway %s (pid %d, log %s)\n",
+		time.Now().UTC().Format(time.RFC3339), runtime.NumCPU(), load, o.bootstrap, g.kafkaAddr, g.cmd.Process.Pid, g.logPath)
+	rate := "as fast as possible"
+	if o.rate > 0 {
+		rate = fmt.Sprintf("%.0f records/s offered", o.rate)
+	}
+	fmt.Printf("records/run %d (%s), producers %d, buckets %d, gateway writer linger %s batch_size %d buffer_memory %d, franz-go linger %s max-buffered %d; database %s; setup %.1fs\n\n",
+		o.records, rate, o.producers, o.buckets, o.linger, o.batchSize, o.bufferMemory, o.kafkaLinger, o.maxBuffered, db, time.Since(setupStart).Seconds())
+	fmt.Printf("%-16s %8s %7s %10s %7s %8s %8s %9s %8s %10s %6s\n",
+		"run", "records", "secs", "records/s", "MB/s", "p50 ms", "p99 ms", "CPU s/M", "RSS MiB", "base rec/s", "gw/bl")
+}

@@ -1,0 +1,424 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fluss-kafka/gateway/accumulator"
+	"github.com/fluss-kafka/gateway/fluss"
+	"github.com/fluss-kafka/gateway/sender"
+)
+
+// runResult is what one run measured.
+type runResult struct {
+	spec      runSpec
+	records   int
+	secs      float64
+	wireBytes int64
+	requests  int64
+	p50, p99  time.Duration
+	maxLat    time.Duration
+	gwCPU     time.Duration
+	gwRSS     int64
+	benchCPU  time.Duration      // this process (producers) during the gateway run
+	flussCPU  time.Duration      // the -fluss-pids processes during the gateway run
+	heapInuse float64            // go_memstats_heap_inuse_bytes after the run
+	gwMetrics map[string]float64 // counter deltas over the run (gatewayCounters)
+	errSeries []string           // the sender error series (cumulative) when the run had errors
+
+	blRecords int
+	blSecs    float64
+	blCPU     time.Duration // the bench process while the baseline ran
+}
+
+func (r *runResult) rate() float64   { return float64(r.records) / r.secs }
+func (r *runResult) blRate() float64 { return float64(r.blRecords) / r.blSecs }
+
+// cpuPerMillion is CPU seconds per million records.
+func cpuPerMillion(d time.Duration, records int) float64 {
+	return d.Seconds() / float64(records) * 1e6
+}
+
+// gatewayCounters are the gateway metrics whose change over a run is shown.
+var gatewayCounters = []string{
+	"fluss_gateway_sender_batches_total",
+	"fluss_gateway_sender_batch_bytes_total",
+	"fluss_gateway_sender_request_duration_seconds_count",
+	"fluss_gateway_sender_retries_total",
+	"fluss_gateway_sender_errors_total",
+	"fluss_gateway_accumulator_buffer_full_total",
+}
+
+// wireCounter counts the bytes of Produce requests the producers wrote.
+type wireCounter struct {
+	bytes, requests atomic.Int64
+}
+
+func (w *wireCounter) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, n int, _, _ time.Duration, _ error) {
+	if key == 0 { // Produce
+		w.bytes.Add(int64(n))
+		w.requests.Add(1)
+	}
+}
+
+// measure runs one planned run through the gateway, verifies the tables,
+// then runs the baseline and verifies its tables.
+func measure(ctx context.Context, o *options, c *fluss.Client, g *gatewayProc, pr *plannedRun) (*runResult, error) {
+	gen := newGenerator(o.payloadLen, 0)
+	if pr.workload == workloadUpsert {
+		gen.keySpace = int64(max(1, o.records/2)) // every other record updates an earlier key
+	}
+	r := &runResult{spec: pr.runSpec}
+	if err := produceThroughGateway(ctx, o, g, pr, gen, r); err != nil {
+		return nil, err
+	}
+	vctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := verify(vctx, c, pr.gwTables, expected(pr, gen, o.records)); err != nil {
+		return r, fmt.Errorf("gateway path: %w", err)
+	}
+	if !o.baseline {
+		return r, nil
+	}
+	if err := writeBaseline(ctx, o, c, pr, gen, r); err != nil {
+		return r, fmt.Errorf("baseline: %w", err)
+	}
+	if err := verify(vctx, c, pr.blTables, expected(pr, gen, o.records)); err != nil {
+		return r, fmt.Errorf("baseline: %w", err)
+	}
+	return r, nil
+}
+
+// expected is each table's log end offset after records 0..n-1, record k
+// going to table k mod tables.
+func expected(pr *plannedRun, gen *generator, n int) []int64 {
+	ids := make([][]int64, len(pr.gwTables))
+	for k := range int64(n) {
+		t := k % int64(len(ids))
+		ids[t] = append(ids[t], gen.id(k))
+	}
+	out := make([]int64, len(ids))
+	for i := range ids {
+		out[i] = pr.workload.expectedOffsets(ids[i])
+	}
+	return out
+}
+
+// produceThroughGateway produces the records with o.producers franz-go
+// clients, record k by producer k mod producers to topic k mod topics, and
+// times it from the first Produce to the last promise.
+func produceThroughGateway(ctx context.Context, o *options, g *gatewayProc, pr *plannedRun, gen *generator, r *runResult) error {
+	codec, err := kafkaCodec(pr.codec)
+	if err != nil {
+		return err
+	}
+	wire := &wireCounter{}
+	clients := make([]*kgo.Client, o.producers)
+	defer func() {
+		for _, cl := range clients {
+			if cl != nil {
+				cl.Close()
+			}
+		}
+	}()
+	for i := range clients {
+		cl, err := kgo.NewClient(
+			kgo.SeedBrokers(g.kafkaAddr),
+			kgo.ClientID(fmt.Sprintf("gateway-bench-%d", i)),
+			kgo.RequiredAcks(kgo.AllISRAcks()), // idempotence is franz-go's default
+			kgo.ProducerBatchCompression(codec),
+			kgo.ProducerLinger(o.kafkaLinger),
+			kgo.MaxBufferedRecords(o.maxBuffered),
+			kgo.RecordDeliveryTimeout(2*time.Minute),
+			kgo.WithHooks(wire),
+		)
+		if err != nil {
+			return fmt.Errorf("kafka client: %w", err)
+		}
+		clients[i] = cl
+	}
+
+	lat := make([]time.Duration, o.records)
+	var (
+		failed   atomic.Int64
+		errMu    sync.Mutex
+		firstErr error
+	)
+	before, err := readProcStat(g.cmd.Process.Pid)
+	if err != nil {
+		return err
+	}
+	selfBefore, err := readProcStat(os.Getpid())
+	if err != nil {
+		return err
+	}
+	flussBefore := sumCPU(o.flussPIDs)
+	mBefore, err := g.metrics(gatewayCounters...)
+	if err != nil {
+		return fmt.Errorf("gateway metrics: %w", err)
+	}
+	rss := sampleRSS(g.cmd.Process.Pid, 100*time.Millisecond)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for p, cl := range clients {
+		wg.Go(func() {
+			for k := int64(p); k < int64(o.records); k += int64(o.producers) {
+				if o.rate > 0 && k%64 < int64(o.producers) {
+					// Pace: record k is due at start + k/rate.
+					if d := time.Until(start.Add(time.Duration(float64(k) / o.rate * float64(time.Second)))); d > 0 {
+						time.Sleep(d)
+					}
+				}
+				rec := &kgo.Record{Topic: pr.topics[k%int64(len(pr.topics))], Value: gen.value(make([]byte, 0, 256), k)}
+				if pr.workload.keyed() {
+					rec.Key = gen.key(make([]byte, 0, 20), k)
+				}
+				t0 := time.Now()
+				cl.Produce(ctx, rec, func(_ *kgo.Record, err error) {
+					lat[k] = time.Since(t0)
+					if err != nil {
+						failed.Add(1)
+						errMu.Lock()
+						if firstErr == nil {
+							firstErr = err
+						}
+						errMu.Unlock()
+					}
+				})
+			}
+			if err := cl.Flush(ctx); err != nil {
+				errMu.Lock()
+				firstErr = errors.Join(firstErr, fmt.Errorf("flush: %w", err))
+				errMu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	r.secs = time.Since(start).Seconds()
+	after, err := readProcStat(g.cmd.Process.Pid)
+	r.gwRSS = rss.Stop()
+	if err != nil {
+		return err
+	}
+	r.flussCPU = sumCPU(o.flussPIDs) - flussBefore
+	selfAfter, err := readProcStat(os.Getpid())
+	if err != nil {
+		return err
+	}
+	r.benchCPU = selfAfter.cpu - selfBefore.cpu
+	mAfter, err := g.metrics(append(gatewayCounters, "go_memstats_heap_inuse_bytes")...)
+	if err != nil {
+		return fmt.Errorf("gateway metrics: %w", err)
+	}
+	r.heapInuse = mAfter["go_memstats_heap_inuse_bytes"]
+	if mAfter["fluss_gateway_sender_errors_total"] > mBefore["fluss_gateway_sender_errors_total"] {
+		if lines, err := g.series("fluss_gateway_sender_errors_total"); err == nil {
+			r.errSeries = lines
+		}
+	}
+	r.gwMetrics = make(map[string]float64, len(gatewayCounters))
+	for _, name := range gatewayCounters {
+		r.gwMetrics[name] = mAfter[name] - mBefore[name]
+	}
+	if err := g.alive(); err != nil {
+		return err
+	}
+	r.gwCPU = after.cpu - before.cpu
+	r.records = o.records - int(failed.Load())
+	r.wireBytes, r.requests = wire.bytes.Load(), wire.requests.Load()
+	slices.Sort(lat)
+	r.p50, r.p99, r.maxLat = lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1]
+	if firstErr != nil {
+		return fmt.Errorf("%d of %d records failed; first error: %w", failed.Load(), o.records, firstErr)
+	}
+	return nil
+}
+
+// writeBaseline writes the same rows straight through the accumulator and
+// the sender, with the gateway's writer settings, one goroutine per
+// producer, and times it from the first append to Flush.
+func writeBaseline(ctx context.Context, o *options, c *fluss.Client, pr *plannedRun, gen *generator, r *runResult) error {
+	acc, err := accumulator.New(accumulator.Config{BatchSize: o.batchSize, Linger: o.linger, BufferMemory: int64(o.bufferMemory)})
+	if err != nil {
+		return err
+	}
+	tables := make([]*accumulator.Table, len(pr.blTables))
+	var keyEnc *fluss.KeyEncoder
+	for i, info := range pr.blTables {
+		spec, err := baselineSpec(info)
+		if err != nil {
+			return err
+		}
+		if tables[i], err = acc.AddTable(spec); err != nil {
+			return err
+		}
+		if info.Descriptor.HasPrimaryKey() {
+			pk, _ := fluss.KeyColumns(&info.Descriptor)
+			if keyEnc, err = fluss.NewKeyEncoder(&info.Descriptor.Schema, pk, ""); err != nil {
+				return err
+			}
+		}
+	}
+	snd, err := sender.New(sender.Config{}, acc, c, sender.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		return err
+	}
+	sctx, stopSender := context.WithCancel(ctx)
+	defer stopSender()
+	runErr := make(chan error, 1)
+	go func() { runErr <- snd.Run(sctx) }()
+
+	before, err := readProcStat(os.Getpid())
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, o.producers)
+	for p := range o.producers {
+		wg.Go(func() {
+			row := make(fluss.Row, 6)
+			var buf, key []byte
+			for k := int64(p); k < int64(o.records); k += int64(o.producers) {
+				t := tables[k%int64(len(tables))]
+				row, buf = gen.row(pr.workload, row[:cap(row)], buf, k)
+				var err error
+				if keyEnc != nil {
+					if key, err = keyEnc.Encode(key[:0], row); err != nil {
+						errs <- err
+						return
+					}
+					_, err = acc.Upsert(ctx, t, accumulator.NoPartition, fluss.BucketForKey(key, t.NumBuckets()), key, row)
+				} else {
+					_, err = acc.Append(ctx, t, accumulator.NoPartition, accumulator.StickyBucket, row)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		return err
+	}
+	flushErr := acc.Flush(ctx)
+	r.blSecs = time.Since(start).Seconds()
+	after, err := readProcStat(os.Getpid())
+	if err != nil {
+		return err
+	}
+	r.blCPU = after.cpu - before.cpu
+	r.blRecords = o.records
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := snd.Close(cctx); err != nil {
+		return fmt.Errorf("close sender: %w", err)
+	}
+	stopSender()
+	if err := <-runErr; err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("sender: %w", err)
+	}
+	return flushErr
+}
+
+// baselineSpec builds the accumulator table as cmd/gateway's tableSpec
+// does for these tables (ARROW log tables with a shared compressor, KV
+// tables with the table's value format).
+func baselineSpec(info *fluss.TableInfo) (accumulator.TableSpec, error) {
+	d := &info.Descriptor
+	schema := &d.Schema
+	spec := accumulator.TableSpec{ID: info.TableID, Path: info.Path, NumBuckets: d.BucketCount}
+	if d.HasPrimaryKey() {
+		format := d.KvFormat()
+		spec.NewKvBuilder = func() (accumulator.KvBuilder, error) {
+			return fluss.NewKvBatchBuilder(schema, info.SchemaID, format)
+		}
+		return spec, nil
+	}
+	if f := d.LogFormat(); f != fluss.LogFormatArrow {
+		return spec, fmt.Errorf("table %s: baseline expects ARROW, got %s", info.Path, f)
+	}
+	codec := d.ArrowCompression()
+	comp, err := fluss.NewArrowCompressor(codec, 3)
+	if err != nil {
+		return spec, err
+	}
+	spec.NewLogBuilder = func() (accumulator.LogBuilder, error) {
+		return fluss.NewArrowLogBuilder(schema, info.SchemaID, codec, 3, fluss.WithArrowCompressor(comp))
+	}
+	return spec, nil
+}
+
+func printResult(r *runResult) {
+	mb := float64(r.wireBytes) / 1e6 / r.secs
+	base, ratio := "-", "-"
+	if r.blRecords > 0 {
+		base = fmt.Sprintf("%.0f", r.blRate())
+		ratio = fmt.Sprintf("%.2f", r.rate()/r.blRate())
+	}
+	fmt.Printf("%-16s %8d %7.2f %10.0f %7.2f %8.1f %8.1f %9.2f %8.0f %10s %6s\n",
+		r.spec, r.records, r.secs, r.rate(), mb, ms(r.p50), ms(r.p99),
+		cpuPerMillion(r.gwCPU, r.records), float64(r.gwRSS)/(1<<20), base, ratio)
+}
+
+// sumCPU is the CPU time of the processes (those that cannot be read count 0).
+func sumCPU(pids []int) time.Duration {
+	var sum time.Duration
+	for _, pid := range pids {
+		if st, err := readProcStat(pid); err == nil {
+			sum += st.cpu
+		}
+	}
+	return sum
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func printSummary(results []*runResult, idle, final procStat, warnings int, firstWarning, logPath string) {
+	fmt.Println()
+	fmt.Println("per run: Kafka wire bytes per record, Produce requests, max latency; CPU in cores (CPU seconds / wall seconds)")
+	fmt.Println("of the gateway, of the producers (this process) and of the -fluss-pids during the gateway run;")
+	fmt.Println("baseline CPU in s per million rows (this process, including row generation):")
+	for _, r := range results {
+		bl := "-"
+		if r.blRecords > 0 {
+			bl = fmt.Sprintf("%.2f s/M in %.2fs", cpuPerMillion(r.blCPU, r.blRecords), r.blSecs)
+		}
+		fluss := "-"
+		if r.flussCPU > 0 {
+			fluss = fmt.Sprintf("%.2f", r.flussCPU.Seconds()/r.secs)
+		}
+		fmt.Printf("  %-16s %6.1f B/rec %5d req  max %6.0f ms  heap in use %4.0f MiB  cores: gateway %.2f producers %.2f fluss %s  baseline %s\n",
+			r.spec, float64(r.wireBytes)/float64(r.records), r.requests, ms(r.maxLat), r.heapInuse/(1<<20),
+			r.gwCPU.Seconds()/r.secs, r.benchCPU.Seconds()/r.secs, fluss, bl)
+		m := r.gwMetrics
+		batches := m["fluss_gateway_sender_batches_total"]
+		fmt.Printf("  %-16s Fluss: %.0f batches of %.0f KiB avg in %.0f requests, %.0f retries, %.0f errors, %.0f buffer-full\n",
+			"", batches, m["fluss_gateway_sender_batch_bytes_total"]/max(batches, 1)/1024,
+			m["fluss_gateway_sender_request_duration_seconds_count"], m["fluss_gateway_sender_retries_total"],
+			m["fluss_gateway_sender_errors_total"], m["fluss_gateway_accumulator_buffer_full_total"])
+		for _, l := range r.errSeries {
+			fmt.Printf("  %-16s %s (cumulative)\n", "", l)
+		}
+	}
+	fmt.Printf("gateway process: RSS %.0f MiB idle after start, %.0f MiB at the end; CPU %.1fs over all runs\n",
+		float64(idle.rss)/(1<<20), float64(final.rss)/(1<<20), (final.cpu - idle.cpu).Seconds())
+	if warnings > 0 {
+		fmt.Printf("gateway logged %d WARN/ERROR lines (log %s); first: %s\n", warnings, logPath, firstWarning)
+	} else {
+		fmt.Println("gateway logged no WARN/ERROR lines")
+	}
+	fmt.Println("verification: every table's ListOffsets equals the records acked: OK")
+}
