@@ -84,8 +84,9 @@ func BucketForKey(encodedBucketKey []byte, numBuckets int) int32 {
 // BucketForKeyLake is BucketForKey for a table with a data-lake format
 // (BucketingFunction.of): "" and "lance" use the Fluss function, "paimon"
 // abs(murmur32 seed 42 % n), "iceberg" Guava's standard murmur3_32 (seed 0)
-// & MaxInt32 % n. Note that Paimon and Iceberg tables also need their own key
-// encoding, which NewKeyEncoder does not implement.
+// & MaxInt32 % n. Paimon and Iceberg tables also key rows their own way:
+// NewKeyEncoder with the lake format, and NewTableKeying for which key uses
+// which encoder.
 func BucketForKeyLake(encodedBucketKey []byte, numBuckets int, lakeFormat string) (int32, error) {
 	if len(encodedBucketKey) == 0 {
 		return 0, fmt.Errorf("fluss: bucket key must not be empty")

@@ -16,7 +16,8 @@ type Keying struct {
 	// NewKeyEncoder builds an encoder of keyColumns of schema for a table
 	// with the given datalake format ("" for none).
 	NewKeyEncoder func(schema *fluss.Schema, keyColumns []string, lakeFormat string) (KeyEncoder, error)
-	// BucketForKey maps encoded bucket-key bytes to a bucket.
+	// BucketForKey maps encoded bucket-key bytes to a bucket (tables
+	// without a data-lake format).
 	BucketForKey func(encodedBucketKey []byte, numBuckets int) int32
 }
 
@@ -38,10 +39,8 @@ func newOptions(opts []Option) options {
 	return o
 }
 
-// defaultKeying is Fluss's own key encoding and bucketing (no data-lake
-// format, or Lance); fluss.NewKeyEncoder refuses lake formats that need
-// their own encoding, so such tables fail to bind instead of writing rows to
-// the wrong bucket.
+// defaultKeying is Fluss's own key encoding and bucketing. Tables with a
+// data-lake format bucket with that format's function (see newConverter).
 func defaultKeying() Keying {
 	return Keying{
 		NewKeyEncoder: func(s *fluss.Schema, cols []string, lake string) (KeyEncoder, error) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/fluss-kafka/gateway/fluss"
 )
@@ -87,16 +88,36 @@ func newConverter(r *Route, info *fluss.TableInfo, o options) (*Converter, error
 	problem := func(what string, err error) error {
 		return &RouteError{Route: r.spec.Name, Table: info.Path, Problem: what, Err: err}
 	}
-	lake := info.Descriptor.Properties[fluss.PropDataLakeFormat]
+	// A data-lake table encodes and buckets its keys the lake's way; which
+	// encoding its primary key takes also depends on the kv format version
+	// (fluss.NewTableKeying holds the rule, as the Java client applies it).
+	lake := strings.ToLower(info.Descriptor.Properties[fluss.PropDataLakeFormat])
+	pkLake, bucketFn := lake, o.keying.BucketForKey
+	if lake != "" {
+		tk, err := fluss.NewTableKeying(&info.Descriptor)
+		if err != nil {
+			return nil, problem("key encoding of data-lake format "+lake, err)
+		}
+		if tk.PrimaryKey != nil {
+			pkLake = tk.PrimaryKey.LakeFormat()
+		}
+		bucketFn = func(key []byte, n int) int32 {
+			b, err := tk.Bucket(key, n)
+			if err != nil {
+				return -1 // an empty key: the accumulator refuses bucket -1
+			}
+			return b
+		}
+	}
 	if c.pk {
-		enc, err := o.keying.NewKeyEncoder(c.schema, c.physicalPK, lake)
+		enc, err := o.keying.NewKeyEncoder(c.schema, c.physicalPK, pkLake)
 		if err != nil {
 			return nil, problem("primary key encoder", err)
 		}
 		c.pkEnc = enc
 	}
 	if len(c.bucketKeys) > 0 {
-		c.bucketFn = o.keying.BucketForKey
+		c.bucketFn = bucketFn
 		if c.pk && slices.Equal(c.bucketKeys, c.physicalPK) {
 			c.bucketIsPK = true
 		} else {

@@ -111,14 +111,60 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-func TestBindLakeTableRefused(t *testing.T) {
+// Data-lake tables key and bucket rows as the lake format says, exactly as
+// fluss.NewTableKeying does for the Java client's rules.
+func TestBindLakeTables(t *testing.T) {
 	t.Parallel()
-	info := tableInfo("db", "lake", []fluss.Column{col("id", fluss.Int().NonNull()), col("v", fluss.Int())}, []string{"id"})
-	info.Descriptor.Properties[fluss.PropDataLakeFormat] = "paimon"
-	rs, err := NewRoutes([]RouteSpec{{Topic: "t", Table: info.Path, Key: KeySpec{Format: KeyString, Column: "id"}}})
+	cols := []fluss.Column{col("id", fluss.Int().NonNull()), col("name", fluss.String().NonNull()), col("v", fluss.Int())}
+	tests := []struct {
+		name    string
+		lake    string
+		version string
+		bucket  []string
+	}{
+		{"paimon default bucket key", "paimon", "", nil},
+		{"paimon v2 other bucket key", "paimon", "2", []string{"id"}},
+		{"paimon v1 other bucket key", "paimon", "1", []string{"id"}},
+		{"iceberg v2 single-column bucket key", "iceberg", "2", []string{"id"}},
+		{"lance", "lance", "", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			info := tableInfo("db", "lake", cols, []string{"id", "name"}, buckets(16), bucketKeys(tt.bucket...))
+			info.Descriptor.Properties[fluss.PropDataLakeFormat] = tt.lake
+			if tt.version != "" {
+				info.Descriptor.Properties[fluss.PropKvFormatVersion] = tt.version
+			}
+			conv := bind(t, RouteSpec{Topic: "t", Key: KeySpec{Format: KeyJSON}}, info)
+			tk, err := fluss.NewTableKeying(&info.Descriptor)
+			require.NoError(t, err)
+			buckets := map[int32]bool{}
+			for id := range 40 {
+				key := `{"id": ` + itoa(id) + `, "name": "n` + itoa(id) + `"}`
+				out, err := convert(t, conv, Record{Key: []byte(key), Value: []byte(`{"v": 1}`)})
+				require.NoError(t, err)
+				wantKey, err := tk.PrimaryKey.Encode(nil, out.Row)
+				require.NoError(t, err)
+				assert.Equal(t, wantKey, out.Key, "primary key bytes")
+				bk, err := tk.BucketKey.Encode(nil, out.Row)
+				require.NoError(t, err)
+				want, err := tk.Bucket(bk, 16)
+				require.NoError(t, err)
+				assert.Equal(t, want, out.Bucket)
+				buckets[out.Bucket] = true
+			}
+			assert.Greater(t, len(buckets), 4, "keys spread over buckets")
+		})
+	}
+
+	// Iceberg keys have one column: a composite key it would use is refused
+	// at bind time, naming the route, as the Java client refuses it.
+	info := tableInfo("db", "ice", cols, []string{"id", "name"})
+	info.Descriptor.Properties[fluss.PropDataLakeFormat] = "iceberg"
+	rs, err := NewRoutes([]RouteSpec{{Topic: "t", Table: info.Path, Key: KeySpec{Format: KeyJSON}}})
 	require.NoError(t, err)
 	_, err = rs.Bind(map[fluss.TablePath]*fluss.TableInfo{info.Path: info})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), `route "t" (table db.lake): primary key encoder`)
-	assert.ErrorIs(t, err, fluss.ErrLakeKeyEncodingNotImplemented)
+	assert.Contains(t, err.Error(), `route "t" (table db.ice)`)
+	assert.Contains(t, err.Error(), "exactly one key column")
 }
