@@ -134,7 +134,8 @@ type FlussSASL struct {
 
 // Writer holds the write-path settings towards Fluss.
 type Writer struct {
-	// Linger is how long a batch waits for more rows. Default 100ms.
+	// Linger is how long a batch waits for more rows; 0 sends at once.
+	// Default 20ms: Kafka producers batch already, and wait for their acks.
 	Linger time.Duration `yaml:"linger"`
 	// BatchSize is the target size of one bucket's batch. Default 2MiB.
 	BatchSize ByteSize `yaml:"batch_size"`
@@ -208,7 +209,7 @@ const (
 	DefaultFlussClientID            = "fluss-kafka-gateway"
 	DefaultFlussRequestTimeout      = 30 * time.Second
 	DefaultFlussDialTimeout         = 10 * time.Second
-	DefaultLinger                   = 100 * time.Millisecond
+	DefaultLinger                   = 20 * time.Millisecond
 	DefaultBatchSize                = 2 << 20
 	DefaultBufferMemory             = 64 << 20
 	DefaultMaxRequestSize           = 10 << 20

@@ -70,9 +70,13 @@ func newGateway(cfg *configs.Config, log *slog.Logger) (*gateway, error) {
 	g.client = client
 
 	w := cfg.Writer
+	linger := w.Linger
+	if linger == 0 {
+		linger = time.Nanosecond // the accumulator reads 0 as "its default"
+	}
 	acc, err := accumulator.New(accumulator.Config{
 		BatchSize:    int(w.BatchSize),
-		Linger:       w.Linger,
+		Linger:       linger,
 		BufferMemory: int64(w.BufferMemory),
 		// An append waits for buffer memory at most as long as a record
 		// may take to be delivered.
