@@ -481,7 +481,16 @@ func (a *Accumulator) append(ctx context.Context, t *Table, partitionID int64, b
 			t.putBuilder(bld)
 			return Handle{}, err
 		}
+		// Count the batch, then check closed again: the sender stops once
+		// the accumulator is closed and nothing is incomplete, so a batch
+		// must be counted before the check that lets it in.
 		a.track(b)
+		if a.closed.Load() {
+			q.mu.Unlock()
+			b.Complete(-1, ErrClosed) // returns memory and builder, leaves the incomplete set
+			a.wake()                  // a sender waiting for this batch looks again
+			return Handle{}, ErrClosed
+		}
 		q.batches = append(q.batches, b)
 		q.n.Add(1)
 		q.mu.Unlock()

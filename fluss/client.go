@@ -115,8 +115,10 @@ func WithDialer(dial func(ctx context.Context, network, addr string) (net.Conn, 
 // first use, a metadata cache, and the admin, write and read calls.
 //
 // NewClient starts no goroutine and opens no connection. Each connection
-// owns a reader and a writer goroutine, stopped by Close. All methods are
-// safe for concurrent use.
+// owns a reader and a writer goroutine, stopped by Close. A bucket-leader
+// refresh shared by concurrent BucketLeader callers runs on its own
+// goroutine, which ends within the dial and request timeouts (at once after
+// Close). All methods are safe for concurrent use.
 type Client struct {
 	cfg     Config
 	connCfg *connConfig
@@ -257,7 +259,8 @@ func (c *Client) dropSlot(addr string, s *connSlot) {
 }
 
 // serverConn returns the connection to a tablet server by id, refreshing
-// cluster metadata once when the id is unknown.
+// cluster metadata once when the id is unknown (still unknown:
+// LEADER_NOT_AVAILABLE, retriable after a leader refresh).
 func (c *Client) serverConn(ctx context.Context, serverID int32) (*conn, error) {
 	node, ok := c.meta.Load().servers[serverID]
 	if !ok {
@@ -265,7 +268,10 @@ func (c *Client) serverConn(ctx context.Context, serverID int32) (*conn, error) 
 			return nil, err
 		}
 		if node, ok = c.meta.Load().servers[serverID]; !ok {
-			return nil, fmt.Errorf("tablet server %d: %w", serverID, newError(58))
+			// Metadata no longer lists it: the caller's leader is stale.
+			// Retriable after a leader refresh, as Java's LeaderNotAvailable
+			// for an unknown destination node.
+			return nil, ErrorForCode(44, fmt.Sprintf("tablet server %d is not in cluster metadata", serverID))
 		}
 	}
 	cn, err := c.connTo(ctx, node.Addr())

@@ -71,7 +71,7 @@ func dialConn(ctx context.Context, addr string, cfg *connConfig) (*conn, error) 
 	defer cancel()
 	nc, err := cfg.dial(dctx, "tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("dial fluss server %s: %w", addr, err)
+		return nil, fmt.Errorf("dial fluss server %s: %w", addr, dialTimeoutError(ctx, err, cfg.dialTimeout))
 	}
 	c := &conn{
 		addr:    addr,
@@ -88,9 +88,21 @@ func dialConn(ctx context.Context, addr string, cfg *connConfig) (*conn, error) 
 
 	if err := c.handshake(dctx); err != nil {
 		c.close()
-		return nil, fmt.Errorf("handshake with fluss server %s: %w", addr, err)
+		return nil, fmt.Errorf("handshake with fluss server %s: %w", addr, dialTimeoutError(ctx, err, cfg.dialTimeout))
 	}
 	return c, nil
+}
+
+// dialTimeoutError turns the expiry of the dial timeout, while the caller's
+// ctx is still alive, into ErrConnectionClosed (retriable, refreshes
+// metadata, as a refused connection does). Left as is, a net dial timeout
+// matches context.DeadlineExceeded, which IsRetriable reads as the caller
+// giving up.
+func dialTimeoutError(ctx context.Context, err error, timeout time.Duration) error {
+	if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w: no connection within the dial timeout %v (%v)", ErrConnectionClosed, timeout, err)
 }
 
 // handshake runs ApiVersions and, when configured, SASL/PLAIN Authenticate,

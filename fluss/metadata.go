@@ -206,8 +206,9 @@ func (c *Client) BucketLeader(ctx context.Context, tableID, partitionID int64, b
 // refreshTableBuckets refreshes the leaders of a table or of one partition.
 // Concurrent callers for the same table or partition share one request
 // (after a leader change every bucket's writer asks at once); the shared
-// request is not cancelled by any one caller, and is bounded by the request
-// timeout.
+// request runs on its own goroutine, is not cancelled by any one caller,
+// and is bounded by the dial and request timeouts. Every caller, the one
+// that started it included, stops waiting when its ctx ends.
 func (c *Client) refreshTableBuckets(ctx context.Context, tableID, partitionID int64) error {
 	path, ok := c.meta.Load().tableByID[tableID]
 	if !ok {
@@ -226,11 +227,13 @@ func (c *Client) refreshTableBuckets(ctx context.Context, tableID, partitionID i
 		if partitionID != NoPartition {
 			ids = []int64{partitionID}
 		}
-		call.err = c.getMetadata(context.WithoutCancel(ctx), []TablePath{path}, nil, ids)
-		c.refreshMu.Lock()
-		delete(c.refreshing, k)
-		c.refreshMu.Unlock()
-		close(call.done)
+		go func() {
+			call.err = c.getMetadata(context.WithoutCancel(ctx), []TablePath{path}, nil, ids)
+			c.refreshMu.Lock()
+			delete(c.refreshing, k)
+			c.refreshMu.Unlock()
+			close(call.done)
+		}()
 	}
 	select {
 	case <-call.done:
