@@ -258,6 +258,11 @@ func (s *Sender) Close(ctx context.Context) error {
 	case <-s.done:
 		return nil
 	case <-ctx.Done():
+		select {
+		case <-s.done: // both ready: everything was sent after all
+			return nil
+		default:
+		}
 		s.cancel()
 		<-s.done
 		return fmt.Errorf("sender: close: %w; batches not acknowledged failed with %w", ctx.Err(), ErrStopped)
