@@ -22,6 +22,7 @@ package kafkaproto
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -75,6 +76,10 @@ func (c *conn) handleProduce(req *kmsg.ProduceRequest) (*produceWait, bool) {
 		st.Topic = rt.Topic
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
 		partitions, topicOK := s.topicPartitions(rt.Topic)
+		// The request was parsed without copying: a topic name kept beyond
+		// the request (producer state keys, metric labels) would pin the
+		// whole frame.
+		topic := strings.Clone(rt.Topic)
 		for pi := range rt.Partitions {
 			rp := &rt.Partitions[pi]
 			sp := &st.Partitions[pi]
@@ -83,11 +88,11 @@ func (c *conn) handleProduce(req *kmsg.ProduceRequest) (*produceWait, bool) {
 			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
 			err := reqErr
 			if err == nil && (!topicOK || rp.Partition < 0 || rp.Partition >= partitions) {
-				err = withMessage(ErrUnknownTopicOrPartition, "unknown topic or partition %s/%d", rt.Topic, rp.Partition)
+				err = withMessage(ErrUnknownTopicOrPartition, "unknown topic or partition %s/%d", topic, rp.Partition)
 			}
 			var write PartitionWrite
 			if err == nil {
-				write, err = c.producePartition(ctx, req, rt.Topic, rp)
+				write, err = c.producePartition(ctx, req, topic, rp)
 			}
 			if err != nil {
 				failed = true

@@ -37,7 +37,10 @@ type Config struct {
 	// MaxMessageBytes bounds one record batch on the wire. Default 1048588
 	// (Kafka's max.message.bytes); larger batches get MESSAGE_TOO_LARGE.
 	MaxMessageBytes int
-	// MaxDecompressedBytes bounds one decompressed batch. Default 64 MiB.
+	// MaxDecompressedBytes bounds one decompressed batch, and separately the
+	// memory of its decoded records (88 bytes per record, so at most ~760k
+	// records per batch by default; more get MESSAGE_TOO_LARGE, which Java
+	// producers answer by splitting the batch). Default 64 MiB.
 	MaxDecompressedBytes int
 	// IdleTimeout closes a connection that sends nothing for this long.
 	// Default 10 minutes (Kafka's connections.max.idle.ms).

@@ -123,7 +123,11 @@ func (c *conn) readLoop() {
 		if c.draining.Load() {
 			return
 		}
-		size, err := readFrameSize(c.br, c.s.cfg.MaxFrameBytes)
+		maxFrame := c.s.cfg.MaxFrameBytes
+		if !c.auth.authenticated {
+			maxFrame = min(maxFrame, maxUnauthenticatedFrameBytes)
+		}
+		size, err := readFrameSize(c.br, maxFrame)
 		if err != nil {
 			c.readFailed(err)
 			return
@@ -237,6 +241,12 @@ func appendResponse(dst []byte, corr int32, resp kmsg.Response) []byte {
 type frameError struct{ msg string }
 
 func (e *frameError) Error() string { return e.msg }
+
+// maxUnauthenticatedFrameBytes bounds the frames of a connection that has
+// not completed SASL authentication (ApiVersions, SaslHandshake, SASL
+// tokens), as Kafka's sasl.server.max.receive.size does, so unauthenticated
+// clients cannot hold the server-wide read budget.
+const maxUnauthenticatedFrameBytes = 512 << 10
 
 // minFrameBytes is a request header v1 with a null client id.
 const minFrameBytes = 10

@@ -26,7 +26,8 @@
 // Back-pressure: at most Config.MaxInFlightRequests requests per connection
 // are read ahead of their responses; the request bytes being read and
 // handled over all connections are bounded by Config.MaxReadBytes (one
-// request per connection at a time, each at most Config.MaxFrameBytes); a
+// request per connection at a time, each at most Config.MaxFrameBytes, or
+// 512 KiB before SASL authentication); a
 // Sink that blocks for buffer space stops the reader too. A client that does not read its responses is
 // disconnected after Config.WriteTimeout; one that sends nothing after
 // Config.IdleTimeout.

@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"io"
 	"sync"
+	"unsafe"
 
 	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zstd"
@@ -61,6 +62,9 @@ const (
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// decodedRecordBytes is the memory of one decoded Record.
+const decodedRecordBytes = int64(unsafe.Sizeof(Record{}))
 
 // errTransactionalBatch marks a batch with the transactional bit; the
 // Produce handler answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
@@ -156,7 +160,7 @@ func (d *batchDecoder) decode(data []byte, produceVersion int16) (*decodedBatch,
 	if err != nil {
 		return nil, err
 	}
-	records, err := decodeRecords(raw, rb.NumRecords, rb.FirstTimestamp)
+	records, err := decodeRecords(raw, rb.NumRecords, rb.FirstTimestamp, d.maxDecompressed)
 	if err != nil {
 		return nil, err
 	}
@@ -283,10 +287,16 @@ func (d *batchDecoder) snappyBlock(dst, block []byte) ([]byte, error) {
 	return append(dst, buf...), nil
 }
 
-// decodeRecords reads exactly n length-prefixed records from src.
-func decodeRecords(src []byte, n int32, baseTimestamp int64) ([]Record, error) {
+// decodeRecords reads exactly n length-prefixed records from src. The
+// decoded records may take at most maxBytes.
+func decodeRecords(src []byte, n int32, baseTimestamp int64, maxBytes int) ([]Record, error) {
 	if int64(n)*minRecordWireBytes > int64(len(src)) {
 		return nil, withMessage(ErrInvalidRecord, "record batch claims %d records but holds only %d bytes of records", n, len(src))
+	}
+	if int64(n)*decodedRecordBytes > int64(maxBytes) {
+		// A Record takes ~88 bytes, over ten times the wire size of an
+		// empty record: bound that memory too.
+		return nil, withMessage(ErrMessageTooLarge, "record batch of %d records decodes to more than %d bytes", n, maxBytes)
 	}
 	records := make([]Record, n)
 	for i := range records {

@@ -117,8 +117,7 @@ func (s *Server) Serve(l net.Listener) error {
 			if s.isClosed() {
 				return ErrServerClosed
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
+			if temporaryAcceptError(err) {
 				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
 				s.log.Warn("accept", "err", err, "retry_in", backoff)
 				t := time.NewTimer(backoff)
@@ -137,6 +136,15 @@ func (s *Server) Serve(l net.Listener) error {
 			return ErrServerClosed
 		}
 	}
+}
+
+// temporaryAcceptError reports whether an accept failure may go away by
+// itself (out of file descriptors, EMFILE/ENFILE, or a timeout), so Serve
+// backs off and retries as net/http does, instead of returning.
+func temporaryAcceptError(err error) bool {
+	var te interface{ Temporary() bool }
+	var ne net.Error
+	return (errors.As(err, &te) && te.Temporary()) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 func (s *Server) isClosed() bool {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -218,7 +219,7 @@ func (g *gateway) closeListeners() {
 func (g *gateway) load(ctx context.Context) error {
 	backoff := 500 * time.Millisecond
 	for {
-		err := g.apply(ctx, g.cfg)
+		err := g.applyStartup(ctx)
 		if err == nil {
 			return nil
 		}
@@ -237,6 +238,18 @@ func (g *gateway) load(ctx context.Context) error {
 		}
 		backoff = min(2*backoff, 10*time.Second)
 	}
+}
+
+// applyStartup applies the start-up configuration, unless a reload has
+// already applied newer routes while load was retrying (the reload would
+// otherwise be silently undone).
+func (g *gateway) applyStartup(ctx context.Context) error {
+	g.reloadMu.Lock()
+	defer g.reloadMu.Unlock()
+	if g.sink.state.Load() != nil {
+		return nil
+	}
+	return g.apply(ctx, g.cfg)
 }
 
 // isTransient reports whether a load failure may go away by itself (Fluss
@@ -277,9 +290,15 @@ func (g *gateway) apply(ctx context.Context, cfg *configs.Config) error {
 	return nil
 }
 
+// errShuttingDown is the final readiness error: once shutdown began, no
+// load or reload makes the gateway ready again.
+var errShuttingDown = errors.New("shutting down")
+
 func (g *gateway) setLoadErr(err error) {
 	g.mu.Lock()
-	g.loadErr = err
+	if g.loadErr != errShuttingDown {
+		g.loadErr = err
+	}
 	g.mu.Unlock()
 }
 
@@ -328,7 +347,7 @@ func (g *gateway) Run(ctx, force context.Context) error {
 	<-gctx.Done()
 	g.log.Info("shutting down", slog.Duration("deadline", g.cfg.Shutdown.Deadline))
 	// Load balancers stop sending new connections while we drain.
-	g.setLoadErr(errors.New("shutting down"))
+	g.setLoadErr(errShuttingDown)
 
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.cfg.Shutdown.Deadline)
 	defer cancel()
@@ -340,12 +359,7 @@ func (g *gateway) Run(ctx, force context.Context) error {
 		case <-sctx.Done():
 		}
 	}()
-	var errs []error
-	for _, srv := range g.servers {
-		if err := srv.Shutdown(sctx); err != nil {
-			errs = append(errs, fmt.Errorf("kafka shutdown: %w", err))
-		}
-	}
+	errs := shutdownServers(sctx, g.servers)
 	if err := grp.Wait(); err != nil {
 		errs = append(errs, err)
 	}
@@ -367,6 +381,25 @@ func (g *gateway) Run(ctx, force context.Context) error {
 		g.log.Info("stopped cleanly")
 	}
 	return errors.Join(errs...)
+}
+
+// shutdownServers shuts every Kafka server down at once: all listeners stop
+// accepting and reading together, then their pending responses drain in
+// parallel within ctx. (One after the other, a listener would keep taking
+// new requests while another drains, and the last ones would find the
+// deadline spent and abandon their responses.)
+func shutdownServers(ctx context.Context, servers []*kafkaproto.Server) []error {
+	errs := make([]error, len(servers))
+	var wg sync.WaitGroup
+	for i, srv := range servers {
+		wg.Go(func() {
+			if err := srv.Shutdown(ctx); err != nil {
+				errs[i] = fmt.Errorf("kafka shutdown: %w", err)
+			}
+		})
+	}
+	wg.Wait()
+	return slices.DeleteFunc(errs, func(err error) bool { return err == nil })
 }
 
 func (g *gateway) shutdownAdmin(done chan error) {

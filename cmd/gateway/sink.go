@@ -42,6 +42,7 @@ type writerIDs interface {
 type convBatch struct {
 	convs   []mapping.Converted
 	dead    []bool // record goes to the dead-letter table
+	partIDs []int64
 	headers []mapping.Header
 	rec     mapping.Record
 	handles []accumulator.Handle
@@ -186,9 +187,12 @@ func (s *sink) convert(route *mapping.Route, req *kafkaproto.PartitionProduce, c
 
 // appendAll appends every converted row to the accumulator.
 //
-// Only the first append honours the request's deadline: once a row of the
-// batch is accepted, the rest must follow, or a failed batch would still be
-// partly written and the producer's retry would duplicate that part. Later
+// Partitions are resolved (created if need be) for every row before the
+// first append, under the request's deadline, so that a failure to resolve
+// one leaves the whole batch unwritten. Only the first append honours the
+// request's deadline: once a row of the batch is accepted, the rest must
+// follow, or a failed batch would still be partly written and the
+// producer's retry would duplicate that part. Later
 // appends still end on the accumulator's own buffer wait limit and on close.
 // The request then answers late; an idempotent producer's retry meanwhile
 // waits for this write in kafkaproto instead of writing again.
@@ -199,7 +203,22 @@ func (s *sink) appendAll(ctx context.Context, st *routeState, route *mapping.Rou
 	if d := route.DLQ(); d != nil {
 		dlqTable = st.tables[d.Table()]
 	}
+	// Resolve (and create) every partition first: a failure must leave the
+	// whole batch unwritten.
 	partID, partName := int64(accumulator.NoPartition), ""
+	for i := range cb.convs {
+		c := &cb.convs[i]
+		if !cb.dead[i] && c.Partition != partName {
+			partName, partID = c.Partition, accumulator.NoPartition
+			if partName != "" {
+				var err error
+				if partID, err = s.parts.id(ctx, info, partName); err != nil {
+					return err
+				}
+			}
+		}
+		cb.partIDs[i] = partID
+	}
 	for i := range cb.convs {
 		if i == 1 {
 			ctx = context.WithoutCancel(ctx)
@@ -212,15 +231,7 @@ func (s *sink) appendAll(ctx context.Context, st *routeState, route *mapping.Rou
 		if cb.dead[i] {
 			h, err = s.acc.Append(ctx, dlqTable, accumulator.NoPartition, accumulator.StickyBucket, c.Row)
 		} else {
-			if c.Partition != partName || (c.Partition != "" && partID == accumulator.NoPartition) {
-				partName = c.Partition
-				partID = accumulator.NoPartition
-				if partName != "" {
-					if partID, err = s.parts.id(ctx, info, partName); err != nil {
-						return err
-					}
-				}
-			}
+			partID := cb.partIDs[i]
 			switch c.Op {
 			case mapping.OpAppend:
 				h, err = s.acc.Append(ctx, table, partID, c.Bucket, c.Row)
@@ -251,6 +262,7 @@ func (s *sink) getBatch(n int) *convBatch {
 	cb.convs = cb.convs[:n]
 	cb.dead = slices.Grow(cb.dead[:0], n)[:n]
 	clear(cb.dead)
+	cb.partIDs = slices.Grow(cb.partIDs[:0], n)[:n]
 	cb.headers = cb.headers[:0]
 	cb.handles = make([]accumulator.Handle, 0, n) // handed to the completion
 	return cb

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -42,7 +43,9 @@ func bindRoutes(ctx context.Context, src tableSource, routes []configs.Route) (*
 	for _, path := range compiled.Tables() {
 		info, err := src.TableInfo(ctx, path)
 		if err != nil {
-			if ctx.Err() != nil {
+			if ctx.Err() != nil || !(errors.Is(err, fluss.ErrTableNotExist) || errors.Is(err, fluss.ErrDatabaseNotExist)) {
+				// Not a missing table: Fluss unreachable or failing
+				// (load retries what is transient).
 				return nil, nil, fmt.Errorf("get table info %s: %w", path, err)
 			}
 			// Bind reports the missing table with the routes that need it.

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fluss-kafka/gateway/configs"
+	"github.com/fluss-kafka/gateway/fluss"
+	"github.com/fluss-kafka/gateway/fluss/flussfake"
+)
+
+// logSignal closes ch when a record whose message contains substr is logged.
+type logSignal struct {
+	substr string
+	once   *sync.Once
+	ch     chan struct{}
+}
+
+func (h logSignal) Enabled(context.Context, slog.Level) bool { return true }
+func (h logSignal) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, h.substr) {
+		h.once.Do(func() { close(h.ch) })
+	}
+	return nil
+}
+func (h logSignal) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h logSignal) WithGroup(string) slog.Handler      { return h }
+
+func routeConfig(bootstrap, topic, table string) string {
+	return fmt.Sprintf(`
+listeners: [{name: plain, bind: '127.0.0.1:0'}]
+fluss: {bootstrap: ['%s'], request_timeout: 5s, dial_timeout: 2s}
+routes:
+  - topic: %s
+    table: %s
+    value: {format: raw, column: payload}
+`, bootstrap, topic, table)
+}
+
+// TestReloadDuringStartupIsKept: a reload (SIGHUP or file change) that
+// succeeds while the start-up load is still retrying is not undone by the
+// start-up load's next attempt with the old configuration.
+func TestReloadDuringStartupIsKept(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	cl, err := flussfake.NewCluster()
+	require.NoError(t, err)
+	defer cl.Close()
+	desc := fluss.TableDescriptor{Schema: fluss.Schema{Columns: []fluss.Column{{Name: "payload", Type: fluss.Bytes()}}}, BucketCount: 1}
+	for _, name := range []string{"old_t", "new_t"} {
+		_, err := cl.AddTable(fluss.TablePath{Database: "db", Table: name}, desc)
+		require.NoError(t, err)
+	}
+	var failing atomic.Bool
+	failing.Store(true)
+	cl.Control(func(r *flussfake.Request) (flussfake.Response, bool) {
+		if r.APIKey == flussfake.GetTableInfo && failing.Load() {
+			return flussfake.Response{ErrCode: 10, ErrMsg: "not yet"}, true // retriable
+		}
+		return flussfake.Response{}, false
+	})
+
+	path := filepath.Join(t.TempDir(), "gateway.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(routeConfig(cl.Bootstrap(), "old", "db.old_t")), 0o600))
+	cfg, err := configs.Load(path)
+	require.NoError(t, err)
+	retrying := logSignal{substr: "cannot load routes yet", once: &sync.Once{}, ch: make(chan struct{})}
+	g, err := newGateway(cfg, slog.New(retrying))
+	require.NoError(t, err)
+	defer g.client.Close()
+
+	loaded := make(chan error, 1)
+	go func() { loaded <- g.load(ctx) }()
+	select {
+	case <-retrying.ch:
+	case err := <-loaded:
+		t.Fatalf("start-up load did not retry: %v", err)
+	case <-ctx.Done():
+		t.Fatal("start-up load did not retry")
+	}
+	failing.Store(false)
+	require.NoError(t, os.WriteFile(path, []byte(routeConfig(cl.Bootstrap(), "new", "db.new_t")), 0o600))
+	require.True(t, g.reload(ctx, path))
+	require.NoError(t, <-loaded)
+
+	_, ok := g.sink.Topic("new")
+	assert.True(t, ok, "the reloaded route is served")
+	_, ok = g.sink.Topic("old")
+	assert.False(t, ok, "the start-up configuration did not come back")
+	assert.NoError(t, g.ready())
+}
+
+// TestLoadRetriesTransientTableInfoErrors: a retriable Fluss error while
+// fetching a route's table at start-up is retried, not reported as a
+// missing table (which stops the gateway).
+func TestLoadRetriesTransientTableInfoErrors(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	cl, err := flussfake.NewCluster()
+	require.NoError(t, err)
+	defer cl.Close()
+	desc := fluss.TableDescriptor{Schema: fluss.Schema{Columns: []fluss.Column{{Name: "payload", Type: fluss.Bytes()}}}, BucketCount: 2}
+	_, err = cl.AddTable(fluss.TablePath{Database: "db", Table: "t"}, desc)
+	require.NoError(t, err)
+	var failures atomic.Int32
+	cl.Control(func(r *flussfake.Request) (flussfake.Response, bool) {
+		if r.APIKey == flussfake.GetTableInfo && failures.Add(1) == 1 {
+			return flussfake.Response{ErrCode: 10, ErrMsg: "storage not ready"}, true // retriable
+		}
+		return flussfake.Response{}, false
+	})
+	cfg, err := configs.Parse([]byte(routeConfig(cl.Bootstrap(), "events", "db.t")))
+	require.NoError(t, err)
+	g, err := newGateway(cfg, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	defer g.client.Close()
+	require.NoError(t, g.load(ctx))
+	n, ok := g.sink.Topic("events")
+	assert.True(t, ok)
+	assert.Equal(t, int32(2), n)
+	assert.GreaterOrEqual(t, failures.Load(), int32(2))
+}
+
+// TestReloadWhileStoppingKeepsNotReady: a reload that completes after
+// shutdown began (SIGHUP or a file change racing SIGTERM) must not report
+// the gateway ready again while it drains.
+func TestReloadWhileStoppingKeepsNotReady(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	cl, err := flussfake.NewCluster()
+	require.NoError(t, err)
+	defer cl.Close()
+	desc := fluss.TableDescriptor{Schema: fluss.Schema{Columns: []fluss.Column{{Name: "payload", Type: fluss.Bytes()}}}, BucketCount: 1}
+	_, err = cl.AddTable(fluss.TablePath{Database: "db", Table: "t"}, desc)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "gateway.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(routeConfig(cl.Bootstrap(), "events", "db.t")), 0o600))
+	cfg, err := configs.Load(path)
+	require.NoError(t, err)
+	g, err := newGateway(cfg, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	defer g.client.Close()
+	require.NoError(t, g.load(ctx))
+	require.NoError(t, g.ready())
+
+	g.setLoadErr(errShuttingDown) // as Run does on SIGTERM
+	g.reload(ctx, path)
+	assert.Error(t, g.ready(), "not ready while shutting down")
+}
