@@ -358,6 +358,9 @@ func (g *gateway) Run(ctx, force context.Context) error {
 			cancel()
 		case <-sctx.Done():
 		}
+		// Out of time: appends waiting for buffer memory give up too.
+		<-sctx.Done()
+		g.sink.stop()
 	}()
 	errs := shutdownServers(sctx, g.servers)
 	if err := grp.Wait(); err != nil {

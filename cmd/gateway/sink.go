@@ -28,6 +28,11 @@ type sink struct {
 	log   *slog.Logger
 	m     *gatewayMetrics
 
+	// stopped ends when a shutdown runs out of time: it bounds the appends
+	// that no longer follow the request's deadline (see appendAll).
+	stopped context.Context
+	stop    context.CancelFunc
+
 	batches sync.Pool // *convBatch
 }
 
@@ -49,7 +54,8 @@ type convBatch struct {
 }
 
 func newSink(acc *accumulator.Accumulator, parts *partitionCache, ids writerIDs, m *gatewayMetrics, log *slog.Logger) *sink {
-	return &sink{acc: acc, parts: parts, ids: ids, m: m, log: log}
+	stopped, stop := context.WithCancel(context.Background())
+	return &sink{acc: acc, parts: parts, ids: ids, m: m, log: log, stopped: stopped, stop: stop}
 }
 
 // Topic implements kafkaproto.Topics: a routed topic has as many partitions
@@ -117,8 +123,13 @@ func (s *sink) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) (k
 	}
 	if err := s.appendAll(ctx, st, route, cb); err != nil {
 		// Rows appended before the failure (only possible when the
-		// accumulator closes or its own wait limit ends) are still written:
-		// Kafka has no partial success, and a retry may duplicate them.
+		// accumulator closes, its own wait limit ends or a shutdown runs out
+		// of time) are still written: Kafka has no partial success, and a
+		// retry may duplicate them.
+		if s.stopped.Err() != nil {
+			// The client should retry on another instance.
+			err = fmt.Errorf("%w: gateway stopping: %w", kafkaproto.ErrNotLeaderOrFollower, err)
+		}
 		s.log.Warn("produce: append failed", slog.String("topic", req.Topic),
 			slog.Int("partition", int(req.Partition)), slog.Int("appended", len(cb.handles)),
 			slog.Int("records", len(req.Records)), slog.Any("err", err))
@@ -192,8 +203,9 @@ func (s *sink) convert(route *mapping.Route, req *kafkaproto.PartitionProduce, c
 // one leaves the whole batch unwritten. Only the first append honours the
 // request's deadline: once a row of the batch is accepted, the rest must
 // follow, or a failed batch would still be partly written and the
-// producer's retry would duplicate that part. Later
-// appends still end on the accumulator's own buffer wait limit and on close.
+// producer's retry would duplicate that part. Later appends still end on
+// the accumulator's own buffer wait limit, on close, and when a shutdown
+// runs out of time.
 // The request then answers late; an idempotent producer's retry meanwhile
 // waits for this write in kafkaproto instead of writing again.
 func (s *sink) appendAll(ctx context.Context, st *routeState, route *mapping.Route, cb *convBatch) error {
@@ -221,7 +233,7 @@ func (s *sink) appendAll(ctx context.Context, st *routeState, route *mapping.Rou
 	}
 	for i := range cb.convs {
 		if i == 1 {
-			ctx = context.WithoutCancel(ctx)
+			ctx = s.stopped
 		}
 		c := &cb.convs[i]
 		var (

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -33,6 +34,11 @@ func (f fakePartitions) EnsurePartition(_ context.Context, _ fluss.TablePath, sp
 // returns a sink over a fresh accumulator (no sender).
 func exampleSink(t *testing.T, parts partitionSource) (*sink, *accumulator.Accumulator) {
 	t.Helper()
+	return exampleSinkWith(t, parts, accumulator.Config{Linger: time.Hour})
+}
+
+func exampleSinkWith(t *testing.T, parts partitionSource, acfg accumulator.Config) (*sink, *accumulator.Accumulator) {
+	t.Helper()
 	cfg, err := configs.Load(filepath.Join("..", "..", "configs", "gateway.yaml"))
 	require.NoError(t, err)
 	specs, err := routeSpecs(cfg.Routes)
@@ -46,7 +52,7 @@ func exampleSink(t *testing.T, parts partitionSource) (*sink, *accumulator.Accum
 	}
 	bound, err := rs.Bind(infos)
 	require.NoError(t, err)
-	acc, err := accumulator.New(accumulator.Config{Linger: time.Hour})
+	acc, err := accumulator.New(acfg)
 	require.NoError(t, err)
 	st, err := newTableRegistry(acc).state(bound, infos)
 	require.NoError(t, err)
@@ -73,4 +79,63 @@ func TestProduceSpanningPartitionsIsAtomic(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, 0, acc.Incomplete(), "no record of the failed batch is queued")
 	assert.Zero(t, acc.BufferedBytes())
+}
+
+// TestStopEndsAppendsPastTheRequestDeadline: the rows after a batch's first
+// no longer follow the request's deadline (a half-written batch is worse
+// than a late answer), but a shutdown that runs out of time ends them.
+func TestStopEndsAppendsPastTheRequestDeadline(t *testing.T) {
+	t.Parallel()
+	s, acc := exampleSinkWith(t, fakePartitions{}, accumulator.Config{
+		Linger: time.Hour, BatchSize: 4096, BufferMemory: 8192, BufferWaitTimeout: time.Hour,
+	})
+	route, ok := s.state.Load().routes.Resolve("customers")
+	require.True(t, ok)
+	bucketOf := func(key string) int32 {
+		var out mapping.Converted
+		require.NoError(t, route.Converter().Convert(&mapping.Record{Topic: "customers", Key: []byte(key), Value: []byte(`{"name": "x"}`)}, &out))
+		return out.Bucket
+	}
+	// Keys of three different buckets.
+	keys := map[int32]string{}
+	for i := 0; len(keys) < 3; i++ {
+		k := "cust-" + strconv.Itoa(i)
+		if b := bucketOf(k); keys[b] == "" {
+			keys[b] = k
+		}
+	}
+	var ks []string
+	for _, k := range keys {
+		ks = append(ks, k)
+	}
+	rec := func(i int, key string) kafkaproto.Record {
+		return kafkaproto.Record{Index: int32(i), OffsetDelta: int32(i), Key: []byte(key), Value: []byte(`{"name": "x"}`)}
+	}
+	produce := func(ctx context.Context, recs ...kafkaproto.Record) error {
+		_, err := s.Produce(ctx, &kafkaproto.PartitionProduce{Topic: "customers", Acks: -1, ProducerID: -1, BaseSequence: -1, Records: recs})
+		return err
+	}
+	// Two open batches use the whole buffer.
+	require.NoError(t, produce(t.Context(), rec(0, ks[0])))
+	require.NoError(t, produce(t.Context(), rec(0, ks[1])))
+
+	// The first row joins an open batch; the second needs memory there is not.
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- produce(ctx, rec(0, ks[0]), rec(1, ks[2])) }()
+	select {
+	case err := <-done:
+		t.Fatalf("produce returned before the stop: %v", err)
+	case <-time.After(300 * time.Millisecond): // well past the request deadline
+	}
+	s.stop()
+	select {
+	case err := <-done:
+		require.Error(t, err)
+		assert.ErrorIs(t, err, kafkaproto.ErrNotLeaderOrFollower, "retriable: the producer tries another instance")
+	case <-time.After(10 * time.Second):
+		t.Fatal("produce still blocked after stop")
+	}
+	acc.Close()
 }
