@@ -249,7 +249,7 @@ func (g *gateway) applyStartup(ctx context.Context) error {
 	if g.sink.state.Load() != nil {
 		return nil
 	}
-	return g.apply(ctx, g.cfg)
+	return g.apply(ctx, g.cfg, false)
 }
 
 // isTransient reports whether a load failure may go away by itself (Fluss
@@ -269,9 +269,9 @@ func isNetError(err error) bool {
 	return errors.As(err, &ne) || errors.As(err, &oe)
 }
 
-// apply binds cfg's routes and swaps them in.
-func (g *gateway) apply(ctx context.Context, cfg *configs.Config) error {
-	routes, infos, err := bindRoutes(ctx, g.client, cfg.Routes)
+// apply binds cfg's routes and swaps them in; fresh as in bindRoutes.
+func (g *gateway) apply(ctx context.Context, cfg *configs.Config, fresh bool) error {
+	routes, infos, err := bindRoutes(ctx, g.client, cfg.Routes, fresh)
 	if err != nil {
 		return err
 	}

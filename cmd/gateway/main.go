@@ -122,7 +122,7 @@ func validate(cfg *configs.Config, stdout, stderr io.Writer) int {
 	defer g.client.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Fluss.RequestTimeout+cfg.Fluss.DialTimeout)
 	defer cancel()
-	routes, _, err := bindRoutes(ctx, g.client, cfg.Routes)
+	routes, _, err := bindRoutes(ctx, g.client, cfg.Routes, false)
 	if err != nil {
 		fmt.Fprintln(stderr, "gateway validate: configuration refused:")
 		for _, e := range unjoin(err) {

@@ -158,3 +158,42 @@ func TestReloadWhileStoppingKeepsNotReady(t *testing.T) {
 	g.reload(ctx, path)
 	assert.Error(t, g.ready(), "not ready while shutting down")
 }
+
+// TestReloadSeesRecreatedTable: a reload reads the tables afresh, so a table
+// dropped and created again (new id, other bucket count) is bound anew
+// instead of the client's cached description.
+func TestReloadSeesRecreatedTable(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	cl, err := flussfake.NewCluster()
+	require.NoError(t, err)
+	defer cl.Close()
+	tpath := fluss.TablePath{Database: "db", Table: "t"}
+	desc := fluss.TableDescriptor{Schema: fluss.Schema{Columns: []fluss.Column{{Name: "payload", Type: fluss.Bytes()}}}, BucketCount: 1}
+	oldID, err := cl.AddTable(tpath, desc)
+	require.NoError(t, err)
+
+	path := filepath.Join(t.TempDir(), "gateway.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(routeConfig(cl.Bootstrap(), "events", "db.t")), 0o600))
+	cfg, err := configs.Load(path)
+	require.NoError(t, err)
+	g, err := newGateway(cfg, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	defer g.client.Close()
+	require.NoError(t, g.load(ctx))
+	n, ok := g.sink.Topic("events")
+	require.True(t, ok)
+	require.Equal(t, int32(1), n)
+
+	cl.DropTable(tpath)
+	desc.BucketCount = 3
+	newID, err := cl.AddTable(tpath, desc)
+	require.NoError(t, err)
+	require.NotEqual(t, oldID, newID)
+
+	require.True(t, g.reload(ctx, path))
+	n, ok = g.sink.Topic("events")
+	require.True(t, ok)
+	assert.Equal(t, int32(3), n, "the re-created table's bucket count")
+	assert.Equal(t, newID, g.sink.state.Load().infos[tpath].TableID)
+}

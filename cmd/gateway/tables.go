@@ -17,6 +17,8 @@ import (
 // tableSource is what route binding needs from Fluss.
 type tableSource interface {
 	TableInfo(ctx context.Context, path fluss.TablePath) (*fluss.TableInfo, error)
+	// InvalidateTableInfo makes the next TableInfo ask the server.
+	InvalidateTableInfo(path fluss.TablePath)
 }
 
 // routeState is one immutable generation of routes bound to their tables;
@@ -29,8 +31,10 @@ type routeState struct {
 
 // bindRoutes compiles the configured routes, fetches every table they name
 // and checks each route against its table. Every problem is reported, each
-// naming its route, table and column.
-func bindRoutes(ctx context.Context, src tableSource, routes []configs.Route) (*mapping.Routes, map[fluss.TablePath]*fluss.TableInfo, error) {
+// naming its route, table and column. fresh reads every table from Fluss
+// rather than from the client's cache (a reload: a table may have been
+// re-created or altered since).
+func bindRoutes(ctx context.Context, src tableSource, routes []configs.Route, fresh bool) (*mapping.Routes, map[fluss.TablePath]*fluss.TableInfo, error) {
 	specs, err := routeSpecs(routes)
 	if err != nil {
 		return nil, nil, err
@@ -41,6 +45,9 @@ func bindRoutes(ctx context.Context, src tableSource, routes []configs.Route) (*
 	}
 	infos := make(map[fluss.TablePath]*fluss.TableInfo)
 	for _, path := range compiled.Tables() {
+		if fresh {
+			src.InvalidateTableInfo(path)
+		}
 		info, err := src.TableInfo(ctx, path)
 		if err != nil {
 			if ctx.Err() != nil || !(errors.Is(err, fluss.ErrTableNotExist) || errors.Is(err, fluss.ErrDatabaseNotExist)) {

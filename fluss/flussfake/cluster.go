@@ -258,6 +258,17 @@ func (c *Cluster) AddTable(path fluss.TablePath, d fluss.TableDescriptor) (int64
 	return t.id, nil
 }
 
+// DropTable removes a table; AddTable may then create it again, with a new
+// id, as a real re-create does.
+func (c *Cluster) DropTable(path fluss.TablePath) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t := c.byPath[path]; t != nil {
+		delete(c.tables, t.id)
+		delete(c.byPath, path)
+	}
+}
+
 // SetLeader moves a bucket's leadership; the old leader answers
 // NOT_LEADER_OR_FOLLOWER from now on.
 func (c *Cluster) SetLeader(tableID int64, bucket, server int32) {
