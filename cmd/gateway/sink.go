@@ -139,7 +139,7 @@ func (s *sink) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) (k
 	if req.Acks == 0 {
 		return kafkaproto.Completed(kafkaproto.PartitionResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}), nil
 	}
-	return awaitHandles(cb.handles, s.m.produceDone(route.Name())), nil
+	return awaitHandles(cb.handles, s.writeDone(route.Name())), nil
 }
 
 // convert converts every record of the batch. In reject mode the first
@@ -291,10 +291,24 @@ func (s *sink) putBatch(cb *convBatch) {
 	s.batches.Put(cb)
 }
 
+// writeDone returns what runs once when a Kafka batch's rows are all
+// acknowledged or one failed: it observes the latency, and when Fluss says
+// a partition no longer exists (dropped by retention, or re-created) it
+// forgets the cached partition id, so the producer's retry resolves it anew.
+func (s *sink) writeDone(route string) func(time.Duration, *accumulator.Batch, error) {
+	observe := s.m.produceDone(route)
+	return func(d time.Duration, failed *accumulator.Batch, err error) {
+		observe(d)
+		if failed != nil && errors.Is(err, fluss.ErrPartitionNotExists) {
+			s.parts.forget(failed.Table().ID(), failed.PartitionID())
+		}
+	}
+}
+
 // awaitHandles completes once every record's batch is acknowledged: with the
-// first record's offset on success, or the first error. done observes the
-// time from the Produce call to that moment, once.
-func awaitHandles(handles []accumulator.Handle, done func(time.Duration)) kafkaproto.PartitionWrite {
+// first record's offset on success, or the first error. done runs once then,
+// with the time from the Produce call and the first failed batch.
+func awaitHandles(handles []accumulator.Handle, done func(time.Duration, *accumulator.Batch, error)) kafkaproto.PartitionWrite {
 	start := time.Now()
 	// Records of one Kafka batch share few Fluss batches, consecutively.
 	batches := make([]accumulator.Handle, 0, 1)
@@ -308,14 +322,17 @@ func awaitHandles(handles []accumulator.Handle, done func(time.Duration)) kafkap
 	}
 	c := kafkaproto.NewCompletion()
 	go func() {
-		var err error
+		var (
+			err    error
+			failed *accumulator.Batch
+		)
 		for _, h := range batches {
 			<-h.Done()
 			if e := h.Err(); e != nil && err == nil {
-				err = e
+				err, failed = e, h.Batch()
 			}
 		}
-		done(time.Since(start))
+		done(time.Since(start), failed, err)
 		c.Complete(result(handles[0], err))
 	}()
 	return c
@@ -330,7 +347,7 @@ func awaitHandles(handles []accumulator.Handle, done func(time.Duration)) kafkap
 type handleWrite struct {
 	done    <-chan struct{}
 	start   time.Time
-	observe func(time.Duration)
+	observe func(time.Duration, *accumulator.Batch, error)
 
 	mu    sync.Mutex         // guards first, res, taken
 	first accumulator.Handle // zero once taken
@@ -338,7 +355,7 @@ type handleWrite struct {
 	taken bool
 }
 
-func newHandleWrite(first accumulator.Handle, start time.Time, observe func(time.Duration)) *handleWrite {
+func newHandleWrite(first accumulator.Handle, start time.Time, observe func(time.Duration, *accumulator.Batch, error)) *handleWrite {
 	return &handleWrite{done: first.Done(), start: start, observe: observe, first: first}
 }
 
@@ -349,8 +366,13 @@ func (w *handleWrite) Result() kafkaproto.PartitionResult {
 	defer w.mu.Unlock()
 	if !w.taken {
 		w.taken = true
-		w.observe(time.Since(w.start))
-		w.res = result(w.first, w.first.Err())
+		err := w.first.Err()
+		var failed *accumulator.Batch
+		if err != nil {
+			failed = w.first.Batch()
+		}
+		w.observe(time.Since(w.start), failed, err)
+		w.res = result(w.first, err)
 		w.first = accumulator.Handle{}
 	}
 	return w.res

@@ -139,3 +139,48 @@ func TestStopEndsAppendsPastTheRequestDeadline(t *testing.T) {
 	}
 	acc.Close()
 }
+
+// countingPartitions counts partition resolutions.
+type countingPartitions struct {
+	fakePartitions
+	calls int
+}
+
+func (c *countingPartitions) EnsurePartition(ctx context.Context, p fluss.TablePath, spec fluss.PartitionSpec) (int64, error) {
+	c.calls++
+	return c.fakePartitions.EnsurePartition(ctx, p, spec)
+}
+
+// TestGonePartitionIsResolvedAgain: when Fluss fails a write because the
+// partition no longer exists (retention dropped it, or it was re-created),
+// the cached id is forgotten and the producer's retry resolves it anew
+// instead of failing the same way until the delivery timeout.
+func TestGonePartitionIsResolvedAgain(t *testing.T) {
+	t.Parallel()
+	parts := &countingPartitions{fakePartitions: fakePartitions{"20240102": 1}}
+	s, acc := exampleSink(t, parts)
+	req := &kafkaproto.PartitionProduce{
+		Topic: "clicks", Partition: 0, Acks: -1, ProducerID: -1, BaseSequence: -1,
+		Records: []kafkaproto.Record{{Index: 0, Timestamp: 1_704_164_645_000, Value: []byte(`{"user_id": 1}`)}},
+	}
+	pw, err := s.Produce(t.Context(), req)
+	require.NoError(t, err)
+	require.Equal(t, 1, parts.calls)
+
+	// Fluss answers PARTITION_NOT_EXISTS for the batch.
+	var failed int
+	for _, q := range acc.Queues() {
+		if b, _, _ := q.Peek(true); b != nil && q.Pop(b) {
+			b.Complete(-1, fluss.ErrorForCode(36, "partition dropped"))
+			failed++
+		}
+	}
+	require.Equal(t, 1, failed)
+	<-pw.Done()
+	assert.ErrorIs(t, pw.Result().Err, kafkaproto.ErrUnknownTopicOrPartition)
+
+	_, err = s.Produce(t.Context(), req)
+	require.NoError(t, err)
+	assert.Equal(t, 2, parts.calls, "the retry resolved the partition again")
+	acc.Close()
+}

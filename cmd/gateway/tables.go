@@ -175,6 +175,17 @@ type partitionKey struct {
 	name    string
 }
 
+// forget drops the cached id of a partition that Fluss says is gone.
+func (c *partitionCache) forget(tableID, partitionID int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, id := range c.ids {
+		if k.tableID == tableID && id == partitionID {
+			delete(c.ids, k)
+		}
+	}
+}
+
 func newPartitionCache(src partitionSource) *partitionCache {
 	return &partitionCache{src: src, ids: make(map[partitionKey]int64)}
 }
