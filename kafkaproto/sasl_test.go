@@ -97,10 +97,7 @@ func TestSASLSarama(t *testing.T) {
 
 func TestSASLKcat(t *testing.T) {
 	t.Parallel()
-	kcat, err := exec.LookPath("kcat")
-	if err != nil {
-		t.Skip("kcat not installed")
-	}
+	kcat := requireKcat(t)
 	env := startServer(t, saslConfig())
 	for i, mech := range []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"} {
 		cmd := exec.CommandContext(testContext(t), kcat, "-P", "-b", env.addr, "-t", testTopic,
