@@ -294,7 +294,7 @@ func (c *Client) WaitForTableLeaders(ctx context.Context, path TablePath, partit
 		for _, k := range keys {
 			for b := range n {
 				if _, ok := snap.leader(k, int32(b)); !ok {
-					return false, nil
+					return false, fmt.Errorf("bucket %d: %w", b, ErrNoLeader)
 				}
 			}
 		}
@@ -318,13 +318,11 @@ func (c *Client) WaitForTableLeaders(ctx context.Context, path TablePath, partit
 }
 
 // bucketsLead reports whether every bucket's leader serves as leader. A
-// retriable failure means "not yet".
+// retriable failure means "not yet": it is returned so that poll retries
+// and reports the last one if the wait times out.
 func (c *Client) bucketsLead(ctx context.Context, k physicalKey, buckets []int32) (bool, error) {
 	offs, err := c.ListOffsets(ctx, k.tableID, k.partitionID, buckets, LatestOffset)
 	if err != nil {
-		if IsRetriable(err) {
-			return false, nil
-		}
 		return false, err
 	}
 	req := &FetchLogRequest{TableID: k.tableID}
@@ -333,17 +331,11 @@ func (c *Client) bucketsLead(ctx context.Context, k physicalKey, buckets []int32
 	}
 	fetched, err := c.FetchLog(ctx, req)
 	if err != nil {
-		if IsRetriable(err) {
-			return false, nil
-		}
 		return false, err
 	}
 	for _, f := range fetched {
 		if f.Err != nil {
-			if IsRetriable(f.Err) {
-				return false, nil
-			}
-			return false, f.Err
+			return false, fmt.Errorf("fetch bucket %d: %w", f.Bucket, f.Err)
 		}
 	}
 	return true, nil
