@@ -419,7 +419,25 @@ async def cmd_create_table(conn, admin, args) -> dict[str, Any]:
     await admin.create_database(path.database_name, ignore_if_exists=True)
     await admin.create_table(path, fluss.TableDescriptor(schema, **kwargs), False)
     info = await admin.get_table_info(path)
+    if not args.partition_keys:
+        await wait_for_leaders(admin, path, info)
     return {"table_id": info.table_id, "num_buckets": info.num_buckets}
+
+
+async def wait_for_leaders(admin, path, info, timeout: float = 60.0) -> None:
+    """Wait until every bucket of a new table has a serving leader, as pyfluss's own
+    test setup does: a write to a bucket whose leader is not ready can hang."""
+    deadline = time.monotonic() + timeout
+    buckets = list(range(info.num_buckets))
+    while True:
+        try:
+            await admin.list_offsets(path, bucket_ids=buckets, offset_spec=fluss.OffsetSpec.latest())
+            return
+        except Exception as e:  # pyfluss raises one generic error type
+            msg = str(e).lower()
+            if time.monotonic() > deadline or not ("leader" in msg or "unknown table or bucket" in msg):
+                raise
+        await asyncio.sleep(0.2)
 
 
 async def cmd_drop_table(conn, admin, args) -> dict[str, Any]:
@@ -467,6 +485,9 @@ async def cmd_lookup(conn, admin, args) -> dict[str, Any]:
     return {"rows": rows}
 
 
+WRITE_TIMEOUT = 90.0
+
+
 async def write_rows(conn, args, kind: str) -> int:
     table = await conn.get_table(table_path(args.table))
     schema = arrow_schema(table)
@@ -478,7 +499,10 @@ async def write_rows(conn, args, kind: str) -> int:
     else:
         w = table.new_upsert().create_writer()
         handles = [w.delete(r) if kind == "delete" else w.upsert(r) for r in rows]
-    await w.flush()
+    try:
+        await asyncio.wait_for(w.flush(), timeout=WRITE_TIMEOUT)
+    except asyncio.TimeoutError:
+        raise RuntimeError(f"{kind} of {len(rows)} rows to {args.table} not acknowledged within {WRITE_TIMEOUT}s") from None
     for h in handles:  # surface per-record errors where the client reports them
         wait = getattr(h, "wait", None)
         if wait is not None:
