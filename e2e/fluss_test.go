@@ -63,9 +63,10 @@ func (e *env) createTable(t *testing.T, tb table) string {
 		BucketCount:   tb.buckets,
 		Properties:    tb.properties,
 	}
-	require.NoError(t, e.client.CreateTable(ctx, path, d, false), "create table %s", path)
 	if len(tb.partition) == 0 {
-		require.NoError(t, e.client.WaitForTableLeaders(ctx, path), "leaders of %s", path)
+		require.NoError(t, e.client.CreateTableReady(ctx, path, d, 0), "create table %s", path)
+	} else {
+		require.NoError(t, e.client.CreateTable(ctx, path, d, false), "create table %s", path)
 	}
 	return path.String()
 }

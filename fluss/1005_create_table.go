@@ -10,6 +10,7 @@ package fluss
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -32,4 +33,43 @@ func (c *Client) CreateTable(ctx context.Context, path TablePath, d *TableDescri
 	}
 	c.InvalidateTableInfo(path)
 	return nil
+}
+
+// readyTimeout bounds one wait for a new table's leaders in CreateTableReady.
+const readyTimeout = 30 * time.Second
+
+// CreateTableReady creates a non-partitioned table and waits until every
+// bucket has a serving leader. Under load a Fluss 0.9.1 tablet server can
+// receive a new bucket's leadership before it sees the table's schema in
+// ZooKeeper; it then logs "Error while checking and creating replica ...
+// SchemaNotExistException" and never retries, so the bucket stays without a
+// leader for good. When the leaders do not come within 30 s, the table this
+// call just created is dropped and created again (at most attempts times,
+// default 3). Only for tables nobody else writes yet: use it right after
+// deciding to create the table.
+func (c *Client) CreateTableReady(ctx context.Context, path TablePath, d *TableDescriptor, attempts int) error {
+	if d.IsPartitioned() {
+		return fmt.Errorf("create_table %s: CreateTableReady is for non-partitioned tables", path)
+	}
+	if attempts <= 0 {
+		attempts = 3
+	}
+	var lastErr error
+	for i := range attempts {
+		if i > 0 {
+			if err := c.DropTable(ctx, path, true); err != nil {
+				return fmt.Errorf("drop table %s whose buckets got no leader: %w", path, err)
+			}
+		}
+		if err := c.CreateTable(ctx, path, d, false); err != nil {
+			return err
+		}
+		wctx, cancel := context.WithTimeout(ctx, readyTimeout)
+		lastErr = c.WaitForTableLeaders(wctx, path)
+		cancel()
+		if lastErr == nil || ctx.Err() != nil {
+			return lastErr
+		}
+	}
+	return fmt.Errorf("create_table %s: buckets got no leader after %d attempts: %w", path, attempts, lastErr)
 }

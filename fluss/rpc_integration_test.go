@@ -17,12 +17,13 @@ func createTestTable(t *testing.T, c *Client, d TableDescriptor) (TablePath, *Ta
 	t.Helper()
 	ctx := testContext(t)
 	path := TablePath{Database: newTestDatabase(t, c), Table: uniqueName("t")}
-	require.NoError(t, c.CreateTable(ctx, path, &d, false))
+	if d.IsPartitioned() {
+		require.NoError(t, c.CreateTable(ctx, path, &d, false))
+	} else {
+		require.NoError(t, c.CreateTableReady(ctx, path, &d, 0))
+	}
 	info, err := c.TableInfo(ctx, path)
 	require.NoError(t, err)
-	if !d.IsPartitioned() {
-		require.NoError(t, c.WaitForTableLeaders(ctx, path))
-	}
 	return path, info
 }
 

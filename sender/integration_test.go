@@ -76,8 +76,7 @@ func createLogTables(t *testing.T, ctx context.Context, c *fluss.Client, acc *ac
 		path := fluss.TablePath{Database: db, Table: fmt.Sprintf("t%d", i)}
 		d := &fluss.TableDescriptor{Schema: itSchema, BucketCount: buckets,
 			Properties: map[string]string{fluss.PropLogFormat: string(format)}}
-		require.NoError(t, c.CreateTable(ctx, path, d, false))
-		require.NoError(t, c.WaitForTableLeaders(ctx, path))
+		require.NoError(t, c.CreateTableReady(ctx, path, d, 0))
 		info, err := c.TableInfo(ctx, path)
 		require.NoError(t, err)
 		schema := info.Descriptor.Schema
@@ -323,8 +322,7 @@ func TestIntegrationPrimaryKeyTable(t *testing.T) {
 		{Name: "id", Type: fluss.BigInt().NonNull()},
 		{Name: "v", Type: fluss.String()},
 	}, PrimaryKey: []string{"id"}}
-	require.NoError(t, c.CreateTable(ctx, path, &fluss.TableDescriptor{Schema: pkSchema, BucketCount: 4}, false))
-	require.NoError(t, c.WaitForTableLeaders(ctx, path))
+	require.NoError(t, c.CreateTableReady(ctx, path, &fluss.TableDescriptor{Schema: pkSchema, BucketCount: 4}, 0))
 	info, err := c.TableInfo(ctx, path)
 	require.NoError(t, err)
 	schema := info.Descriptor.Schema

@@ -76,8 +76,7 @@ func TestPyFlussReadsOurArrowBatches(t *testing.T) {
 		assert.NoError(t, c.DropDatabase(cctx, db, true, true))
 	})
 	path := fluss.TablePath{Database: db, Table: "all_types"}
-	require.NoError(t, c.CreateTable(ctx, path, &fluss.TableDescriptor{Schema: *readerSchema(), BucketCount: buckets}, false))
-	require.NoError(t, c.WaitForTableLeaders(ctx, path))
+	require.NoError(t, c.CreateTableReady(ctx, path, &fluss.TableDescriptor{Schema: *readerSchema(), BucketCount: buckets}, 0))
 	info, err := c.GetTableInfo(ctx, path)
 	require.NoError(t, err)
 	require.Equal(t, fluss.LogFormatArrow, info.Descriptor.LogFormat())
