@@ -417,10 +417,22 @@ async def cmd_create_table(conn, admin, args) -> dict[str, Any]:
             props[k] = v
         kwargs["properties"] = props
     await admin.create_database(path.database_name, ignore_if_exists=True)
-    await admin.create_table(path, fluss.TableDescriptor(schema, **kwargs), False)
-    info = await admin.get_table_info(path)
-    if not args.partition_keys:
-        await wait_for_leaders(admin, path, info)
+    # A Fluss 0.9.1 tablet server can get a new bucket's leadership before it sees the
+    # schema, fail to create the replica and never retry: re-create such a table (as
+    # fluss.Client.CreateTableReady does in Go).
+    for attempt in range(3):
+        if attempt:
+            await admin.drop_table(path, True)
+        await admin.create_table(path, fluss.TableDescriptor(schema, **kwargs), False)
+        info = await admin.get_table_info(path)
+        if args.partition_keys:
+            break
+        try:
+            await wait_for_leaders(admin, path, info, timeout=30.0)
+            break
+        except Exception:
+            if attempt == 2:
+                raise
     return {"table_id": info.table_id, "num_buckets": info.num_buckets}
 
 
