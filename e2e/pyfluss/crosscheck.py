@@ -19,9 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.metadata
-import json
 import os
-import sys
 from typing import Any
 
 import flusspy
@@ -72,24 +70,5 @@ async def run(args) -> dict[str, Any]:
         await conn.close()
 
 
-def main() -> int:
-    args = parser().parse_args()
-    try:
-        out = asyncio.run(run(args))
-    except flusspy.UsageError as e:
-        print(f"crosscheck {args.command}: {e}", file=sys.stderr)
-        return 2
-    except Exception as e:  # noqa: BLE001 - every failure becomes a message and exit status 1
-        print(f"crosscheck {args.command}: {type(e).__name__}: {e}", file=sys.stderr)
-        return 1
-    json.dump(out, sys.stdout, allow_nan=False, separators=(",", ":"))
-    sys.stdout.write("\n")
-    return 0
-
-
 if __name__ == "__main__":
-    code = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    # As in flusspy.py: pyfluss's native runtime may abort while the interpreter shuts down.
-    os._exit(code)
+    flusspy.exit_now(flusspy.run_cli("crosscheck", parser, run))

@@ -602,25 +602,31 @@ async def run(args) -> dict[str, Any]:
         await conn.close()
 
 
-def main() -> int:
-    args = parser().parse_args()
+def run_cli(name: str, make_parser, run_fn) -> int:
+    """Parse the arguments, run the command and print its JSON result; usage errors exit
+    with 2, any other failure with 1 and a message on stderr. Shared with crosscheck.py."""
+    args = make_parser().parse_args()
     try:
-        out = asyncio.run(run(args))
+        out = asyncio.run(run_fn(args))
     except UsageError as e:
-        print(f"flusspy {args.command}: {e}", file=sys.stderr)
+        print(f"{name} {args.command}: {e}", file=sys.stderr)
         return 2
     except Exception as e:  # noqa: BLE001 - every failure becomes a message and exit status 1
-        print(f"flusspy {args.command}: {type(e).__name__}: {e}", file=sys.stderr)
+        print(f"{name} {args.command}: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
     json.dump(out, sys.stdout, allow_nan=False, separators=(",", ":"))
     sys.stdout.write("\n")
     return 0
 
 
-if __name__ == "__main__":
-    code = main()
+def exit_now(code: int) -> None:
+    """Flush and leave. pyfluss's native runtime sometimes aborts (SIGABRT) while the
+    interpreter shuts down, after all work is done and the connection is closed; leave
+    without the interpreter's finalisation."""
     sys.stdout.flush()
     sys.stderr.flush()
-    # pyfluss's native runtime sometimes aborts (SIGABRT) while the interpreter shuts down, after
-    # all work is done and the connection is closed; leave without the interpreter's finalisation.
     os._exit(code)
+
+
+if __name__ == "__main__":
+    exit_now(run_cli("flusspy", parser, run))
