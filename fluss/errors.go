@@ -56,8 +56,8 @@ type errorInfo struct {
 
 // errorTable is every code of Fluss's Errors.java (0.9.1-incubating, plus
 // 64–73 from the main branch), classified by the exception hierarchy in
-// fluss-common/src/main/java/org/apache/fluss/exception (see
-// shared/docs/fluss-wire.md §1.7). Immutable.
+// fluss-common/src/main/java/org/apache/fluss/exception of apache/fluss.
+// Immutable.
 var errorTable = map[int32]errorInfo{
 	-1: {"UNKNOWN_SERVER_ERROR", "UnknownServerException", notRetriable},
 	0:  {"NONE", "", notRetriable},
@@ -142,37 +142,45 @@ var errorTable = map[int32]errorInfo{
 
 // Error codes a caller commonly tests for, for use with errors.Is.
 var (
-	ErrUnknownServerError        = newError(-1)
-	ErrNetworkException          = newError(1)
-	ErrUnsupportedVersion        = newError(2)
-	ErrCorruptMessage            = newError(3)
-	ErrDatabaseNotExist          = newError(4)
-	ErrDatabaseNotEmpty          = newError(5)
-	ErrDatabaseAlreadyExist      = newError(6)
-	ErrTableNotExist             = newError(7)
-	ErrTableAlreadyExist         = newError(8)
-	ErrSchemaNotExist            = newError(9)
-	ErrNotLeaderOrFollower       = newError(12)
-	ErrRecordTooLarge            = newError(13)
-	ErrCorruptRecord             = newError(14)
-	ErrInvalidTable              = newError(15)
-	ErrInvalidRequiredAcks       = newError(18)
-	ErrUnknownTableOrBucket      = newError(21)
-	ErrRequestTimedOut           = newError(25)
-	ErrOutOfOrderSequence        = newError(31)
-	ErrDuplicateSequence         = newError(32)
-	ErrUnknownWriterID           = newError(33)
-	ErrPartitionNotExists        = newError(36)
-	ErrTableNotPartitioned       = newError(37)
-	ErrInvalidConfig             = newError(39)
-	ErrPartitionAlreadyExists    = newError(42)
-	ErrLeaderNotAvailable        = newError(44)
-	ErrAuthenticate              = newError(46)
-	ErrAuthorization             = newError(48)
-	ErrRetriableAuthenticate     = newError(51)
-	ErrStorageBackpressure       = newError(72)
-	ErrNotCoordinatorLeader      = newError(65)
-	ErrInsufficientKvLeaderSpace = newError(71)
+	ErrUnknownServerError           = newError(-1)
+	ErrNetworkException             = newError(1)
+	ErrUnsupportedVersion           = newError(2)
+	ErrCorruptMessage               = newError(3)
+	ErrDatabaseNotExist             = newError(4)
+	ErrDatabaseNotEmpty             = newError(5)
+	ErrDatabaseAlreadyExist         = newError(6)
+	ErrTableNotExist                = newError(7)
+	ErrTableAlreadyExist            = newError(8)
+	ErrSchemaNotExist               = newError(9)
+	ErrLogStorage                   = newError(10)
+	ErrKvStorage                    = newError(11)
+	ErrNotLeaderOrFollower          = newError(12)
+	ErrRecordTooLarge               = newError(13)
+	ErrCorruptRecord                = newError(14)
+	ErrInvalidTable                 = newError(15)
+	ErrInvalidRequiredAcks          = newError(18)
+	ErrUnknownTableOrBucket         = newError(21)
+	ErrRequestTimedOut              = newError(25)
+	ErrStorage                      = newError(26)
+	ErrNotEnoughReplicasAfterAppend = newError(28)
+	ErrNotEnoughReplicas            = newError(29)
+	ErrOutOfOrderSequence           = newError(31)
+	ErrDuplicateSequence            = newError(32)
+	ErrUnknownWriterID              = newError(33)
+	ErrPartitionNotExists           = newError(36)
+	ErrTableNotPartitioned          = newError(37)
+	ErrInvalidTimestamp             = newError(38)
+	ErrInvalidConfig                = newError(39)
+	ErrPartitionAlreadyExists       = newError(42)
+	ErrLeaderNotAvailable           = newError(44)
+	ErrAuthenticate                 = newError(46)
+	ErrAuthorization                = newError(48)
+	ErrRetriableAuthenticate        = newError(51)
+	ErrNotCoordinatorLeader         = newError(65)
+	ErrDiskWriteLocked              = newError(70)
+	ErrInsufficientKvLeaderSpace    = newError(71)
+	ErrStorageBackpressure          = newError(72)
+	ErrHistoricalPartitionThrottled = newError(73)
 )
 
 // Local conditions, not sent by a server.

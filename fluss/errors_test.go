@@ -13,7 +13,7 @@ import (
 
 // TestErrorTable pins the code table against Fluss's Errors.java (0.9.1) and
 // the exception hierarchy (retriable = extends RetriableException, refresh =
-// extends InvalidMetadataException), as listed in shared/docs/fluss-wire.md §1.7.
+// extends InvalidMetadataException), as in fluss-common's org.apache.fluss.exception.
 func TestErrorTable(t *testing.T) {
 	tests := []struct {
 		code      int32

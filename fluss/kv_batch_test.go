@@ -18,7 +18,7 @@ func TestKvBatchHeaderOffsets(t *testing.T) {
 }
 
 // Vectors for key 01 / value (1, "a") in table (id INT NOT NULL PK, name
-// STRING), schema id 1 (fluss-wire.md §8.2; row bytes checked against Java
+// STRING), schema id 1 (the Fluss batch layout; row bytes checked against Java
 // in java_golden_test.go).
 func TestKvBatchVectors(t *testing.T) {
 	b, err := NewKvBatchBuilder(idNameSchema, 1, KvFormatCompacted)

@@ -24,7 +24,7 @@ func TestLogBatchV0HeaderOffsets(t *testing.T) {
 	assert.Equal(t, 48, logV0HeaderSize)
 }
 
-// Whole-batch vectors for (1, "a") with schema id 1 (fluss-wire.md §8.2;
+// Whole-batch vectors for (1, "a") with schema id 1 (the Fluss batch layout;
 // the row layouts are checked against the Java writers in
 // java_golden_test.go).
 func TestRowLogBatchVectors(t *testing.T) {

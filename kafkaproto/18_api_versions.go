@@ -2,9 +2,9 @@ package kafkaproto
 
 // ApiVersions, key 18, versions 0-4.
 //
-// The table below is everything the gateway advertises (kafka-producer.md
-// §2.1) and is the only list of keys the connection dispatches; a test checks
-// that both agree. Deliberate quirks, each needed by a real client:
+// The table below is everything the gateway advertises (what the producer
+// clients ask for and need) and is the only list of keys the connection
+// dispatches; a test checks that both agree. Deliberate quirks, each needed by a real client:
 //   - Produce is advertised from v0 but served from v3: librdkafka < 2.11.1
 //     drops gzip/snappy/lz4 unless Produce min is 0 (KAFKA-18659); v0-v2 get
 //     UNSUPPORTED_VERSION per partition. Max 12: v13 names topics by id.

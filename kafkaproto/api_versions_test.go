@@ -13,7 +13,7 @@ import (
 
 type apiKeyRange struct{ key, min, max int16 }
 
-// The table the gateway must advertise (kafka-producer.md §2.1).
+// The table the gateway must advertise (what the producer clients ask for and need).
 var wantAPIs = []apiKeyRange{
 	{0, 0, 12}, {1, 4, 12}, {3, 0, 12}, {10, 0, 6}, {18, 0, 4}, {22, 0, 5},
 }

@@ -14,8 +14,8 @@ import (
 type Error struct {
 	Code int16
 	Name string
-	// Retriable is what Java, librdkafka and kgo do with the code
-	// (kafka-producer.md §5); documentation only.
+	// Retriable is what Java, librdkafka and kgo do with the code (they
+	// retry it within their delivery timeout); documentation only.
 	Retriable bool
 }
 
@@ -27,31 +27,10 @@ func (e *Error) Is(target error) bool {
 	return ok && t.Code == e.Code
 }
 
-// The Kafka error codes the gateway uses, and the single translation sinks
-// apply to backend (Fluss) failures (the sink wraps or errors.Join-s the
-// sentinel with the backend error; errorCode below does the rest):
-//
-//	Fluss error (code)                         Kafka sentinel (code)                  client reaction
-//	REQUEST_TIME_OUT (25); ctx deadline;       ErrRequestTimedOut (7)                 retry; idempotence absorbs
-//	  gateway buffer full past the timeout                                              the duplicates
-//	NOT_ENOUGH_REPLICAS_EXCEPTION (29)         ErrNotEnoughReplicas (19)              retry
-//	NOT_ENOUGH_REPLICAS_AFTER_APPEND (28)      ErrNotEnoughReplicasAfterAppend (20)   retry
-//	NOT_LEADER_OR_FOLLOWER (12),               ErrNotLeaderOrFollower (6)             refresh metadata, retry
-//	  LEADER_NOT_AVAILABLE (44), NETWORK (1),
-//	  UNKNOWN_TABLE_OR_BUCKET (21)
-//	LOG_STORAGE (10), KV_STORAGE (11),         ErrKafkaStorage (56)                   retry
-//	  STORAGE (26), SCHEMA_NOT_EXIST (9),
-//	  DISK_WRITE_LOCKED (70),
-//	  STORAGE_BACKPRESSURE (72)
-//	RECORD_TOO_LARGE (13)                      ErrMessageTooLarge (10)                Java splits the batch, others fail
-//	INVALID_TIMESTAMP (38)                     ErrInvalidTimestamp (32)               fail
-//	CORRUPT_MESSAGE (3) (null PK),             ErrInvalidRecord (87), or a            fail, record_errors name
-//	  mapping rejects                          *RecordsError                          the records
-//	TABLE_NOT_EXIST (7),                       ErrUnknownTopicOrPartition (3)         retry until delivery timeout
-//	  PARTITION_NOT_EXISTS (36)
-//	AUTHORIZATION (48), AUTHENTICATE (46)      ErrTopicAuthorizationFailed (29)       fail
-//	CORRUPT_RECORD (14) (gateway-built batch)  ErrUnknownServerError (-1)             fail
-//	  and anything else
+// The Kafka error codes the server sends. A Sink chooses what a client sees
+// by returning (or wrapping) one of these; errorCode below turns any error
+// into its code. Which backend failure becomes which code is the backend's
+// business, not this package's.
 var (
 	ErrUnknownServerError                 = &Error{-1, "UNKNOWN_SERVER_ERROR", false}
 	ErrCorruptMessage                     = &Error{2, "CORRUPT_MESSAGE", true}

@@ -96,9 +96,16 @@ func batchSeeds() [][]byte {
 	return append(seeds, magic1, magic1[:30])
 }
 
+// fuzzBackend joins the fuzz fakes.
+type fuzzBackend struct {
+	fuzzTopics
+	fuzzSink
+	fuzzPIDs
+}
+
 func newFuzzServer(tb testing.TB) (*Server, *conn) {
 	s, err := New(Config{MaxFrameBytes: 1 << 16, MaxDecompressedBytes: 1 << 16, MaxMessageBytes: 1 << 16},
-		fuzzTopics{}, fuzzSink{}, fuzzPIDs{}, WithRegisterer(prometheus.NewRegistry()))
+		fuzzBackend{}, WithRegisterer(prometheus.NewRegistry()))
 	require.NoError(tb, err)
 	a, b := net.Pipe()
 	tb.Cleanup(func() { _ = a.Close(); _ = b.Close(); _ = s.Close() })

@@ -46,7 +46,7 @@ func startServer(t *testing.T, cfg kafkaproto.Config, opts ...kafkaproto.Option)
 		pids:   &kafkatest.ProducerIDs{},
 		reg:    prometheus.NewPedanticRegistry(),
 	}
-	srv, err := kafkaproto.New(cfg, env.topics, env.sink, env.pids, append([]kafkaproto.Option{
+	srv, err := kafkaproto.New(cfg, kafkatest.Backend{Topics: env.topics, Sink: env.sink, ProducerIDs: env.pids}, append([]kafkaproto.Option{
 		kafkaproto.WithRegisterer(env.reg), kafkaproto.WithLogger(testLogger())}, opts...)...)
 	require.NoError(t, err)
 	l, err := net.Listen("tcp", "127.0.0.1:0")

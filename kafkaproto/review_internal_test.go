@@ -32,7 +32,11 @@ func (fixedIDs) NextProducerID(context.Context) (int64, error) { return 7, nil }
 // keep its first request's frame, up to MaxFrameBytes, in memory.
 func TestProducerStateDoesNotPinRequestFrame(t *testing.T) {
 	t.Parallel()
-	s, err := New(Config{}, oneTopic{}, doneSink{}, fixedIDs{}, WithRegisterer(prometheus.NewRegistry()))
+	s, err := New(Config{}, struct {
+		oneTopic
+		doneSink
+		fixedIDs
+	}{}, WithRegisterer(prometheus.NewRegistry()))
 	require.NoError(t, err)
 	defer s.Close()
 	a, b := net.Pipe()

@@ -42,7 +42,7 @@ func TestServeSurvivesTemporaryAcceptErrors(t *testing.T) {
 	t.Parallel()
 	for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE} {
 		t.Run(errno.Error(), func(t *testing.T) {
-			srv, err := kafkaproto.New(kafkaproto.Config{}, kafkatest.NewTopics(nil), kafkatest.NewSink(), &kafkatest.ProducerIDs{},
+			srv, err := kafkaproto.New(kafkaproto.Config{}, kafkatest.Backend{Topics: kafkatest.NewTopics(nil), Sink: kafkatest.NewSink(), ProducerIDs: &kafkatest.ProducerIDs{}},
 				kafkaproto.WithRegisterer(prometheus.NewRegistry()))
 			require.NoError(t, err)
 			inner, err := net.Listen("tcp", "127.0.0.1:0")

@@ -46,15 +46,15 @@ type Server struct {
 	conns     map[*conn]struct{}
 }
 
-// New builds a Server. topics answers Metadata, sink takes the records and
-// pids allocates producer ids for idempotent producers. It starts nothing:
-// call Serve.
-func New(cfg Config, topics Topics, sink Sink, pids ProducerIDs, opts ...Option) (*Server, error) {
+// New builds a Server on top of b, which answers Metadata, takes the
+// records and allocates producer ids for idempotent producers. It starts
+// nothing: call Serve.
+func New(cfg Config, b Backend, opts ...Option) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("kafka server config: %w", err)
 	}
-	if topics == nil || sink == nil || pids == nil {
-		return nil, errors.New("kafka server needs topics, a sink and producer ids")
+	if b == nil {
+		return nil, errors.New("kafka server needs a backend")
 	}
 	cfg = cfg.withDefaults()
 	o := options{logger: slog.New(slog.DiscardHandler), registerer: prometheus.NewRegistry(), now: time.Now}
@@ -67,9 +67,9 @@ func New(cfg Config, topics Topics, sink Sink, pids ProducerIDs, opts ...Option)
 	}
 	s := &Server{
 		cfg:        cfg,
-		topics:     topics,
-		sink:       sink,
-		pids:       pids,
+		topics:     b,
+		sink:       b,
+		pids:       b,
 		log:        o.logger,
 		dec:        dec,
 		states:     newProducerStates(cfg.MaxProducerStates, cfg.ProducerStateTTL, o.now),

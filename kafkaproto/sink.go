@@ -5,6 +5,15 @@ import (
 	"sync"
 )
 
+// Backend is everything the server needs from what lies behind it: the
+// topics it serves, a sink for their records and producer ids. One type
+// implements it (the gateway's bridge; kafkatest.Backend in tests).
+type Backend interface {
+	Topics
+	Sink
+	ProducerIDs
+}
+
 // TopicInfo describes one topic for an all-topics Metadata answer.
 type TopicInfo struct {
 	// Name is the Kafka topic name.
@@ -52,8 +61,8 @@ type Sink interface {
 }
 
 // ProducerIDs hands out producer ids that are unique across every gateway
-// instance writing to the same backend (the gateway derives them from Fluss
-// InitWriter). It may block on the network, honouring ctx.
+// instance writing to the same backend (a shared backend allocates them).
+// It may block on the network, honouring ctx.
 type ProducerIDs interface {
 	NextProducerID(ctx context.Context) (int64, error)
 }
@@ -115,7 +124,7 @@ type PartitionWrite interface {
 // PartitionResult is the outcome of one batch.
 type PartitionResult struct {
 	// BaseOffset is the offset of the batch's first record, reported back
-	// to the client (the gateway reports Fluss's base offset).
+	// to the client (the backend's offset of that record).
 	BaseOffset int64
 	// LogAppendTime is -1 for CreateTime topics, else the broker time in ms.
 	LogAppendTime int64

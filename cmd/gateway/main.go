@@ -5,10 +5,13 @@
 //
 // SIGHUP (or a change of the file) reloads the routes; SIGTERM or SIGINT
 // stops gracefully within shutdown.deadline; a second one exits at once.
+// Everything else lives in package gateway: this file parses flags, loads
+// the configuration and turns signals into calls.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -20,6 +23,7 @@ import (
 	"time"
 
 	"github.com/fluss-kafka/gateway/configs"
+	"github.com/fluss-kafka/gateway/gateway"
 )
 
 func main() {
@@ -49,12 +53,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if validateOnly {
 		return validate(cfg, stdout, stderr)
 	}
-	g, err := newGateway(cfg, log)
+	g, err := gateway.New(cfg, log)
 	if err != nil {
 		log.Error("start", slog.Any("err", err))
 		return 1
 	}
-	if err := g.listen(); err != nil {
+	if err := g.Listen(); err != nil {
 		log.Error("start", slog.Any("err", err))
 		return 1
 	}
@@ -96,7 +100,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			case <-ctx.Done():
 				return
 			case <-reloads:
-				g.reload(ctx, *path)
+				g.Reload(ctx, *path)
 			}
 		}
 	}()
@@ -113,19 +117,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // validate checks the configuration against the real tables and exits.
 func validate(cfg *configs.Config, stdout, stderr io.Writer) int {
-	log := slog.New(slog.DiscardHandler)
-	g, err := newGateway(cfg, log)
-	if err != nil {
-		fmt.Fprintln(stderr, "gateway validate:", err)
-		return 1
-	}
-	defer g.client.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Fluss.RequestTimeout+cfg.Fluss.DialTimeout)
 	defer cancel()
-	routes, _, err := bindRoutes(ctx, g.client, cfg.Routes, false)
+	routes, err := gateway.Validate(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, "gateway validate: configuration refused:")
-		for _, e := range unjoin(err) {
+		var joined interface{ Unwrap() []error }
+		errs := []error{err}
+		if errors.As(err, &joined) {
+			errs = joined.Unwrap()
+		}
+		for _, e := range errs {
 			fmt.Fprintln(stderr, "  -", e)
 		}
 		return 1
@@ -134,13 +136,6 @@ func validate(cfg *configs.Config, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "route %s -> %s: ok\n", r.Name(), r.Table())
 	}
 	return 0
-}
-
-func unjoin(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	return []error{err}
 }
 
 func newLogger(c configs.Logging, w io.Writer) *slog.Logger {
@@ -160,4 +155,33 @@ func newLogger(c configs.Logging, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// watchFile calls onChange whenever the file's size or modification time
+// changes, polling every interval until ctx ends. Polling survives editors
+// that replace the file and needs no platform-specific notification API.
+func watchFile(ctx context.Context, path string, interval time.Duration, onChange func()) {
+	stamp := func() (time.Time, int64) {
+		fi, err := os.Stat(path)
+		if err != nil {
+			return time.Time{}, -1
+		}
+		return fi.ModTime(), fi.Size()
+	}
+	lastMod, lastSize := stamp()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			mod, size := stamp()
+			if size < 0 || (mod.Equal(lastMod) && size == lastSize) {
+				continue
+			}
+			lastMod, lastSize = mod, size
+			onChange()
+		}
+	}
 }

@@ -1,5 +1,5 @@
 // Package kafkatest provides in-memory fakes of the interfaces kafkaproto
-// consumes (Topics, Sink, ProducerIDs), for tests of kafkaproto and of code
+// consumes (Topics, Sink, ProducerIDs, joined by Backend), for tests of kafkaproto and of code
 // built on it. Everything is safe for concurrent use.
 package kafkatest
 
@@ -12,6 +12,13 @@ import (
 
 	"github.com/fluss-kafka/gateway/kafkaproto"
 )
+
+// Backend joins the three fakes into a kafkaproto.Backend.
+type Backend struct {
+	*Topics
+	*Sink
+	*ProducerIDs
+}
 
 // Topics is a mutable topic list.
 type Topics struct {

@@ -21,7 +21,7 @@ func mustHex(t *testing.T, s string) []byte {
 	return b
 }
 
-// The worked examples of shared/docs/fluss-wire.md §1.2 (derived by hand from
+// Worked examples of the Fluss RPC framing (derived by hand from
 // Fluss MessageCodec.java and standard protobuf encoding).
 func TestWorkedExamples(t *testing.T) {
 	t.Run("api versions request", func(t *testing.T) {

@@ -1,4 +1,4 @@
-package main
+package gateway
 
 import (
 	"path/filepath"
@@ -46,7 +46,7 @@ func exampleTables() map[fluss.TablePath]*fluss.TableInfo {
 
 func TestExampleConfigRoutesBind(t *testing.T) {
 	t.Parallel()
-	cfg, err := configs.Load(filepath.Join("..", "..", "configs", "gateway.yaml"))
+	cfg, err := configs.Load(filepath.Join("..", "configs", "gateway.yaml"))
 	require.NoError(t, err)
 	specs, err := routeSpecs(cfg.Routes)
 	require.NoError(t, err)
@@ -72,9 +72,9 @@ func TestExampleConfigRoutesBind(t *testing.T) {
 				assert.Equal(t, int32(1), out.Bucket)
 			}},
 		{"customers", mapping.Record{Key: []byte("c1"), Value: []byte(`{"name": "ann"}`)},
-			func(t *testing.T, out *mapping.Converted) { assert.Equal(t, mapping.OpUpsert, out.Op) }},
+			func(t *testing.T, out *mapping.Converted) { assert.Equal(t, fluss.WriteUpsert, out.Op) }},
 		{"customers", mapping.Record{Key: []byte("c1")},
-			func(t *testing.T, out *mapping.Converted) { assert.Equal(t, mapping.OpDelete, out.Op) }},
+			func(t *testing.T, out *mapping.Converted) { assert.Equal(t, fluss.WriteDelete, out.Op) }},
 		{"clicks", mapping.Record{Timestamp: 1_704_164_645_000, Value: []byte(`{"user_id": 7}`)},
 			func(t *testing.T, out *mapping.Converted) { assert.Equal(t, "20240102", out.Partition) }},
 		{"logs.app", mapping.Record{Value: []byte("line")},

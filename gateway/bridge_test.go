@@ -1,4 +1,4 @@
-package main
+package gateway
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,15 +32,15 @@ func (f fakePartitions) EnsurePartition(_ context.Context, _ fluss.TablePath, sp
 }
 
 // exampleSink binds configs/gateway.yaml's routes to exampleTables and
-// returns a sink over a fresh accumulator (no sender).
-func exampleSink(t *testing.T, parts partitionSource) (*sink, *accumulator.Accumulator) {
+// returns a bridge over a fresh accumulator (no sender).
+func exampleSink(t *testing.T, parts partitionSource) (*bridge, *accumulator.Accumulator) {
 	t.Helper()
 	return exampleSinkWith(t, parts, accumulator.Config{Linger: time.Hour})
 }
 
-func exampleSinkWith(t *testing.T, parts partitionSource, acfg accumulator.Config) (*sink, *accumulator.Accumulator) {
+func exampleSinkWith(t *testing.T, parts partitionSource, acfg accumulator.Config) (*bridge, *accumulator.Accumulator) {
 	t.Helper()
-	cfg, err := configs.Load(filepath.Join("..", "..", "configs", "gateway.yaml"))
+	cfg, err := configs.Load(filepath.Join("..", "configs", "gateway.yaml"))
 	require.NoError(t, err)
 	specs, err := routeSpecs(cfg.Routes)
 	require.NoError(t, err)
@@ -56,7 +57,7 @@ func exampleSinkWith(t *testing.T, parts partitionSource, acfg accumulator.Confi
 	require.NoError(t, err)
 	st, err := newTableRegistry(acc).state(bound, infos)
 	require.NoError(t, err)
-	s := newSink(acc, newPartitionCache(parts), nil, newGatewayMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler))
+	s := newBridge(acc, newPartitionCache(parts), nil, newGatewayMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler))
 	s.state.Store(st)
 	return s, acc
 }
@@ -75,7 +76,7 @@ func TestProduceSpanningPartitionsIsAtomic(t *testing.T) {
 			{Index: 1, OffsetDelta: 1, Timestamp: 1_704_164_645_000 + day, Value: []byte(`{"user_id": 2}`)},
 		},
 	}
-	_, err := s.Produce(t.Context(), req)
+	err := produceErr(t, s, req)
 	require.Error(t, err)
 	assert.Equal(t, 0, acc.Incomplete(), "no record of the failed batch is queued")
 	assert.Zero(t, acc.BufferedBytes())
@@ -143,11 +144,11 @@ func TestStopEndsAppendsPastTheRequestDeadline(t *testing.T) {
 // countingPartitions counts partition resolutions.
 type countingPartitions struct {
 	fakePartitions
-	calls int
+	calls atomic.Int32 // resolutions run on the bridge's queue goroutine
 }
 
 func (c *countingPartitions) EnsurePartition(ctx context.Context, p fluss.TablePath, spec fluss.PartitionSpec) (int64, error) {
-	c.calls++
+	c.calls.Add(1)
 	return c.fakePartitions.EnsurePartition(ctx, p, spec)
 }
 
@@ -165,7 +166,8 @@ func TestGonePartitionIsResolvedAgain(t *testing.T) {
 	}
 	pw, err := s.Produce(t.Context(), req)
 	require.NoError(t, err)
-	require.Equal(t, 1, parts.calls)
+	require.NoError(t, s.drain(t.Context()))
+	require.EqualValues(t, 1, parts.calls.Load())
 
 	// Fluss answers PARTITION_NOT_EXISTS for the batch.
 	var failed int
@@ -181,6 +183,119 @@ func TestGonePartitionIsResolvedAgain(t *testing.T) {
 
 	_, err = s.Produce(t.Context(), req)
 	require.NoError(t, err)
-	assert.Equal(t, 2, parts.calls, "the retry resolved the partition again")
+	require.NoError(t, s.drain(t.Context()))
+	assert.EqualValues(t, 2, parts.calls.Load(), "the retry resolved the partition again")
 	acc.Close()
+}
+
+// produceErr hands req to the bridge and returns its error: the one
+// Produce returns, or else the write's once it completes (a batch that
+// waited for partition resolution fails through its write).
+func produceErr(t *testing.T, s *bridge, req *kafkaproto.PartitionProduce) error {
+	t.Helper()
+	pw, err := s.Produce(t.Context(), req)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-pw.Done():
+		return pw.Result().Err
+	case <-time.After(10 * time.Second):
+		t.Fatal("write not complete after 10s")
+		return nil
+	}
+}
+
+// blockingPartitions resolves partitions only once released.
+type blockingPartitions struct {
+	fakePartitions
+	asked   chan string
+	release chan struct{}
+}
+
+func (b *blockingPartitions) EnsurePartition(ctx context.Context, p fluss.TablePath, spec fluss.PartitionSpec) (int64, error) {
+	b.asked <- spec[0].Value
+	select {
+	case <-b.release:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	return b.fakePartitions.EnsurePartition(ctx, p, spec)
+}
+
+// TestPartitionResolutionDoesNotBlockTheReader: a batch whose Fluss
+// partition is not known yet waits off the connection's read goroutine:
+// Produce returns while the lookup is still blocked, a later batch of the
+// same Kafka partition queues behind it (order), and other topics are
+// appended at once.
+func TestPartitionResolutionDoesNotBlockTheReader(t *testing.T) {
+	t.Parallel()
+	parts := &blockingPartitions{
+		fakePartitions: fakePartitions{"20240102": 1, "20240103": 2},
+		asked:          make(chan string, 4),
+		release:        make(chan struct{}),
+	}
+	s, acc := exampleSink(t, parts)
+	defer acc.Close()
+	const day = int64(24 * 3600 * 1000)
+	click := func(ts int64) *kafkaproto.PartitionProduce {
+		return &kafkaproto.PartitionProduce{
+			Topic: "clicks", Partition: 0, Acks: -1, ProducerID: -1, BaseSequence: -1,
+			Records: []kafkaproto.Record{{Index: 0, Timestamp: ts, Value: []byte(`{"user_id": 1}`)}},
+		}
+	}
+	type produced struct {
+		w   kafkaproto.PartitionWrite
+		err error
+	}
+	ch := make(chan produced, 1)
+	go func() {
+		w, err := s.Produce(t.Context(), click(1_704_164_645_000))
+		ch <- produced{w, err}
+	}()
+	var first kafkaproto.PartitionWrite
+	select {
+	case p := <-ch:
+		require.NoError(t, p.err)
+		first = p.w
+	case <-time.After(10 * time.Second):
+		close(parts.release)
+		t.Fatal("Produce blocked on the partition lookup")
+	}
+	select {
+	case name := <-parts.asked:
+		assert.Equal(t, "20240102", name)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the partition was never looked up")
+	}
+	// A later batch of the same Kafka partition waits behind the first,
+	// even though nothing of it is known to be slow.
+	second, err := s.Produce(t.Context(), click(1_704_164_645_000+day))
+	require.NoError(t, err)
+	// Another topic is not held up.
+	orders, err := s.Produce(t.Context(), &kafkaproto.PartitionProduce{
+		Topic: "orders", Partition: 0, Acks: -1, ProducerID: -1, BaseSequence: -1,
+		Records: []kafkaproto.Record{{Index: 0, Value: []byte(`{"order_id": 7}`)}},
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 1, acc.Incomplete(), "only the orders row is appended while the lookup blocks")
+	assert.True(t, s.pending.busy(topicPartition{"clicks", 0}))
+	select {
+	case <-first.Done():
+		t.Fatal("first batch completed before its partition was resolved")
+	case <-second.Done():
+		t.Fatal("second batch completed before the first")
+	default:
+	}
+	close(parts.release)
+	select {
+	case name := <-parts.asked:
+		assert.Equal(t, "20240103", name, "the second batch resolved its own partition after the first")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second batch's partition was never looked up")
+	}
+	require.NoError(t, s.drain(t.Context()))
+	assert.Equal(t, 3, acc.Incomplete(), "both click rows are appended once resolved")
+	assert.False(t, s.pending.busy(topicPartition{"clicks", 0}))
+	_ = orders
 }

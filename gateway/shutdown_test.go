@@ -1,4 +1,4 @@
-package main
+package gateway
 
 import (
 	"context"
@@ -30,7 +30,7 @@ func TestShutdownServersTogether(t *testing.T) {
 	var addrs []string
 	var served []chan error
 	for range 2 {
-		srv, err := kafkaproto.New(kafkaproto.Config{}, topics, sink, &kafkatest.ProducerIDs{},
+		srv, err := kafkaproto.New(kafkaproto.Config{}, kafkatest.Backend{Topics: topics, Sink: sink, ProducerIDs: &kafkatest.ProducerIDs{}},
 			kafkaproto.WithRegisterer(prometheus.NewRegistry()))
 		require.NoError(t, err)
 		l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -1,4 +1,4 @@
-package main
+package gateway
 
 import (
 	"context"
@@ -22,11 +22,13 @@ import (
 	"github.com/fluss-kafka/gateway/configs"
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/kafkaproto"
+	"github.com/fluss-kafka/gateway/mapping"
 	"github.com/fluss-kafka/gateway/sender"
 )
 
-// gateway owns every component and their lifetimes.
-type gateway struct {
+// Gateway owns every component and their lifetimes: the Fluss client, the
+// writer, the bridge, the Kafka listeners and the admin server.
+type Gateway struct {
 	cfg *configs.Config
 	log *slog.Logger
 	reg *prometheus.Registry
@@ -36,7 +38,7 @@ type gateway struct {
 	acc     *accumulator.Accumulator
 	snd     *sender.Sender
 	tables  *tableRegistry
-	sink    *sink
+	bridge  *bridge
 	servers []*kafkaproto.Server
 	admin   *adminServer
 
@@ -50,23 +52,14 @@ type gateway struct {
 	reloadMu sync.Mutex // one reload at a time
 }
 
-func newGateway(cfg *configs.Config, log *slog.Logger) (*gateway, error) {
+func New(cfg *configs.Config, log *slog.Logger) (*Gateway, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	g := &gateway{cfg: cfg, log: log, reg: reg, m: newGatewayMetrics(reg), loadErr: errors.New("routes not loaded yet")}
+	g := &Gateway{cfg: cfg, log: log, reg: reg, m: newGatewayMetrics(reg), loadErr: errors.New("routes not loaded yet")}
 
-	fc := fluss.Config{
-		Bootstrap:      cfg.Fluss.Bootstrap,
-		RequestTimeout: cfg.Fluss.RequestTimeout,
-		DialTimeout:    cfg.Fluss.DialTimeout,
-		ClientID:       cfg.Fluss.ClientID,
-	}
-	if s := cfg.Fluss.SASL; s != nil {
-		fc.Username, fc.Password = s.Username, s.Password
-	}
-	client, err := fluss.NewClient(fc, fluss.WithLogger(log.With(slog.String("component", "fluss"))))
+	client, err := newFlussClient(cfg, log.With(slog.String("component", "fluss")))
 	if err != nil {
-		return nil, fmt.Errorf("fluss client: %w", err)
+		return nil, err
 	}
 	g.client = client
 
@@ -108,7 +101,7 @@ func newGateway(cfg *configs.Config, log *slog.Logger) (*gateway, error) {
 	}
 	g.snd = snd
 	g.tables = newTableRegistry(acc)
-	g.sink = newSink(acc, newPartitionCache(client), client, g.m, log.With(slog.String("component", "sink")))
+	g.bridge = newBridge(acc, newPartitionCache(client), client, g.m, log.With(slog.String("component", "bridge")))
 
 	for i, l := range cfg.Listeners {
 		kc, err := kafkaConfig(cfg.Kafka, l)
@@ -116,7 +109,7 @@ func newGateway(cfg *configs.Config, log *slog.Logger) (*gateway, error) {
 			client.Close()
 			return nil, fmt.Errorf("listeners[%d] (%s): %w", i, l.Name, err)
 		}
-		srv, err := kafkaproto.New(kc, g.sink, g.sink, g.sink,
+		srv, err := kafkaproto.New(kc, g.bridge,
 			kafkaproto.WithLogger(log.With(slog.String("listener", l.Name))),
 			kafkaproto.WithRegisterer(prometheus.WrapRegistererWith(prometheus.Labels{"listener": l.Name}, reg)))
 		if err != nil {
@@ -127,6 +120,25 @@ func newGateway(cfg *configs.Config, log *slog.Logger) (*gateway, error) {
 	}
 	g.admin = newAdminServer(reg, g.ready, log.With(slog.String("component", "admin")))
 	return g, nil
+}
+
+// newFlussClient connects to the configured Fluss cluster (lazily: the
+// first call dials).
+func newFlussClient(cfg *configs.Config, log *slog.Logger) (*fluss.Client, error) {
+	fc := fluss.Config{
+		Bootstrap:      cfg.Fluss.Bootstrap,
+		RequestTimeout: cfg.Fluss.RequestTimeout,
+		DialTimeout:    cfg.Fluss.DialTimeout,
+		ClientID:       cfg.Fluss.ClientID,
+	}
+	if s := cfg.Fluss.SASL; s != nil {
+		fc.Username, fc.Password = s.Username, s.Password
+	}
+	client, err := fluss.NewClient(fc, fluss.WithLogger(log))
+	if err != nil {
+		return nil, fmt.Errorf("fluss client: %w", err)
+	}
+	return client, nil
 }
 
 // kafkaConfig turns a configured listener into the Kafka server's config.
@@ -183,8 +195,9 @@ func kafkaConfig(k configs.Kafka, l configs.Listener) (kafkaproto.Config, error)
 	return kc, nil
 }
 
-// listen opens the Kafka and admin listeners.
-func (g *gateway) listen() error {
+// Listen opens the Kafka and admin listeners, before Run, so that the
+// caller knows the ports.
+func (g *Gateway) Listen() error {
 	for _, l := range g.cfg.Listeners {
 		ln, err := net.Listen("tcp", l.Bind)
 		if err != nil {
@@ -204,7 +217,7 @@ func (g *gateway) listen() error {
 	return nil
 }
 
-func (g *gateway) closeListeners() {
+func (g *Gateway) closeListeners() {
 	for _, l := range g.kafkaListeners {
 		l.Close()
 	}
@@ -216,7 +229,7 @@ func (g *gateway) closeListeners() {
 // load binds the configured routes to their tables, retrying while Fluss
 // cannot be reached. A route that does not fit its table is an error at
 // once: retrying would not fix the configuration.
-func (g *gateway) load(ctx context.Context) error {
+func (g *Gateway) load(ctx context.Context) error {
 	backoff := 500 * time.Millisecond
 	for {
 		err := g.applyStartup(ctx)
@@ -243,10 +256,10 @@ func (g *gateway) load(ctx context.Context) error {
 // applyStartup applies the start-up configuration, unless a reload has
 // already applied newer routes while load was retrying (the reload would
 // otherwise be silently undone).
-func (g *gateway) applyStartup(ctx context.Context) error {
+func (g *Gateway) applyStartup(ctx context.Context) error {
 	g.reloadMu.Lock()
 	defer g.reloadMu.Unlock()
-	if g.sink.state.Load() != nil {
+	if g.bridge.loaded() {
 		return nil
 	}
 	return g.apply(ctx, g.cfg, false)
@@ -270,7 +283,7 @@ func isNetError(err error) bool {
 }
 
 // apply binds cfg's routes and swaps them in; fresh as in bindRoutes.
-func (g *gateway) apply(ctx context.Context, cfg *configs.Config, fresh bool) error {
+func (g *Gateway) apply(ctx context.Context, cfg *configs.Config, fresh bool) error {
 	routes, infos, err := bindRoutes(ctx, g.client, cfg.Routes, fresh)
 	if err != nil {
 		return err
@@ -279,7 +292,7 @@ func (g *gateway) apply(ctx context.Context, cfg *configs.Config, fresh bool) er
 	if err != nil {
 		return err
 	}
-	g.sink.state.Store(st)
+	g.bridge.setState(st)
 	g.m.routes.Set(float64(len(routes.All())))
 	g.setLoadErr(nil)
 	for _, r := range routes.All() {
@@ -294,7 +307,7 @@ func (g *gateway) apply(ctx context.Context, cfg *configs.Config, fresh bool) er
 // load or reload makes the gateway ready again.
 var errShuttingDown = errors.New("shutting down")
 
-func (g *gateway) setLoadErr(err error) {
+func (g *Gateway) setLoadErr(err error) {
 	g.mu.Lock()
 	if g.loadErr != errShuttingDown {
 		g.loadErr = err
@@ -303,7 +316,7 @@ func (g *gateway) setLoadErr(err error) {
 }
 
 // ready is /readyz: routes bound to tables found in Fluss.
-func (g *gateway) ready() error {
+func (g *Gateway) ready() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.loadErr
@@ -313,7 +326,7 @@ func (g *gateway) ready() error {
 // deadline: stop accepting and answer every Produce already read, flush the
 // accumulator, stop the sender, close Fluss connections, stop the admin
 // server. A second cancellation (force) abandons the wait at once.
-func (g *gateway) Run(ctx, force context.Context) error {
+func (g *Gateway) Run(ctx, force context.Context) error {
 	var adminDone chan error
 	if g.adminListener != nil {
 		adminDone = make(chan error, 1)
@@ -360,11 +373,16 @@ func (g *gateway) Run(ctx, force context.Context) error {
 		}
 		// Out of time: appends waiting for buffer memory give up too.
 		<-sctx.Done()
-		g.sink.stop()
+		g.bridge.stopAppends()
 	}()
 	errs := shutdownServers(sctx, g.servers)
 	if err := grp.Wait(); err != nil {
 		errs = append(errs, err)
+	}
+	// Batches still waiting for a Fluss partition are appended before the
+	// flush (only acks=0 ones can remain: the others' answers were waited for).
+	if err := g.bridge.drain(sctx); err != nil {
+		errs = append(errs, fmt.Errorf("drain queued batches: %w", err))
 	}
 	if err := g.acc.Flush(sctx); err != nil {
 		errs = append(errs, fmt.Errorf("flush: %w", err))
@@ -405,7 +423,7 @@ func shutdownServers(ctx context.Context, servers []*kafkaproto.Server) []error 
 	return slices.DeleteFunc(errs, func(err error) bool { return err == nil })
 }
 
-func (g *gateway) shutdownAdmin(done chan error) {
+func (g *Gateway) shutdownAdmin(done chan error) {
 	if done == nil {
 		return
 	}
@@ -415,4 +433,17 @@ func (g *gateway) shutdownAdmin(done chan error) {
 		g.log.Warn("admin server shutdown", slog.Any("err", err))
 	}
 	<-done
+}
+
+// Validate binds cfg's routes to the real Fluss tables without starting
+// anything, for `gateway validate`: every problem is reported, each naming
+// its route, table and column.
+func Validate(ctx context.Context, cfg *configs.Config) (*mapping.Routes, error) {
+	client, err := newFlussClient(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return nil, err
+	}
+	defer client.Close()
+	routes, _, err := bindRoutes(ctx, client, cfg.Routes, false)
+	return routes, err
 }

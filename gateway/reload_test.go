@@ -1,4 +1,4 @@
-package main
+package gateway
 
 import (
 	"context"
@@ -76,7 +76,7 @@ func TestReloadDuringStartupIsKept(t *testing.T) {
 	cfg, err := configs.Load(path)
 	require.NoError(t, err)
 	retrying := logSignal{substr: "cannot load routes yet", once: &sync.Once{}, ch: make(chan struct{})}
-	g, err := newGateway(cfg, slog.New(retrying))
+	g, err := New(cfg, slog.New(retrying))
 	require.NoError(t, err)
 	defer g.client.Close()
 
@@ -91,12 +91,12 @@ func TestReloadDuringStartupIsKept(t *testing.T) {
 	}
 	failing.Store(false)
 	require.NoError(t, os.WriteFile(path, []byte(routeConfig(cl.Bootstrap(), "new", "db.new_t")), 0o600))
-	require.True(t, g.reload(ctx, path))
+	require.True(t, g.Reload(ctx, path))
 	require.NoError(t, <-loaded)
 
-	_, ok := g.sink.Topic("new")
+	_, ok := g.bridge.Topic("new")
 	assert.True(t, ok, "the reloaded route is served")
-	_, ok = g.sink.Topic("old")
+	_, ok = g.bridge.Topic("old")
 	assert.False(t, ok, "the start-up configuration did not come back")
 	assert.NoError(t, g.ready())
 }
@@ -122,11 +122,11 @@ func TestLoadRetriesTransientTableInfoErrors(t *testing.T) {
 	})
 	cfg, err := configs.Parse([]byte(routeConfig(cl.Bootstrap(), "events", "db.t")))
 	require.NoError(t, err)
-	g, err := newGateway(cfg, slog.New(slog.DiscardHandler))
+	g, err := New(cfg, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	defer g.client.Close()
 	require.NoError(t, g.load(ctx))
-	n, ok := g.sink.Topic("events")
+	n, ok := g.bridge.Topic("events")
 	assert.True(t, ok)
 	assert.Equal(t, int32(2), n)
 	assert.GreaterOrEqual(t, failures.Load(), int32(2))
@@ -148,14 +148,14 @@ func TestReloadWhileStoppingKeepsNotReady(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte(routeConfig(cl.Bootstrap(), "events", "db.t")), 0o600))
 	cfg, err := configs.Load(path)
 	require.NoError(t, err)
-	g, err := newGateway(cfg, slog.New(slog.DiscardHandler))
+	g, err := New(cfg, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	defer g.client.Close()
 	require.NoError(t, g.load(ctx))
 	require.NoError(t, g.ready())
 
 	g.setLoadErr(errShuttingDown) // as Run does on SIGTERM
-	g.reload(ctx, path)
+	g.Reload(ctx, path)
 	assert.Error(t, g.ready(), "not ready while shutting down")
 }
 
@@ -177,11 +177,11 @@ func TestReloadSeesRecreatedTable(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte(routeConfig(cl.Bootstrap(), "events", "db.t")), 0o600))
 	cfg, err := configs.Load(path)
 	require.NoError(t, err)
-	g, err := newGateway(cfg, slog.New(slog.DiscardHandler))
+	g, err := New(cfg, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	defer g.client.Close()
 	require.NoError(t, g.load(ctx))
-	n, ok := g.sink.Topic("events")
+	n, ok := g.bridge.Topic("events")
 	require.True(t, ok)
 	require.Equal(t, int32(1), n)
 
@@ -191,9 +191,9 @@ func TestReloadSeesRecreatedTable(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEqual(t, oldID, newID)
 
-	require.True(t, g.reload(ctx, path))
-	n, ok = g.sink.Topic("events")
+	require.True(t, g.Reload(ctx, path))
+	n, ok = g.bridge.Topic("events")
 	require.True(t, ok)
 	assert.Equal(t, int32(3), n, "the re-created table's bucket count")
-	assert.Equal(t, newID, g.sink.state.Load().infos[tpath].TableID)
+	assert.Equal(t, newID, g.bridge.state.Load().infos[tpath].TableID)
 }

@@ -1,4 +1,4 @@
-package main
+package gateway
 
 import (
 	"context"
@@ -22,7 +22,7 @@ type tableSource interface {
 }
 
 // routeState is one immutable generation of routes bound to their tables;
-// the sink reads it through an atomic pointer and a reload swaps it.
+// the bridge reads it through an atomic pointer and a reload swaps it.
 type routeState struct {
 	routes *mapping.Routes
 	tables map[fluss.TablePath]*accumulator.Table
@@ -153,68 +153,4 @@ func tableSpec(info *fluss.TableInfo) (accumulator.TableSpec, error) {
 		return spec, fmt.Errorf("table %s: %w", info.Path, err)
 	}
 	return spec, nil
-}
-
-// partitionSource is what partition resolution needs from Fluss.
-type partitionSource interface {
-	EnsurePartition(ctx context.Context, path fluss.TablePath, spec fluss.PartitionSpec) (int64, error)
-}
-
-// partitionCache resolves partition names to ids, creating partitions that
-// do not exist yet. Ids are cached per table id, so a re-created table does
-// not reuse stale ones.
-type partitionCache struct {
-	src partitionSource
-
-	mu  sync.RWMutex // guards ids
-	ids map[partitionKey]int64
-}
-
-type partitionKey struct {
-	tableID int64
-	name    string
-}
-
-// forget drops the cached id of a partition that Fluss says is gone.
-func (c *partitionCache) forget(tableID, partitionID int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for k, id := range c.ids {
-		if k.tableID == tableID && id == partitionID {
-			delete(c.ids, k)
-		}
-	}
-}
-
-func newPartitionCache(src partitionSource) *partitionCache {
-	return &partitionCache{src: src, ids: make(map[partitionKey]int64)}
-}
-
-// id returns the partition id of name in the table, creating the partition
-// when it does not exist. It may block on Fluss, honouring ctx.
-func (c *partitionCache) id(ctx context.Context, info *fluss.TableInfo, name string) (int64, error) {
-	k := partitionKey{info.TableID, name}
-	c.mu.RLock()
-	id, ok := c.ids[k]
-	c.mu.RUnlock()
-	if ok {
-		return id, nil
-	}
-	keys := info.Descriptor.PartitionKeys
-	values := strings.Split(name, fluss.PartitionSeparator)
-	if len(values) != len(keys) {
-		return 0, fmt.Errorf("partition %q of table %s: %d values for %d partition keys", name, info.Path, len(values), len(keys))
-	}
-	spec := make(fluss.PartitionSpec, len(keys))
-	for i, key := range keys {
-		spec[i] = fluss.PartitionValue{Key: key, Value: values[i]}
-	}
-	id, err := c.src.EnsurePartition(ctx, info.Path, spec)
-	if err != nil {
-		return 0, fmt.Errorf("resolve partition %q of table %s: %w", name, info.Path, err)
-	}
-	c.mu.Lock()
-	c.ids[k] = id
-	c.mu.Unlock()
-	return id, nil
 }

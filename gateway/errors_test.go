@@ -1,4 +1,4 @@
-package main
+package gateway
 
 import (
 	"context"
@@ -86,5 +86,16 @@ func TestKafkaErrorLocalConditions(t *testing.T) {
 			}
 			assert.ErrorIs(t, got, tt.want)
 		})
+	}
+}
+
+// TestFlussToKafkaTableHasEachCodeOnce: the table is the one mapping; a
+// code listed twice would make the second entry dead.
+func TestFlussToKafkaTableHasEachCodeOnce(t *testing.T) {
+	seen := map[int32]bool{}
+	for _, m := range flussToKafka {
+		assert.False(t, seen[m.fluss.Code], "Fluss code %d (%s) listed twice", m.fluss.Code, m.fluss.Name)
+		seen[m.fluss.Code] = true
+		require.NotNil(t, m.kafka)
 	}
 }

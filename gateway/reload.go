@@ -1,20 +1,18 @@
-package main
+package gateway
 
 import (
 	"context"
 	"log/slog"
-	"os"
 	"reflect"
-	"time"
 
 	"github.com/fluss-kafka/gateway/configs"
 )
 
-// reload re-reads the configuration file and applies its routes. A file
+// Reload re-reads the configuration file and applies its routes. A file
 // that does not parse, or routes that do not fit their tables, are refused:
 // the old routes stay, the failure is logged and counted. Settings other
 // than routes need a restart; a change to them is logged and ignored.
-func (g *gateway) reload(ctx context.Context, path string) bool {
+func (g *Gateway) Reload(ctx context.Context, path string) bool {
 	g.reloadMu.Lock()
 	defer g.reloadMu.Unlock()
 	cfg, err := configs.Load(path)
@@ -41,33 +39,4 @@ func sameStatic(a, b *configs.Config) bool {
 	x, y := *a, *b
 	x.Routes, y.Routes = nil, nil
 	return reflect.DeepEqual(x, y)
-}
-
-// watchFile calls onChange whenever the file's size or modification time
-// changes, polling every interval until ctx ends. Polling survives editors
-// that replace the file and needs no platform-specific notification API.
-func watchFile(ctx context.Context, path string, interval time.Duration, onChange func()) {
-	stamp := func() (time.Time, int64) {
-		fi, err := os.Stat(path)
-		if err != nil {
-			return time.Time{}, -1
-		}
-		return fi.ModTime(), fi.Size()
-	}
-	lastMod, lastSize := stamp()
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			mod, size := stamp()
-			if size < 0 || (mod.Equal(lastMod) && size == lastSize) {
-				continue
-			}
-			lastMod, lastSize = mod, size
-			onChange()
-		}
-	}
 }

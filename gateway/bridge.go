@@ -1,4 +1,4 @@
-package main
+package gateway
 
 import (
 	"context"
@@ -16,17 +16,19 @@ import (
 	"github.com/fluss-kafka/gateway/mapping"
 )
 
-// sink connects the Kafka front to the write path: it resolves a topic to
-// its route, converts each record into a row, and appends the rows to the
-// accumulator. It implements kafkaproto.Sink, kafkaproto.Topics and
-// kafkaproto.ProducerIDs.
-type sink struct {
-	state atomic.Pointer[routeState]
-	acc   *accumulator.Accumulator
-	parts *partitionCache
-	ids   writerIDs
-	log   *slog.Logger
-	m     *gatewayMetrics
+// bridge connects the Kafka front to the write path: it resolves a topic to
+// its route, converts each record into a row, sends rows that do not
+// convert to the dead-letter table (or rejects their batch), resolves Fluss
+// partitions, appends the rows to the accumulator and turns the Fluss acks
+// into the Kafka answer. It is the gateway's kafkaproto.Backend.
+type bridge struct {
+	state   atomic.Pointer[routeState]
+	acc     *accumulator.Accumulator
+	parts   *partitionCache
+	pending *pendingWrites
+	ids     writerIDs
+	log     *slog.Logger
+	m       *gatewayMetrics
 
 	// stopped ends when a shutdown runs out of time: it bounds the appends
 	// that no longer follow the request's deadline (see appendAll).
@@ -53,14 +55,30 @@ type convBatch struct {
 	handles []accumulator.Handle
 }
 
-func newSink(acc *accumulator.Accumulator, parts *partitionCache, ids writerIDs, m *gatewayMetrics, log *slog.Logger) *sink {
+func newBridge(acc *accumulator.Accumulator, parts *partitionCache, ids writerIDs, m *gatewayMetrics, log *slog.Logger) *bridge {
 	stopped, stop := context.WithCancel(context.Background())
-	return &sink{acc: acc, parts: parts, ids: ids, m: m, log: log, stopped: stopped, stop: stop}
+	return &bridge{acc: acc, parts: parts, pending: newPendingWrites(), ids: ids, m: m, log: log, stopped: stopped, stop: stop}
 }
+
+var _ kafkaproto.Backend = (*bridge)(nil)
+
+// loaded reports whether routes have been bound.
+func (s *bridge) loaded() bool { return s.state.Load() != nil }
+
+// setState swaps in a new generation of bound routes.
+func (s *bridge) setState(st *routeState) { s.state.Store(st) }
+
+// stopAppends ends appends that outlive their request's deadline, and the
+// partition resolutions still queued: a shutdown ran out of time.
+func (s *bridge) stopAppends() { s.stop() }
+
+// drain waits until every batch queued for partition resolution has been
+// appended (or has failed), or until ctx ends.
+func (s *bridge) drain(ctx context.Context) error { return s.pending.wait(ctx) }
 
 // Topic implements kafkaproto.Topics: a routed topic has as many partitions
 // as its table has buckets.
-func (s *sink) Topic(name string) (int32, bool) {
+func (s *bridge) Topic(name string) (int32, bool) {
 	st := s.state.Load()
 	if st == nil {
 		return 0, false
@@ -74,7 +92,7 @@ func (s *sink) Topic(name string) (int32, bool) {
 
 // AllTopics implements kafkaproto.Topics. Pattern routes cannot be listed;
 // their topics answer when asked by name.
-func (s *sink) AllTopics() []kafkaproto.TopicInfo {
+func (s *bridge) AllTopics() []kafkaproto.TopicInfo {
 	st := s.state.Load()
 	if st == nil {
 		return nil
@@ -91,7 +109,7 @@ func (s *sink) AllTopics() []kafkaproto.TopicInfo {
 // NextProducerID implements kafkaproto.ProducerIDs with Fluss writer ids,
 // which Fluss allocates cluster-wide, so every gateway instance sharing the
 // cluster hands out distinct producer ids without talking to the others.
-func (s *sink) NextProducerID(ctx context.Context) (int64, error) {
+func (s *bridge) NextProducerID(ctx context.Context) (int64, error) {
 	st := s.state.Load()
 	var tables []fluss.TablePath
 	if st != nil {
@@ -104,8 +122,13 @@ func (s *sink) NextProducerID(ctx context.Context) (int64, error) {
 	return id, nil
 }
 
-// Produce implements kafkaproto.Sink.
-func (s *sink) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) (kafkaproto.PartitionWrite, error) {
+// Produce implements kafkaproto.Sink. It runs on the Kafka connection's
+// read goroutine: it converts the batch, and when every Fluss partition it
+// needs is known it appends the rows at once. Otherwise (a partition to
+// look up or create: up to three Fluss calls and a poll) the converted
+// batch waits in its Kafka partition's queue, in arrival order, and a
+// goroutine resolves and appends it, so the connection keeps reading.
+func (s *bridge) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) (kafkaproto.PartitionWrite, error) {
 	st := s.state.Load()
 	if st == nil {
 		return nil, fmt.Errorf("%w: routes not loaded yet", kafkaproto.ErrLeaderNotAvailable)
@@ -115,12 +138,55 @@ func (s *sink) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) (k
 		return nil, kafkaproto.ErrUnknownTopicOrPartition
 	}
 	cb := s.getBatch(len(req.Records))
-	defer s.putBatch(cb)
-
 	if err := s.convert(route, req, cb); err != nil {
+		s.putBatch(cb)
 		s.m.rejected(route.Name(), len(req.Records))
 		return nil, err
 	}
+	tp := topicPartition{req.Topic, req.Partition}
+	if !s.pending.busy(tp) && s.resolveCached(st, route, cb) {
+		defer s.putBatch(cb)
+		return s.write(ctx, st, route, req, cb)
+	}
+
+	// The request's context ends when the handler returns; keep its deadline.
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(defaultResolveTimeout)
+	}
+	c := kafkaproto.NewCompletion()
+	s.pending.enqueue(tp, func() {
+		defer s.putBatch(cb)
+		jctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+		defer cancel()
+		stop := context.AfterFunc(s.stopped, cancel)
+		defer stop()
+		if err := s.resolvePartitions(jctx, st, route, cb); err != nil {
+			s.log.Warn("produce: partition resolution failed", slog.String("topic", req.Topic),
+				slog.Int("partition", int(req.Partition)), slog.Any("err", err))
+			c.Complete(failedResult(kafkaError(err)))
+			return
+		}
+		w, err := s.write(jctx, st, route, req, cb)
+		if err != nil {
+			c.Complete(failedResult(err))
+			return
+		}
+		go func() {
+			<-w.Done()
+			c.Complete(w.Result())
+		}()
+	})
+	return c, nil
+}
+
+// defaultResolveTimeout bounds a queued batch's partition resolution when
+// its request has no deadline (kafkaproto always sets one).
+const defaultResolveTimeout = 30 * time.Second
+
+// write appends a converted batch whose partitions are resolved and returns
+// its completion.
+func (s *bridge) write(ctx context.Context, st *routeState, route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) (kafkaproto.PartitionWrite, error) {
 	if err := s.appendAll(ctx, st, route, cb); err != nil {
 		// Rows appended before the failure (only possible when the
 		// accumulator closes, its own wait limit ends or a shutdown runs out
@@ -142,10 +208,14 @@ func (s *sink) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) (k
 	return awaitHandles(cb.handles, s.writeDone(route.Name())), nil
 }
 
+func failedResult(err error) kafkaproto.PartitionResult {
+	return kafkaproto.PartitionResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1, Err: err}
+}
+
 // convert converts every record of the batch. In reject mode the first
 // rejected records fail the whole batch with record_errors; in dlq mode
 // they are marked for the dead-letter table.
-func (s *sink) convert(route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) error {
+func (s *bridge) convert(route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) error {
 	conv := route.Converter()
 	dlq := route.DLQ()
 	var rejects []kafkaproto.RecordError
@@ -196,27 +266,31 @@ func (s *sink) convert(route *mapping.Route, req *kafkaproto.PartitionProduce, c
 	return nil
 }
 
-// appendAll appends every converted row to the accumulator.
-//
-// Partitions are resolved (created if need be) for every row before the
-// first append, under the request's deadline, so that a failure to resolve
-// one leaves the whole batch unwritten. Only the first append honours the
-// request's deadline: once a row of the batch is accepted, the rest must
-// follow, or a failed batch would still be partly written and the
-// producer's retry would duplicate that part. Later appends still end on
-// the accumulator's own buffer wait limit, on close, and when a shutdown
-// runs out of time.
-// The request then answers late; an idempotent producer's retry meanwhile
-// waits for this write in kafkaproto instead of writing again.
-func (s *sink) appendAll(ctx context.Context, st *routeState, route *mapping.Route, cb *convBatch) error {
-	table := st.tables[route.Table()]
+// resolveCached fills the batch's partition ids from the cache alone and
+// reports whether every one was there.
+func (s *bridge) resolveCached(st *routeState, route *mapping.Route, cb *convBatch) bool {
+	return s.fillPartitionIDs(route, cb, func(name string) (int64, error) {
+		if id, ok := s.parts.cached(st.infos[route.Table()].TableID, name); ok {
+			return id, nil
+		}
+		return 0, errNotCached
+	}) == nil
+}
+
+// resolvePartitions fills the batch's partition ids, looking up (and
+// creating) partitions not cached yet. It may block on Fluss, honouring ctx.
+// A failure leaves the whole batch unwritten.
+func (s *bridge) resolvePartitions(ctx context.Context, st *routeState, route *mapping.Route, cb *convBatch) error {
 	info := st.infos[route.Table()]
-	var dlqTable *accumulator.Table
-	if d := route.DLQ(); d != nil {
-		dlqTable = st.tables[d.Table()]
-	}
-	// Resolve (and create) every partition first: a failure must leave the
-	// whole batch unwritten.
+	return s.fillPartitionIDs(route, cb, func(name string) (int64, error) {
+		return s.parts.id(ctx, info, name)
+	})
+}
+
+// errNotCached stops resolveCached at the first partition not cached.
+var errNotCached = errors.New("partition not cached")
+
+func (s *bridge) fillPartitionIDs(route *mapping.Route, cb *convBatch, id func(name string) (int64, error)) error {
 	partID, partName := int64(accumulator.NoPartition), ""
 	for i := range cb.convs {
 		c := &cb.convs[i]
@@ -224,12 +298,31 @@ func (s *sink) appendAll(ctx context.Context, st *routeState, route *mapping.Rou
 			partName, partID = c.Partition, accumulator.NoPartition
 			if partName != "" {
 				var err error
-				if partID, err = s.parts.id(ctx, info, partName); err != nil {
+				if partID, err = id(partName); err != nil {
 					return err
 				}
 			}
 		}
 		cb.partIDs[i] = partID
+	}
+	return nil
+}
+
+// appendAll appends every converted row to the accumulator; the batch's
+// partition ids are resolved already.
+//
+// Only the first append honours the request's deadline: once a row of the
+// batch is accepted, the rest must follow, or a failed batch would still be
+// partly written and the producer's retry would duplicate that part. Later
+// appends still end on the accumulator's own buffer wait limit, on close,
+// and when a shutdown runs out of time.
+// The request then answers late; an idempotent producer's retry meanwhile
+// waits for this write in kafkaproto instead of writing again.
+func (s *bridge) appendAll(ctx context.Context, st *routeState, route *mapping.Route, cb *convBatch) error {
+	table := st.tables[route.Table()]
+	var dlqTable *accumulator.Table
+	if d := route.DLQ(); d != nil {
+		dlqTable = st.tables[d.Table()]
 	}
 	for i := range cb.convs {
 		if i == 1 {
@@ -245,11 +338,11 @@ func (s *sink) appendAll(ctx context.Context, st *routeState, route *mapping.Rou
 		} else {
 			partID := cb.partIDs[i]
 			switch c.Op {
-			case mapping.OpAppend:
+			case fluss.WriteAppend:
 				h, err = s.acc.Append(ctx, table, partID, c.Bucket, c.Row)
-			case mapping.OpUpsert:
+			case fluss.WriteUpsert:
 				h, err = s.acc.Upsert(ctx, table, partID, c.Bucket, c.Key, c.Row)
-			case mapping.OpDelete:
+			case fluss.WriteDelete:
 				h, err = s.acc.Delete(ctx, table, partID, c.Bucket, c.Key)
 			default:
 				err = fmt.Errorf("unexpected op %v", c.Op)
@@ -263,7 +356,7 @@ func (s *sink) appendAll(ctx context.Context, st *routeState, route *mapping.Rou
 	return nil
 }
 
-func (s *sink) getBatch(n int) *convBatch {
+func (s *bridge) getBatch(n int) *convBatch {
 	cb, _ := s.batches.Get().(*convBatch)
 	if cb == nil {
 		cb = &convBatch{}
@@ -280,7 +373,7 @@ func (s *sink) getBatch(n int) *convBatch {
 	return cb
 }
 
-func (s *sink) putBatch(cb *convBatch) {
+func (s *bridge) putBatch(cb *convBatch) {
 	// Very large batches would pin their row buffers; let the GC have them.
 	if cap(cb.convs) > 4096 {
 		return
@@ -295,7 +388,7 @@ func (s *sink) putBatch(cb *convBatch) {
 // acknowledged or one failed: it observes the latency, and when Fluss says
 // a partition no longer exists (dropped by retention, or re-created) it
 // forgets the cached partition id, so the producer's retry resolves it anew.
-func (s *sink) writeDone(route string) func(time.Duration, *accumulator.Batch, error) {
+func (s *bridge) writeDone(route string) func(time.Duration, *accumulator.Batch, error) {
 	observe := s.m.produceDone(route)
 	return func(d time.Duration, failed *accumulator.Batch, err error) {
 		observe(d)

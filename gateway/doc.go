@@ -1,0 +1,25 @@
+// Package gateway is the Kafka-compatible producer gateway: it owns the
+// bridge from the Kafka front (kafkaproto) to the Fluss write path
+// (accumulator and sender over the fluss client), and the lifetime of
+// every component.
+//
+// The bridge (bridge.go) is the one kafkaproto.Backend: it answers Metadata
+// from the bound routes, hands out producer ids from Fluss InitWriter, and
+// for each Produce partition resolves the topic's route, converts every
+// record into a row (mapping), sends rows that do not convert to the
+// route's dead-letter table or rejects their batch with record_errors,
+// resolves Fluss partitions (partitions.go: off the connection's read
+// goroutine when a partition must be looked up or created, queued per
+// Kafka partition so order holds), appends the rows, and turns the Fluss
+// acks into the Kafka answer (errors.go holds the one Fluss → Kafka error
+// table).
+//
+// Gateway (server.go) wires the Fluss client, the accumulator, the sender,
+// the bridge, the Kafka listeners and the admin server (/metrics, /livez,
+// /readyz) from a configs.Config; binds routes to tables (tables.go),
+// reloads them (reload.go) and shuts down in order. cmd/gateway only parses
+// flags, loads the file and turns signals into calls.
+//
+// Imports point down: gateway may import kafkaproto, mapping, accumulator,
+// sender, fluss and configs; none of them imports gateway.
+package gateway
