@@ -9,6 +9,11 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/fluss-kafka/gateway/fluss"
+	"github.com/fluss-kafka/gateway/kafkaproto"
+	"github.com/fluss-kafka/gateway/mapping"
+	"github.com/fluss-kafka/gateway/writer"
 )
 
 // Config is the whole gateway configuration file. Load and Parse return it
@@ -30,8 +35,9 @@ type Config struct {
 	// Shutdown bounds a graceful stop.
 	Shutdown Shutdown `yaml:"shutdown"`
 	// Routes map Kafka topics to Fluss tables. Exact topic routes are
-	// matched first, then pattern routes in file order.
-	Routes []Route `yaml:"routes"`
+	// matched first, then pattern routes in file order. The route type,
+	// its defaults and its checks are mapping's (mapping.RouteSpec).
+	Routes []mapping.RouteSpec `yaml:"routes"`
 }
 
 // Listener is one Kafka-protocol listener.
@@ -60,9 +66,9 @@ type TLS struct {
 
 // SASL mechanisms a listener can offer.
 const (
-	MechanismPlain       = "PLAIN"
-	MechanismScramSHA256 = "SCRAM-SHA-256"
-	MechanismScramSHA512 = "SCRAM-SHA-512"
+	MechanismPlain       = kafkaproto.MechanismPlain
+	MechanismScramSHA256 = kafkaproto.MechanismSCRAMSHA256
+	MechanismScramSHA512 = kafkaproto.MechanismSCRAMSHA512
 )
 
 // SASL lists the mechanisms a listener offers and the users it accepts.
@@ -80,7 +86,8 @@ type User struct {
 	Password string `yaml:"password"`
 }
 
-// Kafka holds the Kafka-protocol limits shared by every listener.
+// Kafka holds the Kafka-protocol limits shared by every listener. The
+// defaults are kafkaproto.DefaultConfig's.
 type Kafka struct {
 	// ClusterID is returned in Metadata. Default "fluss-kafka-gateway".
 	ClusterID string `yaml:"cluster_id"`
@@ -94,7 +101,8 @@ type Kafka struct {
 	MaxRequestBytes ByteSize `yaml:"max_request_bytes"`
 	// MaxReadBytes bounds the request bytes read and being handled at once
 	// across all connections; past it, connections are not read. Default
-	// the larger of 256MiB and max_request_bytes.
+	// (left 0 here, resolved by kafkaproto) the larger of 256MiB and
+	// max_request_bytes.
 	MaxReadBytes ByteSize `yaml:"max_read_bytes"`
 	// MaxInFlightRequests bounds the requests read from one connection and
 	// not yet answered; past it the connection is not read. Default 16.
@@ -110,7 +118,8 @@ type Kafka struct {
 	MaxProducerStates int `yaml:"max_producer_states"`
 }
 
-// Fluss is the connection to the Fluss cluster.
+// Fluss is the connection to the Fluss cluster. The defaults are the fluss
+// client's (fluss.Default*).
 type Fluss struct {
 	// Bootstrap lists coordinator or tablet server host:port addresses.
 	Bootstrap []string `yaml:"bootstrap"`
@@ -132,10 +141,12 @@ type FlussSASL struct {
 	Password  string `yaml:"password"`
 }
 
-// Writer holds the write-path settings towards Fluss.
+// Writer holds the write-path settings towards Fluss. The defaults are
+// the writer's (writerDefaults).
 type Writer struct {
-	// Linger is how long a batch waits for more rows; 0 sends at once.
-	// Default 20ms: Kafka producers batch already, and wait for their acks.
+	// Linger is how long a batch waits for more rows; 0 is no linger (a
+	// batch is sent as soon as it can be). Default 20ms: Kafka producers
+	// batch already, and wait for their acks.
 	Linger time.Duration `yaml:"linger"`
 	// BatchSize is the target size of one bucket's batch. Default 2MiB.
 	BatchSize ByteSize `yaml:"batch_size"`
@@ -152,7 +163,8 @@ type Writer struct {
 	// DeliveryTimeout bounds the time from accepting a record to its Fluss
 	// ack; after it the Kafka producer gets REQUEST_TIMED_OUT. Default 2m.
 	DeliveryTimeout time.Duration `yaml:"delivery_timeout"`
-	// Acks towards Fluss: AcksAll (-1), 1 or 0. Default all.
+	// Acks towards Fluss: AcksAll (-1) or 1; 0 is refused by Validate.
+	// Default all.
 	Acks Acks `yaml:"acks"`
 	// Idempotence makes the writer use a Fluss writer id and batch
 	// sequences. Requires acks=all. Default true.
@@ -195,30 +207,13 @@ type Shutdown struct {
 	Deadline time.Duration `yaml:"deadline"`
 }
 
-// Defaults for settings not given in the file.
+// Defaults of the settings that belong to the gateway itself; the other
+// defaults come from the components (defaultConfig).
 const (
-	DefaultListenerBind             = "0.0.0.0:9092"
-	DefaultListenerAdvertised       = "localhost:9092"
-	DefaultKafkaClusterID           = "fluss-kafka-gateway"
-	DefaultKafkaMaxMessageBytes     = 1048588
-	DefaultKafkaMaxRequestBytes     = 100 << 20
-	DefaultKafkaMaxInFlightRequests = 16
-	DefaultKafkaIdleTimeout         = 10 * time.Minute
-	DefaultKafkaProducerStateTTL    = time.Hour
-	DefaultKafkaMaxProducerStates   = 100000
-	DefaultFlussClientID            = "fluss-kafka-gateway"
-	DefaultFlussRequestTimeout      = 30 * time.Second
-	DefaultFlussDialTimeout         = 10 * time.Second
-	DefaultLinger                   = 20 * time.Millisecond
-	DefaultBatchSize                = 2 << 20
-	DefaultBufferMemory             = 64 << 20
-	DefaultMaxRequestSize           = 10 << 20
-	DefaultRetries                  = 1<<31 - 1
-	DefaultRetryBackoff             = 100 * time.Millisecond
-	DefaultDeliveryTimeout          = 2 * time.Minute
-	DefaultMaxInFlightPerBucket     = 5
-	DefaultAdminAddress             = ":9464"
-	DefaultShutdownDeadline         = 30 * time.Second
+	DefaultListenerBind       = "0.0.0.0:9092"
+	DefaultListenerAdvertised = "localhost:9092"
+	DefaultAdminAddress       = ":9464"
+	DefaultShutdownDeadline   = 30 * time.Second
 )
 
 // Load reads and parses the configuration file at path.
@@ -235,8 +230,13 @@ func Load(path string) (*Config, error) {
 }
 
 // Parse decodes a YAML document strictly (unknown keys are errors), fills in
-// defaults and validates the result.
+// defaults and validates the result. A malformed "database.table" stops the
+// decoding (fluss.TablePath refuses it), so Parse checks those values first
+// and then reports only them, each with its key path.
 func Parse(data []byte) (*Config, error) {
+	if err := checkTablePaths(data); err != nil {
+		return nil, err
+	}
 	cfg := defaultConfig()
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -257,39 +257,47 @@ func Parse(data []byte) (*Config, error) {
 	return cfg, nil
 }
 
-// defaultConfig returns the defaults of every scalar setting. The YAML is
-// decoded over it, so a key given as 0 or false keeps that value.
+// defaultConfig returns the defaults of every scalar setting, taken from
+// the components that own them. The YAML is decoded over it, so a key given
+// as 0 or false keeps that value.
 func defaultConfig() *Config {
+	k := kafkaproto.DefaultConfig()
 	return &Config{
 		Kafka: Kafka{
-			ClusterID:           DefaultKafkaClusterID,
-			MaxMessageBytes:     DefaultKafkaMaxMessageBytes,
-			MaxRequestBytes:     DefaultKafkaMaxRequestBytes,
-			MaxInFlightRequests: DefaultKafkaMaxInFlightRequests,
-			IdleTimeout:         DefaultKafkaIdleTimeout,
-			ProducerStateTTL:    DefaultKafkaProducerStateTTL,
-			MaxProducerStates:   DefaultKafkaMaxProducerStates,
+			ClusterID:           k.ClusterID,
+			MaxMessageBytes:     ByteSize(k.MaxMessageBytes),
+			MaxRequestBytes:     ByteSize(k.MaxFrameBytes),
+			MaxInFlightRequests: k.MaxInFlightRequests,
+			IdleTimeout:         k.IdleTimeout,
+			ProducerStateTTL:    k.ProducerStateTTL,
+			MaxProducerStates:   k.MaxProducerStates,
 		},
 		Fluss: Fluss{
-			ClientID:       DefaultFlussClientID,
-			RequestTimeout: DefaultFlussRequestTimeout,
-			DialTimeout:    DefaultFlussDialTimeout,
+			ClientID:       fluss.DefaultClientID,
+			RequestTimeout: fluss.DefaultRequestTimeout,
+			DialTimeout:    fluss.DefaultDialTimeout,
 		},
-		Writer: Writer{
-			Linger:               DefaultLinger,
-			BatchSize:            DefaultBatchSize,
-			BufferMemory:         DefaultBufferMemory,
-			MaxRequestSize:       DefaultMaxRequestSize,
-			Retries:              DefaultRetries,
-			RetryBackoff:         DefaultRetryBackoff,
-			DeliveryTimeout:      DefaultDeliveryTimeout,
-			Acks:                 AcksAll,
-			Idempotence:          true,
-			MaxInFlightPerBucket: DefaultMaxInFlightPerBucket,
-		},
+		Writer:   writerDefaults(),
 		Admin:    Admin{Address: DefaultAdminAddress},
 		Logging:  Logging{Level: LevelInfo, Format: FormatText},
 		Shutdown: Shutdown{Deadline: DefaultShutdownDeadline},
+	}
+}
+
+// writerDefaults are the defaults of the writer package.
+func writerDefaults() Writer {
+	w := writer.DefaultConfig()
+	return Writer{
+		Linger:               w.Linger,
+		BatchSize:            ByteSize(w.BatchSize),
+		BufferMemory:         ByteSize(w.BufferMemory),
+		MaxRequestSize:       ByteSize(w.MaxRequestSize),
+		Retries:              w.Retries,
+		RetryBackoff:         w.RetryBackoff,
+		DeliveryTimeout:      w.DeliveryTimeout,
+		Acks:                 Acks(w.Acks),
+		Idempotence:          !w.DisableIdempotence,
+		MaxInFlightPerBucket: w.MaxInflightPerBucket,
 	}
 }
 
@@ -315,6 +323,76 @@ func (c *Config) fillDefaults() {
 		c.Fluss.SASL.Mechanism = MechanismPlain
 	}
 	for i := range c.Routes {
-		c.Routes[i].fillDefaults()
+		c.Routes[i] = c.Routes[i].WithDefaults()
 	}
+}
+
+// checkTablePaths reports, with key paths, the route tables
+// (routes[].table, routes[].errors.dlq_table) that are not a
+// "database.table" fluss.ParseTablePath accepts. A document that is not
+// valid YAML is left to the strict decoder to report.
+func checkTablePaths(data []byte) error {
+	var doc yaml.Node
+	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil || len(doc.Content) == 0 {
+		return nil
+	}
+	routes := mapValue(doc.Content[0], "routes")
+	if routes == nil || routes.Kind != yaml.SequenceNode {
+		return nil
+	}
+	var p problems
+	for i, r := range routes.Content {
+		r = resolveAlias(r)
+		if r.Kind != yaml.MappingNode {
+			continue
+		}
+		name := mapping.RouteSpec{Name: scalarValue(r, "name"), Topic: scalarValue(r, "topic"), Pattern: scalarValue(r, "pattern")}.WithDefaults().Name
+		key := fmt.Sprintf("routes[%d] (%s)", i, name)
+		checkTablePathNode(&p, key+".table", mapValue(r, "table"))
+		if e := mapValue(r, "errors"); e != nil && e.Kind == yaml.MappingNode {
+			checkTablePathNode(&p, key+".errors.dlq_table", mapValue(e, "dlq_table"))
+		}
+	}
+	return p.err()
+}
+
+func checkTablePathNode(p *problems, key string, n *yaml.Node) {
+	switch {
+	case n == nil || n.Kind == yaml.ScalarNode && n.Tag == "!!null":
+		// Absent: Validate says whether it is required.
+	case n.Kind != yaml.ScalarNode:
+		p.add(key, "line %d: must be a string database.table", n.Line)
+	default:
+		if _, err := fluss.ParseTablePath(n.Value); err != nil {
+			p.add(key, "%v", err)
+		}
+	}
+}
+
+// mapValue returns the value of key in a mapping node, or nil.
+func mapValue(m *yaml.Node, key string) *yaml.Node {
+	m = resolveAlias(m)
+	if m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return resolveAlias(m.Content[i+1])
+		}
+	}
+	return nil
+}
+
+func scalarValue(m *yaml.Node, key string) string {
+	if n := mapValue(m, key); n != nil && n.Kind == yaml.ScalarNode {
+		return n.Value
+	}
+	return ""
+}
+
+func resolveAlias(n *yaml.Node) *yaml.Node {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	return n
 }

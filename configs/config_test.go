@@ -9,6 +9,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fluss-kafka/gateway/fluss"
+	"github.com/fluss-kafka/gateway/mapping"
 )
 
 const minimal = `
@@ -24,20 +27,31 @@ func TestParseDefaults(t *testing.T) {
 	require.Len(t, cfg.Listeners, 1)
 	assert.Equal(t, Listener{Name: "plain", Bind: DefaultListenerBind, Advertised: DefaultListenerAdvertised}, cfg.Listeners[0])
 	assert.Equal(t, []string{"127.0.0.1:9123"}, cfg.Fluss.Bootstrap)
-	assert.Equal(t, DefaultFlussClientID, cfg.Fluss.ClientID)
-	assert.Equal(t, DefaultFlussRequestTimeout, cfg.Fluss.RequestTimeout)
-	assert.Equal(t, DefaultFlussDialTimeout, cfg.Fluss.DialTimeout)
+	// The defaults come from the components; the literals are the ones
+	// docs/configuration.md documents.
+	assert.Equal(t, Kafka{
+		ClusterID:           "fluss-kafka-gateway",
+		MaxMessageBytes:     1048588,
+		MaxRequestBytes:     100 << 20,
+		MaxInFlightRequests: 16,
+		IdleTimeout:         10 * time.Minute,
+		ProducerStateTTL:    time.Hour,
+		MaxProducerStates:   100000,
+	}, cfg.Kafka)
+	assert.Equal(t, "fluss-kafka-gateway", cfg.Fluss.ClientID)
+	assert.Equal(t, 30*time.Second, cfg.Fluss.RequestTimeout)
+	assert.Equal(t, 10*time.Second, cfg.Fluss.DialTimeout)
 	assert.Equal(t, Writer{
-		Linger:               DefaultLinger,
-		BatchSize:            DefaultBatchSize,
-		BufferMemory:         DefaultBufferMemory,
-		MaxRequestSize:       DefaultMaxRequestSize,
-		Retries:              DefaultRetries,
-		RetryBackoff:         DefaultRetryBackoff,
-		DeliveryTimeout:      DefaultDeliveryTimeout,
+		Linger:               20 * time.Millisecond,
+		BatchSize:            2 << 20,
+		BufferMemory:         64 << 20,
+		MaxRequestSize:       10 << 20,
+		Retries:              2147483647,
+		RetryBackoff:         100 * time.Millisecond,
+		DeliveryTimeout:      2 * time.Minute,
 		Acks:                 AcksAll,
 		Idempotence:          true,
-		MaxInFlightPerBucket: DefaultMaxInFlightPerBucket,
+		MaxInFlightPerBucket: 5,
 	}, cfg.Writer)
 	assert.Equal(t, DefaultAdminAddress, cfg.Admin.Address)
 	assert.Equal(t, Logging{Level: LevelInfo, Format: FormatText}, cfg.Logging)
@@ -117,21 +131,62 @@ routes:
 `))
 	require.NoError(t, err)
 	require.Len(t, cfg.Routes, 2)
-	assert.Equal(t, Route{
+	assert.Equal(t, mapping.RouteSpec{
 		Name:     "orders",
 		Topic:    "orders",
-		Table:    "shop.orders",
-		Value:    Value{Format: ValueJSON, UnknownFields: UnknownIgnore, MissingFields: MissingNull},
-		Key:      Key{Format: KeyNone},
-		Metadata: Metadata{HeadersFormat: HeadersJSON},
-		Errors:   Errors{Mode: ErrorsReject},
+		Table:    fluss.TablePath{Database: "shop", Table: "orders"},
+		Value:    mapping.ValueSpec{Format: mapping.ValueJSON, UnknownFields: mapping.FieldIgnore, MissingFields: mapping.FieldNull},
+		Key:      mapping.KeySpec{Format: mapping.KeyNone},
+		Metadata: mapping.MetadataSpec{HeadersFormat: mapping.HeadersJSON},
+		Errors:   mapping.ErrorSpec{Mode: mapping.ErrorsReject},
 	}, cfg.Routes[0])
 	r := cfg.Routes[1]
 	assert.Equal(t, `logs\..*`, r.Name)
-	assert.Equal(t, []PartitionColumn{
-		{Column: "dt", From: PartitionFromTimestamp, Format: "yyyyMMdd", TimeZone: "UTC"},
-		{Column: "region", From: PartitionFromField},
+	assert.Equal(t, fluss.TablePath{Database: "ops", Table: "logs"}, r.Table)
+	assert.Equal(t, mapping.ValueSpec{Format: mapping.ValueRaw, Column: "payload", UnknownFields: mapping.FieldIgnore, MissingFields: mapping.FieldNull}, r.Value)
+	assert.Equal(t, []mapping.PartitionSpec{
+		{Column: "dt", From: mapping.PartitionFromTimestamp, Format: "yyyyMMdd", TimeZone: "UTC"},
+		{Column: "region", From: mapping.PartitionFromField},
 	}, r.Partition)
+}
+
+// TestParseRouteKeys decodes every route key into mapping.RouteSpec.
+func TestParseRouteKeys(t *testing.T) {
+	t.Parallel()
+	cfg, err := Parse([]byte(minimal + `
+routes:
+  - name: orders
+    topic: orders
+    table: shop.orders
+    value:
+      format: json
+      columns: {customer: customer.name}
+      unknown_fields: reject
+      missing_fields: reject
+    key: {format: json, columns: {id: $.id}}
+    metadata: {key: k, headers: h, headers_format: json, timestamp: ts, partition: p, offset: o, topic: tp}
+    tombstone: reject
+    partition:
+      - {column: dt, from: timestamp, format: yyyyMMdd, time_zone: Europe/Paris}
+    errors: {mode: dlq, dlq_table: ops.dead_letters}
+`))
+	require.NoError(t, err)
+	require.Len(t, cfg.Routes, 1)
+	assert.Equal(t, mapping.RouteSpec{
+		Name:  "orders",
+		Topic: "orders",
+		Table: fluss.TablePath{Database: "shop", Table: "orders"},
+		Value: mapping.ValueSpec{Format: mapping.ValueJSON, Paths: map[string]string{"customer": "customer.name"},
+			UnknownFields: mapping.FieldReject, MissingFields: mapping.FieldReject},
+		Key: mapping.KeySpec{Format: mapping.KeyJSON, Paths: map[string]string{"id": "$.id"}},
+		Metadata: mapping.MetadataSpec{Key: "k", Headers: "h", HeadersFormat: mapping.HeadersJSON, Timestamp: "ts",
+			Partition: "p", Offset: "o", Topic: "tp"},
+		Tombstone: mapping.TombstoneReject,
+		Partition: []mapping.PartitionSpec{{Column: "dt", From: mapping.PartitionFromTimestamp, Format: "yyyyMMdd", TimeZone: "Europe/Paris"}},
+		Errors:    mapping.ErrorSpec{Mode: mapping.ErrorsDLQ, DLQTable: fluss.TablePath{Database: "ops", Table: "dead_letters"}},
+	}, cfg.Routes[0])
+	_, err = mapping.NewRoutes(cfg.Routes)
+	require.NoError(t, err, "what configs accepts, mapping compiles")
 }
 
 func TestParseErrors(t *testing.T) {
@@ -202,6 +257,15 @@ func TestParseErrors(t *testing.T) {
 		{"dlq table same", minimal + "routes: [{topic: a, table: d.t, errors: {mode: dlq, dlq_table: d.t}}]\n", []string{"must differ"}},
 		{"dlq table reject", minimal + "routes: [{topic: a, table: d.t, errors: {dlq_table: d.x}}]\n", []string{"only applies to errors.mode dlq"}},
 		{"several problems at once", minimal + "writer: {acks: 0}\nlogging: {level: x}\n", []string{"writer.idempotence", "logging.level"}},
+		{"acks 0", minimal + "writer: {acks: 0, idempotence: false}\n", []string{"writer.acks: 0 is not supported towards Fluss: use 1 or all"}},
+		{"route table missing", minimal + "routes: [{topic: a}]\n", []string{"routes[0] (a).table: required"}},
+		{"route table empty", minimal + "routes: [{topic: a, table: ''}]\n", []string{`routes[0] (a).table: "" is not database.table`}},
+		{"route table null", minimal + "routes: [{topic: a, table: ~}]\n", []string{"routes[0] (a).table: required"}},
+		{"route table not a string", minimal + "routes: [{topic: a, table: {database: d, table: t}}]\n", []string{"routes[0] (a).table: line 4: must be a string database.table"}},
+		{"route tables named by key", minimal + "routes: [{topic: a, table: d.t}, {name: b, topic: b, table: a.b.c, errors: {mode: dlq, dlq_table: 'x y.z'}}]\n",
+			[]string{`routes[1] (b).table: "a.b.c" is not database.table`, `routes[1] (b).errors.dlq_table: "x y.z": "x y" must be 1 to 200 characters`}},
+		{"partition time format", minimal + "routes: [{topic: a, table: d.t, partition: [{column: dt, format: yyyy/MM}]}]\n", []string{`routes[0] (a).partition[0].format: timestamp format "yyyy/MM": unexpected "/"`}},
+		{"route duplicate pattern", minimal + "routes: [{pattern: 'a.*', table: d.t}, {name: b, pattern: 'a.*', table: d.u}]\n", []string{`routes[1] (b).pattern: "a.*" is also used by routes[0]`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -59,7 +59,8 @@ func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
 }
 
 // Acks is the acknowledgement level requested from Fluss: AcksAll (-1,
-// every in-sync replica), 1 (the leader) or 0 (none).
+// every in-sync replica) or 1 (the leader). 0 (none) decodes, so that
+// Validate can refuse it under its key: the writer does not support it.
 type Acks int
 
 // AcksAll waits for every in-sync replica.

@@ -4,11 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"regexp"
-	"slices"
 	"strconv"
-	"strings"
-	"time"
+
+	"github.com/fluss-kafka/gateway/mapping"
 )
 
 // problems collects validation errors, each prefixed with its key path.
@@ -197,6 +195,9 @@ func (c *Config) validateWriter(p *problems) {
 	if w.DeliveryTimeout <= w.Linger {
 		p.add("writer.delivery_timeout", "%s must be greater than writer.linger (%s)", w.DeliveryTimeout, w.Linger)
 	}
+	if w.Acks == 0 {
+		p.add("writer.acks", "0 is not supported towards Fluss: use 1 or all")
+	}
 	if w.MaxInFlightPerBucket < 1 {
 		p.add("writer.max_in_flight_per_bucket", "must be at least 1, got %d", w.MaxInFlightPerBucket)
 	}
@@ -210,175 +211,31 @@ func (c *Config) validateWriter(p *problems) {
 	}
 }
 
+// validateRoutes reports mapping's checks of the route specs, each under
+// its key path "routes[i] (name).field".
 func (c *Config) validateRoutes(p *problems) {
-	names := map[string]int{}
-	topics := map[string]int{}
-	patterns := map[string]int{}
-	for i := range c.Routes {
-		r := &c.Routes[i]
-		key := fmt.Sprintf("routes[%d] (%s)", i, r.Name)
-		if j, ok := names[r.Name]; ok {
-			p.add(key+".name", "duplicate of routes[%d]", j)
+	for _, err := range unjoin(mapping.ValidateSpecs(c.Routes)) {
+		var se *mapping.SpecError
+		if !errors.As(err, &se) {
+			p.errs = append(p.errs, err)
+			continue
 		}
-		names[r.Name] = i
-		switch {
-		case r.Topic == "" && r.Pattern == "":
-			p.add(key, "one of topic and pattern is required")
-		case r.Topic != "" && r.Pattern != "":
-			p.add(key, "topic and pattern are mutually exclusive")
-		case r.Topic != "":
-			if j, ok := topics[r.Topic]; ok {
-				p.add(key+".topic", "%q is also routed by routes[%d]", r.Topic, j)
-			}
-			topics[r.Topic] = i
-			if !validTopic(r.Topic) {
-				p.add(key+".topic", "%q is not a valid Kafka topic name", r.Topic)
-			}
-		default:
-			if _, err := regexp.Compile(r.Pattern); err != nil {
-				p.add(key+".pattern", "%v", err)
-			}
-			if j, ok := patterns[r.Pattern]; ok {
-				p.add(key+".pattern", "%q is also used by routes[%d]", r.Pattern, j)
-			}
-			patterns[r.Pattern] = i
+		key := fmt.Sprintf("routes[%d] (%s)", se.Index, se.Route)
+		if se.Field != "" {
+			key += "." + se.Field
 		}
-		checkTablePath(p, key+".table", r.Table)
-		r.validate(p, key)
+		p.add(key, "%s", se.Problem)
 	}
 }
 
-func (r *Route) validate(p *problems, key string) {
-	v := r.Value
-	switch v.Format {
-	case ValueRaw, ValueString:
-		if v.Column == "" {
-			p.add(key+".value.column", "required for value.format %s", v.Format)
-		}
-		if len(v.Columns) > 0 {
-			p.add(key+".value.columns", "only applies to value.format json")
-		}
-	case ValueJSON:
-		if v.Column != "" {
-			p.add(key+".value.column", "only applies to value.format raw and string; json fills columns by name")
-		}
-		for col, path := range v.Columns {
-			checkJSONPath(p, fmt.Sprintf("%s.value.columns.%s", key, col), path)
-		}
-	default:
-		p.add(key+".value.format", "%q is not one of raw, string, json", v.Format)
+func unjoin(err error) []error {
+	if err == nil {
+		return nil
 	}
-	if v.UnknownFields != UnknownIgnore && v.UnknownFields != UnknownReject {
-		p.add(key+".value.unknown_fields", "%q is not one of ignore, reject", v.UnknownFields)
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
 	}
-	if v.MissingFields != MissingNull && v.MissingFields != MissingReject {
-		p.add(key+".value.missing_fields", "%q is not one of null, reject", v.MissingFields)
-	}
-
-	k := r.Key
-	switch k.Format {
-	case KeyNone:
-		if k.Column != "" || len(k.Columns) > 0 {
-			p.add(key+".key", "column/columns set but key.format is none")
-		}
-	case KeyRaw, KeyString:
-		if k.Column == "" {
-			p.add(key+".key.column", "required for key.format %s", k.Format)
-		}
-		if len(k.Columns) > 0 {
-			p.add(key+".key.columns", "only applies to key.format json")
-		}
-	case KeyJSON:
-		if k.Column != "" {
-			p.add(key+".key.column", "only applies to key.format raw and string; json fills columns by name")
-		}
-		for col, path := range k.Columns {
-			checkJSONPath(p, fmt.Sprintf("%s.key.columns.%s", key, col), path)
-		}
-	default:
-		p.add(key+".key.format", "%q is not one of none, raw, string, json", k.Format)
-	}
-
-	m := r.Metadata
-	if m.HeadersFormat != HeadersJSON && m.HeadersFormat != HeadersMap {
-		p.add(key+".metadata.headers_format", "%q is not one of json, map", m.HeadersFormat)
-	}
-	// A column can be filled from one place only.
-	owners := map[string]string{}
-	claim := func(what, col string) {
-		if col == "" {
-			return
-		}
-		if prev, ok := owners[col]; ok {
-			p.add(key+"."+what, "column %q is already filled by %s", col, prev)
-			return
-		}
-		owners[col] = what
-	}
-	claim("metadata.key", m.Key)
-	claim("metadata.headers", m.Headers)
-	claim("metadata.timestamp", m.Timestamp)
-	claim("metadata.partition", m.Partition)
-	claim("metadata.offset", m.Offset)
-	claim("metadata.topic", m.Topic)
-	if v.Format != ValueJSON {
-		claim("value.column", v.Column)
-	}
-	if k.Format == KeyRaw || k.Format == KeyString {
-		claim("key.column", k.Column)
-	}
-
-	switch r.Tombstone {
-	case "", TombstoneDelete, TombstoneReject:
-	default:
-		p.add(key+".tombstone", "%q is not one of delete, reject", r.Tombstone)
-	}
-
-	seenPart := map[string]bool{}
-	for i, pc := range r.Partition {
-		pkey := fmt.Sprintf("%s.partition[%d]", key, i)
-		if pc.Column == "" {
-			p.add(pkey+".column", "required")
-		}
-		if seenPart[pc.Column] {
-			p.add(pkey+".column", "%q listed twice", pc.Column)
-		}
-		seenPart[pc.Column] = true
-		switch pc.From {
-		case PartitionFromField:
-			if pc.Format != "" || pc.TimeZone != "" {
-				p.add(pkey, "format and time_zone only apply to from: timestamp")
-			}
-		case PartitionFromTimestamp:
-			if pc.Format == "" {
-				p.add(pkey+".format", "required for from: timestamp (e.g. yyyyMMdd)")
-			}
-			if _, err := time.LoadLocation(pc.TimeZone); err != nil {
-				p.add(pkey+".time_zone", "%v", err)
-			}
-			claim(fmt.Sprintf("partition[%d]", i), pc.Column)
-		default:
-			p.add(pkey+".from", "%q is not one of field, timestamp", pc.From)
-		}
-	}
-
-	switch r.Errors.Mode {
-	case ErrorsReject:
-		if r.Errors.DLQTable != "" {
-			p.add(key+".errors.dlq_table", "only applies to errors.mode dlq")
-		}
-	case ErrorsDLQ:
-		if r.Errors.DLQTable == "" {
-			p.add(key+".errors.dlq_table", "required for errors.mode dlq")
-		} else {
-			checkTablePath(p, key+".errors.dlq_table", r.Errors.DLQTable)
-			if r.Errors.DLQTable == r.Table {
-				p.add(key+".errors.dlq_table", "must differ from the route's table %q", r.Table)
-			}
-		}
-	default:
-		p.add(key+".errors.mode", "%q is not one of reject, dlq", r.Errors.Mode)
-	}
+	return []error{err}
 }
 
 // checkHostPort reports whether s is host:port with a valid port; an empty
@@ -411,55 +268,4 @@ func unspecifiedHost(hostPort string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsUnspecified()
-}
-
-// checkTablePath checks "database.table" against Fluss's naming rule: each
-// part 1..200 characters of [A-Za-z0-9_-].
-func checkTablePath(p *problems, key, s string) {
-	db, table, ok := strings.Cut(s, ".")
-	if !ok || strings.Contains(table, ".") {
-		p.add(key, "%q is not database.table", s)
-		return
-	}
-	for _, part := range []string{db, table} {
-		if !validFlussName(part) {
-			p.add(key, "%q: %q must be 1 to 200 characters of letters, digits, '_' and '-'", s, part)
-		}
-	}
-}
-
-func validFlussName(s string) bool {
-	if len(s) == 0 || len(s) > 200 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
-// validTopic applies Kafka's topic rule: 1..249 of [A-Za-z0-9._-], not "."
-// or "..".
-func validTopic(s string) bool {
-	if len(s) == 0 || len(s) > 249 || s == "." || s == ".." {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
-			return false
-		}
-	}
-	return true
-}
-
-// checkJSONPath accepts "a", "a.b" and "$.a.b": non-empty object keys.
-func checkJSONPath(p *problems, key, path string) {
-	rest := strings.TrimPrefix(path, "$.")
-	if rest == "" || slices.Contains(strings.Split(rest, "."), "") {
-		p.add(key, "%q is not a JSON path of object keys (a.b.c or $.a.b.c)", path)
-	}
 }

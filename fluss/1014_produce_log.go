@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -21,7 +22,8 @@ import (
 )
 
 // BucketRecords is the payload for one bucket of a write request. Records
-// is not retained after the call returns.
+// is not retained after the call (ProduceLog, PutKv, or SendProduceLog and
+// SendPutKv) returns.
 type BucketRecords struct {
 	PartitionID int64 // NoPartition for a non-partitioned table
 	Bucket      int32
@@ -38,12 +40,6 @@ type ProduceLogRequest struct {
 	// The client waits Timeout plus Config.RequestTimeout for the answer.
 	Timeout time.Duration
 	Buckets []BucketRecords
-	// Queued, when set, is called once: as soon as the request is queued
-	// on the tablet server's connection (requests queued on one connection
-	// reach the server in that order), or when the call returns without
-	// queueing it. A caller sending several requests to one server uses it
-	// to keep their order, e.g. for the batch sequences of a bucket.
-	Queued func()
 }
 
 // BucketResult is the outcome of one bucket of a write request.
@@ -59,11 +55,53 @@ type BucketResult struct {
 
 const defaultWriteTimeout = 30 * time.Second
 
+// PendingWrite is a write request (PRODUCE_LOG or PUT_KV) queued on a
+// tablet server's connection whose answer has not been read yet. Requests
+// queued on one connection reach the server in the order they were queued:
+// a caller that must keep several requests to one server in order (the
+// batch sequences of a bucket) sends the next one once the previous
+// SendProduceLog or SendPutKv has returned.
+type PendingWrite struct {
+	wait    func(ctx context.Context) ([]BucketResult, error)
+	once    sync.Once
+	results []BucketResult
+	err     error
+}
+
+// NewPendingWrite returns a PendingWrite whose Wait returns what wait
+// returns. For fakes of the client.
+func NewPendingWrite(wait func(ctx context.Context) ([]BucketResult, error)) *PendingWrite {
+	return &PendingWrite{wait: wait}
+}
+
+// Wait waits for the answer and returns a result per requested bucket, in
+// request order. A returned error means the request as a whole failed
+// (connection, timeout, ERROR_RESPONSE, ctx ended) and says nothing about
+// whether it was applied. The request's own deadline (its Timeout plus
+// Config.RequestTimeout) started when it was sent. Only the first call
+// waits; later calls return its outcome.
+func (p *PendingWrite) Wait(ctx context.Context) ([]BucketResult, error) {
+	p.once.Do(func() { p.results, p.err = p.wait(ctx) })
+	return p.results, p.err
+}
+
 // ProduceLog sends one PRODUCE_LOG request to a tablet server and returns a
-// result per requested bucket, in request order. A returned error means the
-// request as a whole failed (connection, timeout, ERROR_RESPONSE) and says
-// nothing about whether it was applied.
+// result per requested bucket, in request order (SendProduceLog, then
+// Wait). A returned error means the request as a whole failed (connection,
+// timeout, ERROR_RESPONSE) and says nothing about whether it was applied.
 func (c *Client) ProduceLog(ctx context.Context, serverID int32, req *ProduceLogRequest) ([]BucketResult, error) {
+	pw, err := c.SendProduceLog(ctx, serverID, req)
+	if err != nil {
+		return nil, err
+	}
+	return pw.Wait(ctx)
+}
+
+// SendProduceLog queues one PRODUCE_LOG request on the tablet server's
+// connection (dialling it if need be) and returns as soon as it is queued;
+// the answer comes from the returned PendingWrite. An error means the
+// request was not sent.
+func (c *Client) SendProduceLog(ctx context.Context, serverID int32, req *ProduceLogRequest) (*PendingWrite, error) {
 	timeout := req.Timeout
 	if timeout <= 0 {
 		timeout = defaultWriteTimeout
@@ -81,16 +119,33 @@ func (c *Client) ProduceLog(ctx context.Context, serverID int32, req *ProduceLog
 		}
 		preq.BucketsReq[i] = pbb
 	}
-	var resp pb.ProduceLogResponse
 	what := fmt.Sprintf("produce_log table %d", req.TableID)
-	if err := c.callServerQueued(ctx, what, serverID, apiProduceLog, preq, &resp, timeout+c.cfg.RequestTimeout, req.Queued); err != nil {
+	p, err := c.startServer(ctx, what, serverID, apiProduceLog, preq, timeout+c.cfg.RequestTimeout)
+	if err != nil {
 		return nil, err
 	}
-	got := make([]bucketReply, len(resp.GetBucketsResp()))
-	for i, r := range resp.GetBucketsResp() {
-		got[i] = bucketReply{r.PartitionId, r.GetBucketId(), r.ErrorCode, r.GetErrorMessage(), r.BaseOffset}
+	tableID, keys := req.TableID, bucketKeys(req.Buckets)
+	return NewPendingWrite(func(ctx context.Context) ([]BucketResult, error) {
+		var resp pb.ProduceLogResponse
+		if err := c.finishServer(ctx, what, serverID, p, &resp); err != nil {
+			return nil, err
+		}
+		got := make([]bucketReply, len(resp.GetBucketsResp()))
+		for i, r := range resp.GetBucketsResp() {
+			got[i] = bucketReply{r.PartitionId, r.GetBucketId(), r.ErrorCode, r.GetErrorMessage(), r.BaseOffset}
+		}
+		return c.matchResults(tableID, keys, got), nil
+	}), nil
+}
+
+// bucketKeys copies the partition and bucket of each request bucket, for
+// matching the answer without retaining the records.
+func bucketKeys(reqs []BucketRecords) []BucketRecords {
+	keys := make([]BucketRecords, len(reqs))
+	for i, b := range reqs {
+		keys[i] = BucketRecords{PartitionID: b.PartitionID, Bucket: b.Bucket}
 	}
-	return c.matchResults(req.TableID, req.Buckets, got), nil
+	return keys
 }
 
 // bucketReply is the common shape of a per-bucket write response.

@@ -31,20 +31,25 @@ type PutKvRequest struct {
 	// means all columns.
 	TargetColumns []int32
 	Buckets       []BucketRecords
-	// Queued, when set, is called once: as soon as the request is queued
-	// on the tablet server's connection (requests queued on one connection
-	// reach the server in that order), or when the call returns without
-	// queueing it. A caller sending several requests to one server uses it
-	// to keep their order, e.g. for the batch sequences of a bucket.
-	Queued func()
 }
 
 // aggModeAggregate is PutKvRequest.agg_mode 0 (AGGREGATE).
 const aggModeAggregate int32 = 0
 
 // PutKv sends one PUT_KV request to a tablet server and returns a result per
-// requested bucket, in request order; Offset is the changelog end offset.
+// requested bucket, in request order; Offset is the changelog end offset
+// (SendPutKv, then Wait).
 func (c *Client) PutKv(ctx context.Context, serverID int32, req *PutKvRequest) ([]BucketResult, error) {
+	pw, err := c.SendPutKv(ctx, serverID, req)
+	if err != nil {
+		return nil, err
+	}
+	return pw.Wait(ctx)
+}
+
+// SendPutKv queues one PUT_KV request on the tablet server's connection and
+// returns as soon as it is queued, as SendProduceLog does.
+func (c *Client) SendPutKv(ctx context.Context, serverID int32, req *PutKvRequest) (*PendingWrite, error) {
 	timeout := req.Timeout
 	if timeout <= 0 {
 		timeout = defaultWriteTimeout
@@ -64,14 +69,21 @@ func (c *Client) PutKv(ctx context.Context, serverID int32, req *PutKvRequest) (
 		}
 		preq.BucketsReq[i] = pbb
 	}
-	var resp pb.PutKvResponse
 	what := fmt.Sprintf("put_kv table %d", req.TableID)
-	if err := c.callServerQueued(ctx, what, serverID, apiPutKv, preq, &resp, timeout+c.cfg.RequestTimeout, req.Queued); err != nil {
+	p, err := c.startServer(ctx, what, serverID, apiPutKv, preq, timeout+c.cfg.RequestTimeout)
+	if err != nil {
 		return nil, err
 	}
-	got := make([]bucketReply, len(resp.GetBucketsResp()))
-	for i, r := range resp.GetBucketsResp() {
-		got[i] = bucketReply{r.PartitionId, r.GetBucketId(), r.ErrorCode, r.GetErrorMessage(), r.LogEndOffset}
-	}
-	return c.matchResults(req.TableID, req.Buckets, got), nil
+	tableID, keys := req.TableID, bucketKeys(req.Buckets)
+	return NewPendingWrite(func(ctx context.Context) ([]BucketResult, error) {
+		var resp pb.PutKvResponse
+		if err := c.finishServer(ctx, what, serverID, p, &resp); err != nil {
+			return nil, err
+		}
+		got := make([]bucketReply, len(resp.GetBucketsResp()))
+		for i, r := range resp.GetBucketsResp() {
+			got[i] = bucketReply{r.PartitionId, r.GetBucketId(), r.ErrorCode, r.GetErrorMessage(), r.LogEndOffset}
+		}
+		return c.matchResults(tableID, keys, got), nil
+	}), nil
 }

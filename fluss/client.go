@@ -358,7 +358,7 @@ func (c *Client) RawRequest(ctx context.Context, addr string, apiKey, apiVersion
 	if err != nil {
 		return RawResponse{}, err
 	}
-	r, err := cn.roundTrip(ctx, frame.RequestHeader{APIKey: apiKey, APIVersion: apiVersion}, nil, payload, timeout, nil)
+	r, err := cn.roundTrip(ctx, frame.RequestHeader{APIKey: apiKey, APIVersion: apiVersion}, nil, payload, timeout)
 	if err != nil {
 		return RawResponse{}, err
 	}
@@ -394,24 +394,32 @@ func (c *Client) callCoordinator(ctx context.Context, what string, apiKey int16,
 
 // callServer sends a request to one tablet server with a timeout.
 func (c *Client) callServer(ctx context.Context, what string, serverID int32, apiKey int16, req, resp proto.Message, timeout time.Duration) error {
-	return c.callServerQueued(ctx, what, serverID, apiKey, req, resp, timeout, nil)
+	p, err := c.startServer(ctx, what, serverID, apiKey, req, timeout)
+	if err != nil {
+		return err
+	}
+	return c.finishServer(ctx, what, serverID, p, resp)
 }
 
-// callServerQueued is callServer with a hook run once the request is queued
-// on the connection, or when the call returns without queueing it; never
-// twice.
-func (c *Client) callServerQueued(ctx context.Context, what string, serverID int32, apiKey int16, req, resp proto.Message, timeout time.Duration, queued func()) error {
-	if queued != nil {
-		var once sync.Once
-		hook := queued
-		queued = func() { once.Do(hook) }
-		defer queued()
-	}
+// startServer is the first half of callServer: it returns once the request
+// is queued on the tablet server's connection (requests queued on one
+// connection reach the server in that order).
+func (c *Client) startServer(ctx context.Context, what string, serverID int32, apiKey int16, req proto.Message, timeout time.Duration) (*pendingCall, error) {
 	cn, err := c.serverConn(ctx, serverID)
 	if err != nil {
-		return fmt.Errorf("%s to tablet server %d: %w", what, serverID, err)
+		return nil, fmt.Errorf("%s to tablet server %d: %w", what, serverID, err)
 	}
-	if err := cn.callQueued(ctx, apiKey, req, resp, timeout, queued); err != nil {
+	p, err := cn.start(ctx, apiKey, req, timeout)
+	if err != nil {
+		return nil, fmt.Errorf("%s to tablet server %d: %w", what, serverID, err)
+	}
+	return p, nil
+}
+
+// finishServer is the second half of callServer: it waits for the answer of
+// a request startServer queued and decodes it into resp.
+func (c *Client) finishServer(ctx context.Context, what string, serverID int32, p *pendingCall, resp proto.Message) error {
+	if err := p.decode(ctx, resp); err != nil {
 		return fmt.Errorf("%s to tablet server %d: %w", what, serverID, err)
 	}
 	return nil

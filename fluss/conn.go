@@ -150,25 +150,25 @@ func (c *conn) version(apiKey int16) (int16, error) {
 // success payload into resp. An ERROR_RESPONSE becomes an *Error. timeout <= 0
 // means the configured request timeout.
 func (c *conn) call(ctx context.Context, apiKey int16, req, resp proto.Message, timeout time.Duration) error {
-	return c.callQueued(ctx, apiKey, req, resp, timeout, nil)
+	p, err := c.start(ctx, apiKey, req, timeout)
+	if err != nil {
+		return err
+	}
+	return p.decode(ctx, resp)
 }
 
-// callQueued is call with a hook run as soon as the request is queued for
-// writing (see roundTrip).
-func (c *conn) callQueued(ctx context.Context, apiKey int16, req, resp proto.Message, timeout time.Duration, queued func()) error {
+// start queues req with the negotiated version of apiKey (see send); the
+// caller reads the answer with decode.
+func (c *conn) start(ctx context.Context, apiKey int16, req proto.Message, timeout time.Duration) (*pendingCall, error) {
 	v, err := c.version(apiKey)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	r, err := c.roundTrip(ctx, frame.RequestHeader{APIKey: apiKey, APIVersion: v}, req, nil, timeout, queued)
-	if err != nil {
-		return err
-	}
-	return decodeResponse(r, resp)
+	return c.send(ctx, frame.RequestHeader{APIKey: apiKey, APIVersion: v}, req, nil, timeout)
 }
 
 func (c *conn) callVersion(ctx context.Context, apiKey, version int16, req, resp proto.Message, timeout time.Duration) error {
-	r, err := c.roundTrip(ctx, frame.RequestHeader{APIKey: apiKey, APIVersion: version}, req, nil, timeout, nil)
+	r, err := c.roundTrip(ctx, frame.RequestHeader{APIKey: apiKey, APIVersion: version}, req, nil, timeout)
 	if err != nil {
 		return err
 	}
@@ -203,22 +203,43 @@ func decodeErrorResponse(payload []byte) error {
 // roundTrip sends one request and waits for its response, for at most
 // timeout (the configured request timeout when <= 0) and never past ctx.
 // The payload is msg marshalled, or raw when msg is nil. The request id is
-// assigned here; h.RequestID is ignored. queued, when not nil, runs as soon
-// as the frame is handed to the connection's writer: frames reach the server
-// in the order they are queued.
-func (c *conn) roundTrip(ctx context.Context, h frame.RequestHeader, msg proto.Message, raw []byte, timeout time.Duration, queued func()) (frame.Response, error) {
+// assigned here; h.RequestID is ignored.
+func (c *conn) roundTrip(ctx context.Context, h frame.RequestHeader, msg proto.Message, raw []byte, timeout time.Duration) (frame.Response, error) {
+	p, err := c.send(ctx, h, msg, raw, timeout)
+	if err != nil {
+		return frame.Response{}, err
+	}
+	return p.wait(ctx)
+}
+
+// pendingCall is a request handed to the connection's writer whose response
+// has not been read yet.
+type pendingCall struct {
+	c       *conn
+	apiKey  int16
+	id      int32
+	ch      chan connResult
+	timer   *time.Timer // the request's deadline, started by send
+	timeout time.Duration
+}
+
+// send is the first half of roundTrip: it returns as soon as the frame is
+// handed to the connection's writer (frames reach the server in the order
+// they are handed over), or with an error when it cannot be. The timeout
+// counts from here and also bounds the wait for the answer.
+func (c *conn) send(ctx context.Context, h frame.RequestHeader, msg proto.Message, raw []byte, timeout time.Duration) (*pendingCall, error) {
 	if timeout <= 0 {
 		timeout = c.cfg.requestTimeout
 	}
 	if err := ctx.Err(); err != nil {
-		return frame.Response{}, fmt.Errorf("api %d to %s: %w", h.APIKey, c.addr, err)
+		return nil, fmt.Errorf("api %d to %s: %w", h.APIKey, c.addr, err)
 	}
 	ch := make(chan connResult, 1)
 	c.mu.Lock()
 	if c.err != nil {
 		err := c.err
 		c.mu.Unlock()
-		return frame.Response{}, err
+		return nil, err
 	}
 	id := c.nextID
 	c.nextID++
@@ -231,38 +252,52 @@ func (c *conn) roundTrip(ctx context.Context, h frame.RequestHeader, msg proto.M
 		var err error
 		if buf, err = frame.AppendRequestMessage(nil, h, msg); err != nil {
 			c.forget(id)
-			return frame.Response{}, err
+			return nil, err
 		}
 	} else {
 		buf = frame.AppendRequest(nil, h, raw)
 	}
 
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
+	p := &pendingCall{c: c, apiKey: h.APIKey, id: id, ch: ch, timer: time.NewTimer(timeout), timeout: timeout}
 	select {
 	case c.writeCh <- buf:
-		if queued != nil {
-			queued()
-		}
 	case <-c.done:
-		// fail() delivered the reason to ch
+		// fail() delivered the reason to ch; wait returns it.
 	case <-ctx.Done():
+		p.timer.Stop()
 		c.forget(id)
-		return frame.Response{}, fmt.Errorf("api %d to %s: %w", h.APIKey, c.addr, ctx.Err())
-	case <-timer.C:
+		return nil, fmt.Errorf("api %d to %s: %w", h.APIKey, c.addr, ctx.Err())
+	case <-p.timer.C:
 		c.forget(id)
-		return frame.Response{}, fmt.Errorf("api %d to %s: %w (waiting %s to send)", h.APIKey, c.addr, ErrRequestTimeout, timeout)
+		return nil, fmt.Errorf("api %d to %s: %w (waiting %s to send)", h.APIKey, c.addr, ErrRequestTimeout, timeout)
 	}
+	return p, nil
+}
+
+// wait is the second half of roundTrip: the response, until the request's
+// deadline or ctx ends. Call it once.
+func (p *pendingCall) wait(ctx context.Context) (frame.Response, error) {
+	defer p.timer.Stop()
+	c := p.c
 	select {
-	case r := <-ch:
+	case r := <-p.ch:
 		return r.resp, r.err
 	case <-ctx.Done():
-		c.forget(id)
-		return frame.Response{}, fmt.Errorf("api %d to %s: %w", h.APIKey, c.addr, ctx.Err())
-	case <-timer.C:
-		c.forget(id)
-		return frame.Response{}, fmt.Errorf("api %d to %s: %w after %s", h.APIKey, c.addr, ErrRequestTimeout, timeout)
+		c.forget(p.id)
+		return frame.Response{}, fmt.Errorf("api %d to %s: %w", p.apiKey, c.addr, ctx.Err())
+	case <-p.timer.C:
+		c.forget(p.id)
+		return frame.Response{}, fmt.Errorf("api %d to %s: %w after %s", p.apiKey, c.addr, ErrRequestTimeout, p.timeout)
 	}
+}
+
+// decode waits for the response and decodes it into resp (see call).
+func (p *pendingCall) decode(ctx context.Context, resp proto.Message) error {
+	r, err := p.wait(ctx)
+	if err != nil {
+		return err
+	}
+	return decodeResponse(r, resp)
 }
 
 // forget drops a request whose caller gave up; a late response is discarded

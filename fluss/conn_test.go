@@ -484,10 +484,10 @@ func splitTestAddr(t *testing.T, addr string) (string, int32) {
 	return host, int32(p)
 }
 
-// The queued hook runs before the answer and orders requests: each request
-// is issued only after the previous one's hook ran, and the server must see
-// them in that order.
-func TestConnQueuedHookOrdersRequests(t *testing.T) {
+// send returns once the request is queued, before the answer, and orders
+// requests: each request is sent only after the previous one's send
+// returned, and the server must see them in that order.
+func TestConnSendOrdersRequests(t *testing.T) {
 	const n = 16
 	var (
 		mu   sync.Mutex
@@ -514,17 +514,17 @@ func TestConnQueuedHookOrdersRequests(t *testing.T) {
 		db := "db" + strconv.Itoa(i)
 		want = append(want, db)
 		mine := make(chan struct{})
-		calls := 0
 		wait := prev
 		go func() {
 			<-wait
-			var resp pb.ListTablesResponse
-			err := cn.callQueued(ctx, apiListTables, &pb.ListTablesRequest{DatabaseName: proto.String(db)}, &resp, 0,
-				func() { calls++; close(mine) })
-			if err == nil && calls != 1 {
-				err = errors.New("queued hook ran " + strconv.Itoa(calls) + " times")
+			p, err := cn.start(ctx, apiListTables, &pb.ListTablesRequest{DatabaseName: proto.String(db)}, 0)
+			close(mine)
+			if err != nil {
+				errs <- err
+				return
 			}
-			errs <- err
+			var resp pb.ListTablesResponse
+			errs <- p.decode(ctx, &resp)
 		}()
 		prev = mine
 	}
@@ -536,16 +536,31 @@ func TestConnQueuedHookOrdersRequests(t *testing.T) {
 	assert.Equal(t, want, seen)
 }
 
-// callServerQueued runs the hook even when the request is never queued, so
-// a caller waiting on it cannot hang.
-func TestCallServerQueuedHookRunsOnFailure(t *testing.T) {
+// SendProduceLog returns an error, not a PendingWrite, when the request is
+// never queued, so a caller waiting for it to be queued cannot hang.
+func TestSendProduceLogFailsWhenNotQueued(t *testing.T) {
 	srv := newTestServer(t, echoListTables)
 	c := newTestClient(t, srv.addr(), Config{})
-	ran := 0
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	err := c.callServerQueued(ctx, "list_tables", 4242, apiListTables,
-		&pb.ListTablesRequest{DatabaseName: proto.String("x")}, &pb.ListTablesResponse{}, time.Second, func() { ran++ })
+	pw, err := c.SendProduceLog(ctx, 4242, &ProduceLogRequest{TableID: 1, Acks: -1,
+		Buckets: []BucketRecords{{PartitionID: NoPartition, Bucket: 0, Records: []byte{1}}}})
 	require.Error(t, err, "cancelled before anything was queued")
-	assert.Equal(t, 1, ran)
+	assert.Nil(t, pw)
+}
+
+// A PendingWrite's Wait runs its wait function once; later calls return the
+// first outcome.
+func TestPendingWriteWaitsOnce(t *testing.T) {
+	calls := 0
+	pw := NewPendingWrite(func(ctx context.Context) ([]BucketResult, error) {
+		calls++
+		return []BucketResult{{PartitionID: NoPartition, Bucket: 3, Offset: 7}}, nil
+	})
+	for range 2 {
+		res, err := pw.Wait(t.Context())
+		require.NoError(t, err)
+		assert.Equal(t, []BucketResult{{PartitionID: NoPartition, Bucket: 3, Offset: 7}}, res)
+	}
+	assert.Equal(t, 1, calls)
 }

@@ -10,10 +10,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fluss-kafka/gateway/accumulator"
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
+	"github.com/fluss-kafka/gateway/writer"
 )
 
 // bridge connects the Kafka front to the write path: it resolves a topic to
@@ -23,7 +23,7 @@ import (
 // into the Kafka answer. It is the gateway's kafkaproto.Backend.
 type bridge struct {
 	state   atomic.Pointer[routeState]
-	acc     *accumulator.Accumulator
+	w       *writer.Writer
 	parts   *partitionCache
 	pending *pendingWrites
 	ids     writerIDs
@@ -52,12 +52,12 @@ type convBatch struct {
 	partIDs []int64
 	headers []mapping.Header
 	rec     mapping.Record
-	handles []accumulator.Handle
+	handles []writer.Handle
 }
 
-func newBridge(acc *accumulator.Accumulator, parts *partitionCache, ids writerIDs, m *gatewayMetrics, log *slog.Logger) *bridge {
+func newBridge(w *writer.Writer, parts *partitionCache, ids writerIDs, m *gatewayMetrics, log *slog.Logger) *bridge {
 	stopped, stop := context.WithCancel(context.Background())
-	return &bridge{acc: acc, parts: parts, pending: newPendingWrites(), ids: ids, m: m, log: log, stopped: stopped, stop: stop}
+	return &bridge{w: w, parts: parts, pending: newPendingWrites(), ids: ids, m: m, log: log, stopped: stopped, stop: stop}
 }
 
 var _ kafkaproto.Backend = (*bridge)(nil)
@@ -291,11 +291,11 @@ func (s *bridge) resolvePartitions(ctx context.Context, st *routeState, route *m
 var errNotCached = errors.New("partition not cached")
 
 func (s *bridge) fillPartitionIDs(route *mapping.Route, cb *convBatch, id func(name string) (int64, error)) error {
-	partID, partName := int64(accumulator.NoPartition), ""
+	partID, partName := int64(writer.NoPartition), ""
 	for i := range cb.convs {
 		c := &cb.convs[i]
 		if !cb.dead[i] && c.Partition != partName {
-			partName, partID = c.Partition, accumulator.NoPartition
+			partName, partID = c.Partition, writer.NoPartition
 			if partName != "" {
 				var err error
 				if partID, err = id(partName); err != nil {
@@ -308,7 +308,7 @@ func (s *bridge) fillPartitionIDs(route *mapping.Route, cb *convBatch, id func(n
 	return nil
 }
 
-// appendAll appends every converted row to the accumulator; the batch's
+// appendAll appends every converted row to the writer; the batch's
 // partition ids are resolved already.
 //
 // Only the first append honours the request's deadline: once a row of the
@@ -320,7 +320,7 @@ func (s *bridge) fillPartitionIDs(route *mapping.Route, cb *convBatch, id func(n
 // waits for this write in kafkaproto instead of writing again.
 func (s *bridge) appendAll(ctx context.Context, st *routeState, route *mapping.Route, cb *convBatch) error {
 	table := st.tables[route.Table()]
-	var dlqTable *accumulator.Table
+	var dlqTable *writer.Table
 	if d := route.DLQ(); d != nil {
 		dlqTable = st.tables[d.Table()]
 	}
@@ -330,23 +330,13 @@ func (s *bridge) appendAll(ctx context.Context, st *routeState, route *mapping.R
 		}
 		c := &cb.convs[i]
 		var (
-			h   accumulator.Handle
+			h   writer.Handle
 			err error
 		)
 		if cb.dead[i] {
-			h, err = s.acc.Append(ctx, dlqTable, accumulator.NoPartition, accumulator.StickyBucket, c.Row)
+			h, err = s.w.Write(ctx, dlqTable, writer.NoPartition, writer.StickyBucket, fluss.WriteAppend, nil, c.Row)
 		} else {
-			partID := cb.partIDs[i]
-			switch c.Op {
-			case fluss.WriteAppend:
-				h, err = s.acc.Append(ctx, table, partID, c.Bucket, c.Row)
-			case fluss.WriteUpsert:
-				h, err = s.acc.Upsert(ctx, table, partID, c.Bucket, c.Key, c.Row)
-			case fluss.WriteDelete:
-				h, err = s.acc.Delete(ctx, table, partID, c.Bucket, c.Key)
-			default:
-				err = fmt.Errorf("unexpected op %v", c.Op)
-			}
+			h, err = s.w.Write(ctx, table, cb.partIDs[i], c.Bucket, c.Op, c.Key, c.Row)
 		}
 		if err != nil {
 			return fmt.Errorf("append record %d of route %s: %w", i, route.Name(), err)
@@ -369,7 +359,7 @@ func (s *bridge) getBatch(n int) *convBatch {
 	clear(cb.dead)
 	cb.partIDs = slices.Grow(cb.partIDs[:0], n)[:n]
 	cb.headers = cb.headers[:0]
-	cb.handles = make([]accumulator.Handle, 0, n) // handed to the completion
+	cb.handles = make([]writer.Handle, 0, n) // handed to the completion
 	return cb
 }
 
@@ -388,9 +378,9 @@ func (s *bridge) putBatch(cb *convBatch) {
 // acknowledged or one failed: it observes the latency, and when Fluss says
 // a partition no longer exists (dropped by retention, or re-created) it
 // forgets the cached partition id, so the producer's retry resolves it anew.
-func (s *bridge) writeDone(route string) func(time.Duration, *accumulator.Batch, error) {
+func (s *bridge) writeDone(route string) func(time.Duration, *writer.Batch, error) {
 	observe := s.m.produceDone(route)
-	return func(d time.Duration, failed *accumulator.Batch, err error) {
+	return func(d time.Duration, failed *writer.Batch, err error) {
 		observe(d)
 		if failed != nil && errors.Is(err, fluss.ErrPartitionNotExists) {
 			s.parts.forget(failed.Table().ID(), failed.PartitionID())
@@ -401,10 +391,10 @@ func (s *bridge) writeDone(route string) func(time.Duration, *accumulator.Batch,
 // awaitHandles completes once every record's batch is acknowledged: with the
 // first record's offset on success, or the first error. done runs once then,
 // with the time from the Produce call and the first failed batch.
-func awaitHandles(handles []accumulator.Handle, done func(time.Duration, *accumulator.Batch, error)) kafkaproto.PartitionWrite {
+func awaitHandles(handles []writer.Handle, done func(time.Duration, *writer.Batch, error)) kafkaproto.PartitionWrite {
 	start := time.Now()
 	// Records of one Kafka batch share few Fluss batches, consecutively.
-	batches := make([]accumulator.Handle, 0, 1)
+	batches := make([]writer.Handle, 0, 1)
 	for i, h := range handles {
 		if i == 0 || h.Batch() != handles[i-1].Batch() {
 			batches = append(batches, h)
@@ -417,7 +407,7 @@ func awaitHandles(handles []accumulator.Handle, done func(time.Duration, *accumu
 	go func() {
 		var (
 			err    error
-			failed *accumulator.Batch
+			failed *writer.Batch
 		)
 		for _, h := range batches {
 			<-h.Done()
@@ -440,15 +430,15 @@ func awaitHandles(handles []accumulator.Handle, done func(time.Duration, *accumu
 type handleWrite struct {
 	done    <-chan struct{}
 	start   time.Time
-	observe func(time.Duration, *accumulator.Batch, error)
+	observe func(time.Duration, *writer.Batch, error)
 
-	mu    sync.Mutex         // guards first, res, taken
-	first accumulator.Handle // zero once taken
+	mu    sync.Mutex    // guards first, res, taken
+	first writer.Handle // zero once taken
 	res   kafkaproto.PartitionResult
 	taken bool
 }
 
-func newHandleWrite(first accumulator.Handle, start time.Time, observe func(time.Duration, *accumulator.Batch, error)) *handleWrite {
+func newHandleWrite(first writer.Handle, start time.Time, observe func(time.Duration, *writer.Batch, error)) *handleWrite {
 	return &handleWrite{done: first.Done(), start: start, observe: observe, first: first}
 }
 
@@ -460,18 +450,18 @@ func (w *handleWrite) Result() kafkaproto.PartitionResult {
 	if !w.taken {
 		w.taken = true
 		err := w.first.Err()
-		var failed *accumulator.Batch
+		var failed *writer.Batch
 		if err != nil {
 			failed = w.first.Batch()
 		}
 		w.observe(time.Since(w.start), failed, err)
 		w.res = result(w.first, err)
-		w.first = accumulator.Handle{}
+		w.first = writer.Handle{}
 	}
 	return w.res
 }
 
-func result(first accumulator.Handle, err error) kafkaproto.PartitionResult {
+func result(first writer.Handle, err error) kafkaproto.PartitionResult {
 	if err != nil {
 		return kafkaproto.PartitionResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1, Err: kafkaError(err)}
 	}

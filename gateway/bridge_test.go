@@ -14,11 +14,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fluss-kafka/gateway/accumulator"
 	"github.com/fluss-kafka/gateway/configs"
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
+	"github.com/fluss-kafka/gateway/writer"
 )
 
 // fakePartitions resolves partition names from a map; others fail.
@@ -32,19 +32,20 @@ func (f fakePartitions) EnsurePartition(_ context.Context, _ fluss.TablePath, sp
 }
 
 // exampleSink binds configs/gateway.yaml's routes to exampleTables and
-// returns a bridge over a fresh accumulator (no sender).
-func exampleSink(t *testing.T, parts partitionSource) (*bridge, *accumulator.Accumulator) {
+// returns a bridge over a fresh writer that is not running (its batches
+// stay queued) and whose transport fails every write with PARTITION_NOT_EXISTS.
+func exampleSink(t *testing.T, parts partitionSource) (*bridge, *writer.Writer) {
 	t.Helper()
-	return exampleSinkWith(t, parts, accumulator.Config{Linger: time.Hour})
+	cfg := writer.DefaultConfig()
+	cfg.Linger = time.Hour
+	return exampleSinkWith(t, parts, cfg)
 }
 
-func exampleSinkWith(t *testing.T, parts partitionSource, acfg accumulator.Config) (*bridge, *accumulator.Accumulator) {
+func exampleSinkWith(t *testing.T, parts partitionSource, wcfg writer.Config) (*bridge, *writer.Writer) {
 	t.Helper()
 	cfg, err := configs.Load(filepath.Join("..", "configs", "gateway.yaml"))
 	require.NoError(t, err)
-	specs, err := routeSpecs(cfg.Routes)
-	require.NoError(t, err)
-	rs, err := mapping.NewRoutes(specs)
+	rs, err := mapping.NewRoutes(cfg.Routes)
 	require.NoError(t, err)
 	infos := exampleTables()
 	id := int64(100)
@@ -53,7 +54,7 @@ func exampleSinkWith(t *testing.T, parts partitionSource, acfg accumulator.Confi
 	}
 	bound, err := rs.Bind(infos)
 	require.NoError(t, err)
-	acc, err := accumulator.New(acfg)
+	acc, err := writer.New(wcfg, failingTransport{code: 36})
 	require.NoError(t, err)
 	st, err := newTableRegistry(acc).state(bound, infos)
 	require.NoError(t, err)
@@ -87,9 +88,9 @@ func TestProduceSpanningPartitionsIsAtomic(t *testing.T) {
 // than a late answer), but a shutdown that runs out of time ends them.
 func TestStopEndsAppendsPastTheRequestDeadline(t *testing.T) {
 	t.Parallel()
-	s, acc := exampleSinkWith(t, fakePartitions{}, accumulator.Config{
-		Linger: time.Hour, BatchSize: 4096, BufferMemory: 8192, BufferWaitTimeout: time.Hour,
-	})
+	wcfg := writer.DefaultConfig()
+	wcfg.Linger, wcfg.BatchSize, wcfg.BufferMemory, wcfg.BufferWaitTimeout = time.Hour, 4096, 8192, time.Hour
+	s, acc := exampleSinkWith(t, fakePartitions{}, wcfg)
 	route, ok := s.state.Load().routes.Resolve("customers")
 	require.True(t, ok)
 	bucketOf := func(key string) int32 {
@@ -130,7 +131,7 @@ func TestStopEndsAppendsPastTheRequestDeadline(t *testing.T) {
 		t.Fatalf("produce returned before the stop: %v", err)
 	case <-time.After(300 * time.Millisecond): // well past the request deadline
 	}
-	s.stop()
+	s.stopAppends()
 	select {
 	case err := <-done:
 		require.Error(t, err)
@@ -138,7 +139,7 @@ func TestStopEndsAppendsPastTheRequestDeadline(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("produce still blocked after stop")
 	}
-	acc.Close()
+	closeWriter(t, acc)
 }
 
 // countingPartitions counts partition resolutions.
@@ -159,7 +160,9 @@ func (c *countingPartitions) EnsurePartition(ctx context.Context, p fluss.TableP
 func TestGonePartitionIsResolvedAgain(t *testing.T) {
 	t.Parallel()
 	parts := &countingPartitions{fakePartitions: fakePartitions{"20240102": 1}}
-	s, acc := exampleSink(t, parts)
+	wcfg := writer.DefaultConfig()
+	wcfg.Linger = 0 // sent as soon as Run runs
+	s, acc := exampleSinkWith(t, parts, wcfg)
 	req := &kafkaproto.PartitionProduce{
 		Topic: "clicks", Partition: 0, Acks: -1, ProducerID: -1, BaseSequence: -1,
 		Records: []kafkaproto.Record{{Index: 0, Timestamp: 1_704_164_645_000, Value: []byte(`{"user_id": 1}`)}},
@@ -170,22 +173,21 @@ func TestGonePartitionIsResolvedAgain(t *testing.T) {
 	require.EqualValues(t, 1, parts.calls.Load())
 
 	// Fluss answers PARTITION_NOT_EXISTS for the batch.
-	var failed int
-	for _, q := range acc.Queues() {
-		if b, _, _ := q.Peek(true); b != nil && q.Pop(b) {
-			b.Complete(-1, fluss.ErrorForCode(36, "partition dropped"))
-			failed++
-		}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() { _ = acc.Run(ctx) }()
+	select {
+	case <-pw.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the write did not complete")
 	}
-	require.Equal(t, 1, failed)
-	<-pw.Done()
 	assert.ErrorIs(t, pw.Result().Err, kafkaproto.ErrUnknownTopicOrPartition)
 
 	_, err = s.Produce(t.Context(), req)
 	require.NoError(t, err)
 	require.NoError(t, s.drain(t.Context()))
 	assert.EqualValues(t, 2, parts.calls.Load(), "the retry resolved the partition again")
-	acc.Close()
+	closeWriter(t, acc)
 }
 
 // produceErr hands req to the bridge and returns its error: the one
@@ -236,7 +238,7 @@ func TestPartitionResolutionDoesNotBlockTheReader(t *testing.T) {
 		release:        make(chan struct{}),
 	}
 	s, acc := exampleSink(t, parts)
-	defer acc.Close()
+	defer closeWriter(t, acc)
 	const day = int64(24 * 3600 * 1000)
 	click := func(ts int64) *kafkaproto.PartitionProduce {
 		return &kafkaproto.PartitionProduce{
@@ -298,4 +300,49 @@ func TestPartitionResolutionDoesNotBlockTheReader(t *testing.T) {
 	assert.Equal(t, 3, acc.Incomplete(), "both click rows are appended once resolved")
 	assert.False(t, s.pending.busy(topicPartition{"clicks", 0}))
 	_ = orders
+}
+
+// failingTransport answers every write with one Fluss error per bucket.
+type failingTransport struct{ code int32 }
+
+func (f failingTransport) results(pid int64, buckets []int32) *fluss.PendingWrite {
+	res := make([]fluss.BucketResult, len(buckets))
+	for i, b := range buckets {
+		res[i] = fluss.BucketResult{PartitionID: pid, Bucket: b, Err: fluss.ErrorForCode(f.code, "from the fake"), Offset: -1}
+	}
+	return fluss.NewPendingWrite(func(context.Context) ([]fluss.BucketResult, error) { return res, nil })
+}
+
+func (f failingTransport) SendProduceLog(_ context.Context, _ int32, req *fluss.ProduceLogRequest) (*fluss.PendingWrite, error) {
+	var buckets []int32
+	var pid int64
+	for _, b := range req.Buckets {
+		buckets, pid = append(buckets, b.Bucket), b.PartitionID
+	}
+	return f.results(pid, buckets), nil
+}
+
+func (f failingTransport) SendPutKv(_ context.Context, _ int32, req *fluss.PutKvRequest) (*fluss.PendingWrite, error) {
+	var buckets []int32
+	var pid int64
+	for _, b := range req.Buckets {
+		buckets, pid = append(buckets, b.Bucket), b.PartitionID
+	}
+	return f.results(pid, buckets), nil
+}
+
+func (failingTransport) BucketLeader(context.Context, int64, int64, int32) (fluss.ServerNode, error) {
+	return fluss.ServerNode{ID: 1, Host: "127.0.0.1", Port: 1}, nil
+}
+
+func (failingTransport) InvalidateTableMetadata(int64) {}
+
+func (failingTransport) InitWriter(context.Context, ...fluss.TablePath) (int64, error) { return 1, nil }
+
+// closeWriter closes a writer whose batches may never be sent.
+func closeWriter(t *testing.T, w *writer.Writer) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	_ = w.Close(ctx)
 }

@@ -5,10 +5,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/fluss-kafka/gateway/accumulator"
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/kafkaproto"
-	"github.com/fluss-kafka/gateway/sender"
+	"github.com/fluss-kafka/gateway/writer"
 )
 
 // flussToKafka is the one translation from a Fluss error to the Kafka error a
@@ -66,15 +65,15 @@ func kafkaError(err error) error {
 		}
 		return fmt.Errorf("%w: %w", kafkaproto.ErrUnknownServerError, err)
 	case errors.Is(err, context.DeadlineExceeded),
-		errors.Is(err, sender.ErrDeliveryTimeout),
-		errors.Is(err, accumulator.ErrBufferFull),
+		errors.Is(err, writer.ErrDeliveryTimeout),
+		errors.Is(err, writer.ErrBufferFull),
 		errors.Is(err, fluss.ErrRequestTimeout):
 		return fmt.Errorf("%w: %w", kafkaproto.ErrRequestTimedOut, err)
-	case errors.Is(err, accumulator.ErrRecordTooLarge):
+	case errors.Is(err, writer.ErrRecordTooLarge):
 		return fmt.Errorf("%w: %w", kafkaproto.ErrMessageTooLarge, err)
 	case errors.Is(err, fluss.ErrConnectionClosed),
 		errors.Is(err, fluss.ErrNoLeader),
-		errors.Is(err, accumulator.ErrClosed): // shutting down: retry on another instance
+		errors.Is(err, writer.ErrClosed): // shutting down: retry on another instance
 		return fmt.Errorf("%w: %w", kafkaproto.ErrNotLeaderOrFollower, err)
 	}
 	return fmt.Errorf("%w: %w", kafkaproto.ErrUnknownServerError, err)

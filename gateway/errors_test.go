@@ -9,10 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fluss-kafka/gateway/accumulator"
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/kafkaproto"
-	"github.com/fluss-kafka/gateway/sender"
+	"github.com/fluss-kafka/gateway/writer"
 )
 
 func TestKafkaErrorForEveryFlussCode(t *testing.T) {
@@ -66,13 +65,13 @@ func TestKafkaErrorLocalConditions(t *testing.T) {
 	}{
 		{"nil", nil, nil},
 		{"deadline", context.DeadlineExceeded, kafkaproto.ErrRequestTimedOut},
-		{"delivery timeout", sender.ErrDeliveryTimeout, kafkaproto.ErrRequestTimedOut},
-		{"buffer full", accumulator.ErrBufferFull, kafkaproto.ErrRequestTimedOut},
+		{"delivery timeout", writer.ErrDeliveryTimeout, kafkaproto.ErrRequestTimedOut},
+		{"buffer full", writer.ErrBufferFull, kafkaproto.ErrRequestTimedOut},
 		{"fluss request timeout", fluss.ErrRequestTimeout, kafkaproto.ErrRequestTimedOut},
-		{"record too large", accumulator.ErrRecordTooLarge, kafkaproto.ErrMessageTooLarge},
+		{"record too large", writer.ErrRecordTooLarge, kafkaproto.ErrMessageTooLarge},
 		{"connection closed", fluss.ErrConnectionClosed, kafkaproto.ErrNotLeaderOrFollower},
 		{"no leader", fluss.ErrNoLeader, kafkaproto.ErrNotLeaderOrFollower},
-		{"shutting down", sender.ErrStopped, kafkaproto.ErrNotLeaderOrFollower},
+		{"shutting down", writer.ErrStopped, kafkaproto.ErrNotLeaderOrFollower},
 		{"kafka error passes", kafkaproto.ErrInvalidRecord, kafkaproto.ErrInvalidRecord},
 		{"records error passes", &kafkaproto.RecordsError{Records: []kafkaproto.RecordError{{Index: 1, Message: "bad"}}}, kafkaproto.ErrInvalidRecord},
 		{"anything else", errors.New("boom"), kafkaproto.ErrUnknownServerError},

@@ -24,7 +24,7 @@ func (g *Gateway) Reload(ctx context.Context, path string) bool {
 	if !sameStatic(g.cfg, cfg) {
 		g.log.Warn("config reload: only routes are reloaded; other changed settings apply after a restart", slog.String("path", path))
 	}
-	if err := g.apply(ctx, cfg, true); err != nil {
+	if err := g.apply(ctx, cfg.Routes, true); err != nil {
 		g.m.reloaded(false)
 		g.log.Error("config reload refused; keeping the current routes", slog.String("path", path), slog.Any("err", err))
 		return false

@@ -6,11 +6,13 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,25 +20,24 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/fluss-kafka/gateway/accumulator"
 	"github.com/fluss-kafka/gateway/configs"
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
-	"github.com/fluss-kafka/gateway/sender"
+	"github.com/fluss-kafka/gateway/writer"
 )
 
 // Gateway owns every component and their lifetimes: the Fluss client, the
 // writer, the bridge, the Kafka listeners and the admin server.
 type Gateway struct {
 	cfg *configs.Config
+	set settings
 	log *slog.Logger
 	reg *prometheus.Registry
 	m   *gatewayMetrics
 
 	client  *fluss.Client
-	acc     *accumulator.Accumulator
-	snd     *sender.Sender
+	w       *writer.Writer
 	tables  *tableRegistry
 	bridge  *bridge
 	servers []*kafkaproto.Server
@@ -53,68 +54,36 @@ type Gateway struct {
 }
 
 func New(cfg *configs.Config, log *slog.Logger) (*Gateway, error) {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	g := &Gateway{cfg: cfg, log: log, reg: reg, m: newGatewayMetrics(reg), loadErr: errors.New("routes not loaded yet")}
-
-	client, err := newFlussClient(cfg, log.With(slog.String("component", "fluss")))
+	set, err := settingsFrom(cfg)
 	if err != nil {
 		return nil, err
 	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	g := &Gateway{cfg: cfg, set: set, log: log, reg: reg, m: newGatewayMetrics(reg), loadErr: errors.New("routes not loaded yet")}
+
+	client, err := fluss.NewClient(set.fluss, fluss.WithLogger(log.With(slog.String("component", "fluss"))))
+	if err != nil {
+		return nil, fmt.Errorf("fluss client: %w", err)
+	}
 	g.client = client
-
-	w := cfg.Writer
-	linger := w.Linger
-	if linger == 0 {
-		linger = time.Nanosecond // the accumulator reads 0 as "its default"
-	}
-	acc, err := accumulator.New(accumulator.Config{
-		BatchSize:    int(w.BatchSize),
-		Linger:       linger,
-		BufferMemory: int64(w.BufferMemory),
-		// An append waits for buffer memory at most as long as a record
-		// may take to be delivered.
-		BufferWaitTimeout: w.DeliveryTimeout,
-	}, accumulator.WithLogger(log.With(slog.String("component", "accumulator"))), accumulator.WithRegisterer(reg))
+	w, err := writer.New(set.writer, client,
+		writer.WithLogger(log.With(slog.String("component", "writer"))), writer.WithRegisterer(reg))
 	if err != nil {
 		client.Close()
-		return nil, fmt.Errorf("accumulator: %w", err)
+		return nil, fmt.Errorf("writer: %w", err)
 	}
-	g.acc = acc
-	if w.Acks == 0 {
-		client.Close()
-		return nil, errors.New("writer.acks 0 is not supported towards Fluss: use 1 or all")
-	}
-	snd, err := sender.New(sender.Config{
-		Acks:                 int(w.Acks),
-		RequestTimeout:       cfg.Fluss.RequestTimeout,
-		MaxRequestSize:       int(w.MaxRequestSize),
-		MaxInflightPerBucket: w.MaxInFlightPerBucket,
-		DisableIdempotence:   !w.Idempotence,
-		RetryBackoff:         w.RetryBackoff,
-		RetryBackoffMax:      max(w.RetryBackoff, sender.DefaultRetryBackoffMax),
-		DeliveryTimeout:      w.DeliveryTimeout,
-	}, acc, client, sender.WithLogger(log.With(slog.String("component", "sender"))), sender.WithRegisterer(reg))
-	if err != nil {
-		client.Close()
-		return nil, fmt.Errorf("sender: %w", err)
-	}
-	g.snd = snd
-	g.tables = newTableRegistry(acc)
-	g.bridge = newBridge(acc, newPartitionCache(client), client, g.m, log.With(slog.String("component", "bridge")))
-
-	for i, l := range cfg.Listeners {
-		kc, err := kafkaConfig(cfg.Kafka, l)
+	g.w = w
+	g.tables = newTableRegistry(w)
+	g.bridge = newBridge(w, newPartitionCache(client), client, g.m, log.With(slog.String("component", "bridge")))
+	for i, l := range set.listeners {
+		name := l.name
+		srv, err := kafkaproto.New(l.kafka, g.bridge,
+			kafkaproto.WithLogger(log.With(slog.String("listener", name))),
+			kafkaproto.WithRegisterer(prometheus.WrapRegistererWith(prometheus.Labels{"listener": name}, reg)))
 		if err != nil {
 			client.Close()
-			return nil, fmt.Errorf("listeners[%d] (%s): %w", i, l.Name, err)
-		}
-		srv, err := kafkaproto.New(kc, g.bridge,
-			kafkaproto.WithLogger(log.With(slog.String("listener", l.Name))),
-			kafkaproto.WithRegisterer(prometheus.WrapRegistererWith(prometheus.Labels{"listener": l.Name}, reg)))
-		if err != nil {
-			client.Close()
-			return nil, fmt.Errorf("listeners[%d] (%s): %w", i, l.Name, err)
+			return nil, fmt.Errorf("listeners[%d] (%s): %w", i, name, err)
 		}
 		g.servers = append(g.servers, srv)
 	}
@@ -122,23 +91,97 @@ func New(cfg *configs.Config, log *slog.Logger) (*Gateway, error) {
 	return g, nil
 }
 
-// newFlussClient connects to the configured Fluss cluster (lazily: the
-// first call dials).
-func newFlussClient(cfg *configs.Config, log *slog.Logger) (*fluss.Client, error) {
-	fc := fluss.Config{
+// settings are the components' configurations a configuration file
+// yields: configs decodes and checks the file, each component keeps its own
+// defaults and checks, and this is the one place that joins the two.
+type settings struct {
+	fluss     fluss.Config
+	writer    writer.Config
+	listeners []listenerSettings
+	admin     string // admin server address; "" for none
+	shutdown  time.Duration
+	logLevel  slog.Level
+	logJSON   bool
+	routes    []mapping.RouteSpec // compiled and bound by bindRoutes
+}
+
+// listenerSettings is one Kafka listener.
+type listenerSettings struct {
+	name  string
+	bind  string
+	kafka kafkaproto.Config
+}
+
+func settingsFrom(cfg *configs.Config) (settings, error) {
+	var set settings
+	set.fluss = fluss.Config{
 		Bootstrap:      cfg.Fluss.Bootstrap,
 		RequestTimeout: cfg.Fluss.RequestTimeout,
 		DialTimeout:    cfg.Fluss.DialTimeout,
 		ClientID:       cfg.Fluss.ClientID,
 	}
 	if s := cfg.Fluss.SASL; s != nil {
-		fc.Username, fc.Password = s.Username, s.Password
+		set.fluss.Username, set.fluss.Password = s.Username, s.Password
 	}
-	client, err := fluss.NewClient(fc, fluss.WithLogger(log))
-	if err != nil {
-		return nil, fmt.Errorf("fluss client: %w", err)
+
+	w := cfg.Writer
+	set.writer = writer.DefaultConfig()
+	set.writer.BatchSize = int(w.BatchSize)
+	set.writer.Linger = w.Linger
+	set.writer.BufferMemory = int64(w.BufferMemory)
+	// A write waits for buffer memory at most as long as a record may take
+	// to be delivered.
+	set.writer.BufferWaitTimeout = w.DeliveryTimeout
+	set.writer.Acks = int(w.Acks)
+	set.writer.RequestTimeout = cfg.Fluss.RequestTimeout
+	set.writer.MaxRequestSize = int(w.MaxRequestSize)
+	set.writer.MaxInflightPerBucket = w.MaxInFlightPerBucket
+	set.writer.DisableIdempotence = !w.Idempotence
+	set.writer.Retries = w.Retries
+	set.writer.RetryBackoff = w.RetryBackoff
+	set.writer.RetryBackoffMax = max(w.RetryBackoff, set.writer.RetryBackoffMax)
+	set.writer.DeliveryTimeout = w.DeliveryTimeout
+	if err := set.writer.Validate(); err != nil {
+		return set, fmt.Errorf("writer: %w", err)
 	}
-	return client, nil
+
+	for i, l := range cfg.Listeners {
+		kc, err := kafkaConfig(cfg.Kafka, l)
+		if err != nil {
+			return set, fmt.Errorf("listeners[%d] (%s): %w", i, l.Name, err)
+		}
+		set.listeners = append(set.listeners, listenerSettings{name: l.Name, bind: l.Bind, kafka: kc})
+	}
+	set.admin = cfg.Admin.Address
+	set.shutdown = cfg.Shutdown.Deadline
+	set.logLevel, set.logJSON = logLevel(cfg.Logging)
+	set.routes = cfg.Routes
+	return set, nil
+}
+
+func logLevel(c configs.Logging) (slog.Level, bool) {
+	var level slog.Level
+	switch strings.ToLower(c.Level) {
+	case configs.LevelDebug:
+		level = slog.LevelDebug
+	case configs.LevelWarn:
+		level = slog.LevelWarn
+	case configs.LevelError:
+		level = slog.LevelError
+	default:
+		level = slog.LevelInfo
+	}
+	return level, c.Format == configs.FormatJSON
+}
+
+// NewLogger is the logger the logging section asks for, writing to w.
+func NewLogger(c configs.Logging, w io.Writer) *slog.Logger {
+	level, json := logLevel(c)
+	opts := &slog.HandlerOptions{Level: level}
+	if json {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
 }
 
 // kafkaConfig turns a configured listener into the Kafka server's config.
@@ -198,15 +241,15 @@ func kafkaConfig(k configs.Kafka, l configs.Listener) (kafkaproto.Config, error)
 // Listen opens the Kafka and admin listeners, before Run, so that the
 // caller knows the ports.
 func (g *Gateway) Listen() error {
-	for _, l := range g.cfg.Listeners {
-		ln, err := net.Listen("tcp", l.Bind)
+	for _, l := range g.set.listeners {
+		ln, err := net.Listen("tcp", l.bind)
 		if err != nil {
 			g.closeListeners()
-			return fmt.Errorf("listen %s (%s): %w", l.Bind, l.Name, err)
+			return fmt.Errorf("listen %s (%s): %w", l.bind, l.name, err)
 		}
 		g.kafkaListeners = append(g.kafkaListeners, ln)
 	}
-	if addr := g.cfg.Admin.Address; addr != "" {
+	if addr := g.set.admin; addr != "" {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			g.closeListeners()
@@ -262,7 +305,7 @@ func (g *Gateway) applyStartup(ctx context.Context) error {
 	if g.bridge.loaded() {
 		return nil
 	}
-	return g.apply(ctx, g.cfg, false)
+	return g.apply(ctx, g.set.routes, false)
 }
 
 // isTransient reports whether a load failure may go away by itself (Fluss
@@ -283,8 +326,8 @@ func isNetError(err error) bool {
 }
 
 // apply binds cfg's routes and swaps them in; fresh as in bindRoutes.
-func (g *Gateway) apply(ctx context.Context, cfg *configs.Config, fresh bool) error {
-	routes, infos, err := bindRoutes(ctx, g.client, cfg.Routes, fresh)
+func (g *Gateway) apply(ctx context.Context, specs []mapping.RouteSpec, fresh bool) error {
+	routes, infos, err := bindRoutes(ctx, g.client, specs, fresh)
 	if err != nil {
 		return err
 	}
@@ -324,8 +367,7 @@ func (g *Gateway) ready() error {
 
 // Run serves until ctx ends, then shuts down in order within the configured
 // deadline: stop accepting and answer every Produce already read, flush the
-// accumulator, stop the sender, close Fluss connections, stop the admin
-// server. A second cancellation (force) abandons the wait at once.
+// writer and stop it, close Fluss connections, stop the admin server. A second cancellation (force) abandons the wait at once.
 func (g *Gateway) Run(ctx, force context.Context) error {
 	var adminDone chan error
 	if g.adminListener != nil {
@@ -342,7 +384,7 @@ func (g *Gateway) Run(ctx, force context.Context) error {
 	sendCtx, stopSender := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopSender()
 	senderDone := make(chan error, 1)
-	go func() { senderDone <- g.snd.Run(sendCtx) }()
+	go func() { senderDone <- g.w.Run(sendCtx) }()
 
 	grp, gctx := errgroup.WithContext(ctx)
 	for i, srv := range g.servers {
@@ -358,11 +400,11 @@ func (g *Gateway) Run(ctx, force context.Context) error {
 		g.log.Info("kafka listener serving", slog.String("addr", ln.Addr().String()))
 	}
 	<-gctx.Done()
-	g.log.Info("shutting down", slog.Duration("deadline", g.cfg.Shutdown.Deadline))
+	g.log.Info("shutting down", slog.Duration("deadline", g.set.shutdown))
 	// Load balancers stop sending new connections while we drain.
 	g.setLoadErr(errShuttingDown)
 
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.cfg.Shutdown.Deadline)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.set.shutdown)
 	defer cancel()
 	go func() {
 		select {
@@ -384,15 +426,15 @@ func (g *Gateway) Run(ctx, force context.Context) error {
 	if err := g.bridge.drain(sctx); err != nil {
 		errs = append(errs, fmt.Errorf("drain queued batches: %w", err))
 	}
-	if err := g.acc.Flush(sctx); err != nil {
+	if err := g.w.Flush(sctx); err != nil {
 		errs = append(errs, fmt.Errorf("flush: %w", err))
 	}
-	if err := g.snd.Close(sctx); err != nil {
-		errs = append(errs, fmt.Errorf("sender: %w", err))
+	if err := g.w.Close(sctx); err != nil {
+		errs = append(errs, fmt.Errorf("writer: %w", err))
 	}
 	stopSender()
 	if err := <-senderDone; err != nil && !errors.Is(err, context.Canceled) {
-		errs = append(errs, fmt.Errorf("sender: %w", err))
+		errs = append(errs, fmt.Errorf("writer: %w", err))
 	}
 	if err := g.client.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("fluss client: %w", err))
@@ -439,11 +481,15 @@ func (g *Gateway) shutdownAdmin(done chan error) {
 // anything, for `gateway validate`: every problem is reported, each naming
 // its route, table and column.
 func Validate(ctx context.Context, cfg *configs.Config) (*mapping.Routes, error) {
-	client, err := newFlussClient(cfg, slog.New(slog.DiscardHandler))
+	set, err := settingsFrom(cfg)
 	if err != nil {
 		return nil, err
 	}
+	client, err := fluss.NewClient(set.fluss)
+	if err != nil {
+		return nil, fmt.Errorf("fluss client: %w", err)
+	}
 	defer client.Close()
-	routes, _, err := bindRoutes(ctx, client, cfg.Routes, false)
+	routes, _, err := bindRoutes(ctx, client, set.routes, false)
 	return routes, err
 }

@@ -8,10 +8,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/fluss-kafka/gateway/accumulator"
-	"github.com/fluss-kafka/gateway/configs"
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/mapping"
+	"github.com/fluss-kafka/gateway/writer"
 )
 
 // tableSource is what route binding needs from Fluss.
@@ -25,7 +24,7 @@ type tableSource interface {
 // the bridge reads it through an atomic pointer and a reload swaps it.
 type routeState struct {
 	routes *mapping.Routes
-	tables map[fluss.TablePath]*accumulator.Table
+	tables map[fluss.TablePath]*writer.Table
 	infos  map[fluss.TablePath]*fluss.TableInfo
 }
 
@@ -34,12 +33,8 @@ type routeState struct {
 // naming its route, table and column. fresh reads every table from Fluss
 // rather than from the client's cache (a reload: a table may have been
 // re-created or altered since).
-func bindRoutes(ctx context.Context, src tableSource, routes []configs.Route, fresh bool) (*mapping.Routes, map[fluss.TablePath]*fluss.TableInfo, error) {
-	specs, err := routeSpecs(routes)
-	if err != nil {
-		return nil, nil, err
-	}
-	compiled, err := mapping.NewRoutes(specs)
+func bindRoutes(ctx context.Context, src tableSource, routes []mapping.RouteSpec, fresh bool) (*mapping.Routes, map[fluss.TablePath]*fluss.TableInfo, error) {
+	compiled, err := mapping.NewRoutes(routes)
 	if err != nil {
 		return nil, nil, fmt.Errorf("compile routes: %w", err)
 	}
@@ -70,21 +65,21 @@ func bindRoutes(ctx context.Context, src tableSource, routes []configs.Route, fr
 // tableRegistry keeps one accumulator table per Fluss table id across
 // reloads, so a reload never strands batches already queued.
 type tableRegistry struct {
-	acc *accumulator.Accumulator
+	w *writer.Writer
 
 	mu   sync.Mutex // guards byID
-	byID map[int64]*accumulator.Table
+	byID map[int64]*writer.Table
 }
 
-func newTableRegistry(acc *accumulator.Accumulator) *tableRegistry {
-	return &tableRegistry{acc: acc, byID: make(map[int64]*accumulator.Table)}
+func newTableRegistry(w *writer.Writer) *tableRegistry {
+	return &tableRegistry{w: w, byID: make(map[int64]*writer.Table)}
 }
 
 // state registers the tables of bound routes and returns the new generation.
 func (r *tableRegistry) state(routes *mapping.Routes, infos map[fluss.TablePath]*fluss.TableInfo) (*routeState, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	st := &routeState{routes: routes, tables: make(map[fluss.TablePath]*accumulator.Table, len(infos)), infos: infos}
+	st := &routeState{routes: routes, tables: make(map[fluss.TablePath]*writer.Table, len(infos)), infos: infos}
 	for path, info := range infos {
 		t := r.byID[info.TableID]
 		if t == nil {
@@ -92,7 +87,7 @@ func (r *tableRegistry) state(routes *mapping.Routes, infos map[fluss.TablePath]
 			if err != nil {
 				return nil, err
 			}
-			if t, err = r.acc.AddTable(spec); err != nil {
+			if t, err = r.w.AddTable(spec); err != nil {
 				return nil, fmt.Errorf("register table %s: %w", path, err)
 			}
 			r.byID[info.TableID] = t
@@ -103,16 +98,16 @@ func (r *tableRegistry) state(routes *mapping.Routes, infos map[fluss.TablePath]
 }
 
 // tableSpec chooses the batch builder the table's formats ask for.
-func tableSpec(info *fluss.TableInfo) (accumulator.TableSpec, error) {
+func tableSpec(info *fluss.TableInfo) (writer.TableSpec, error) {
 	d := &info.Descriptor
 	schema := &d.Schema
-	spec := accumulator.TableSpec{ID: info.TableID, Path: info.Path, NumBuckets: d.BucketCount}
+	spec := writer.TableSpec{ID: info.TableID, Path: info.Path, NumBuckets: d.BucketCount}
 	if spec.NumBuckets <= 0 {
 		return spec, fmt.Errorf("table %s: bucket count %d", info.Path, d.BucketCount)
 	}
 	if d.HasPrimaryKey() {
 		format := d.KvFormat()
-		spec.NewKvBuilder = func() (accumulator.KvBuilder, error) {
+		spec.NewKvBuilder = func() (writer.KvBuilder, error) {
 			return fluss.NewKvBatchBuilder(schema, info.SchemaID, format)
 		}
 		return spec, nil
@@ -134,15 +129,15 @@ func tableSpec(info *fluss.TableInfo) (accumulator.TableSpec, error) {
 		if err != nil {
 			return spec, fmt.Errorf("table %s: %w", info.Path, err)
 		}
-		spec.NewLogBuilder = func() (accumulator.LogBuilder, error) {
+		spec.NewLogBuilder = func() (writer.LogBuilder, error) {
 			return fluss.NewArrowLogBuilder(schema, info.SchemaID, codec, level, fluss.WithArrowCompressor(comp))
 		}
 	case fluss.LogFormatIndexed:
-		spec.NewLogBuilder = func() (accumulator.LogBuilder, error) {
+		spec.NewLogBuilder = func() (writer.LogBuilder, error) {
 			return fluss.NewIndexedLogBuilder(schema, info.SchemaID)
 		}
 	case fluss.LogFormatCompacted:
-		spec.NewLogBuilder = func() (accumulator.LogBuilder, error) {
+		spec.NewLogBuilder = func() (writer.LogBuilder, error) {
 			return fluss.NewCompactedLogBuilder(schema, info.SchemaID)
 		}
 	default:

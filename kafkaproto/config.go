@@ -89,47 +89,79 @@ const (
 	MechanismSCRAMSHA512 = "SCRAM-SHA-512"
 )
 
+// DefaultConfig returns the default of every tunable: what a zero field
+// means. MaxReadBytes is a floor: a zero MaxReadBytes means the larger of it
+// and MaxFrameBytes. AdvertisedHost and AdvertisedPort stay zero (the
+// connection's local address), and SASL and TLS nil (off); the defaults of
+// an enabled SASL are DefaultSASLConfig.
+func DefaultConfig() Config {
+	return Config{
+		ClusterID:             "fluss-kafka-gateway",
+		MaxFrameBytes:         100 << 20,
+		MaxReadBytes:          256 << 20,
+		MaxInFlightRequests:   16,
+		MaxMessageBytes:       1048588,
+		MaxDecompressedBytes:  64 << 20,
+		IdleTimeout:           10 * time.Minute,
+		WriteTimeout:          30 * time.Second,
+		DefaultProduceTimeout: 30 * time.Second,
+		ProducerStateTTL:      time.Hour,
+		MaxProducerStates:     100000,
+	}
+}
+
+// DefaultSASLConfig returns the defaults of an enabled SASL: every
+// mechanism, and 4096 SCRAM iterations. It has no users.
+func DefaultSASLConfig() SASLConfig {
+	return SASLConfig{
+		Mechanisms:      []string{MechanismPlain, MechanismSCRAMSHA256, MechanismSCRAMSHA512},
+		SCRAMIterations: 4096,
+	}
+}
+
 func (c Config) withDefaults() Config {
+	d := DefaultConfig()
 	if c.ClusterID == "" {
-		c.ClusterID = "fluss-kafka-gateway"
+		c.ClusterID = d.ClusterID
 	}
 	if c.MaxFrameBytes == 0 {
-		c.MaxFrameBytes = 100 << 20
+		c.MaxFrameBytes = d.MaxFrameBytes
 	}
 	if c.MaxReadBytes == 0 {
-		c.MaxReadBytes = max(256<<20, int64(c.MaxFrameBytes))
+		c.MaxReadBytes = max(d.MaxReadBytes, int64(c.MaxFrameBytes))
 	}
 	if c.MaxInFlightRequests == 0 {
-		c.MaxInFlightRequests = 16
+		c.MaxInFlightRequests = d.MaxInFlightRequests
 	}
 	if c.MaxMessageBytes == 0 {
-		c.MaxMessageBytes = 1048588
+		c.MaxMessageBytes = d.MaxMessageBytes
 	}
 	if c.MaxDecompressedBytes == 0 {
-		c.MaxDecompressedBytes = 64 << 20
+		c.MaxDecompressedBytes = d.MaxDecompressedBytes
 	}
 	if c.IdleTimeout == 0 {
-		c.IdleTimeout = 10 * time.Minute
+		c.IdleTimeout = d.IdleTimeout
 	}
 	if c.WriteTimeout == 0 {
-		c.WriteTimeout = 30 * time.Second
+		c.WriteTimeout = d.WriteTimeout
 	}
 	if c.DefaultProduceTimeout == 0 {
-		c.DefaultProduceTimeout = 30 * time.Second
+		c.DefaultProduceTimeout = d.DefaultProduceTimeout
 	}
 	if c.ProducerStateTTL == 0 {
-		c.ProducerStateTTL = time.Hour
+		c.ProducerStateTTL = d.ProducerStateTTL
 	}
 	if c.MaxProducerStates == 0 {
-		c.MaxProducerStates = 100000
+		c.MaxProducerStates = d.MaxProducerStates
 	}
 	if c.SASL != nil {
 		s := *c.SASL
+		ds := DefaultSASLConfig()
 		if len(s.Mechanisms) == 0 {
-			s.Mechanisms = []string{MechanismPlain, MechanismSCRAMSHA256, MechanismSCRAMSHA512}
+			s.Mechanisms = ds.Mechanisms
 		}
 		if s.SCRAMIterations == 0 {
-			s.SCRAMIterations = 4096
+			s.SCRAMIterations = ds.SCRAMIterations
 		}
 		c.SASL = &s
 	}

@@ -93,11 +93,11 @@ func (c *Converter) Convert(rec *Record, out *Converted) error {
 			}
 			return c.recordError(rec, "", "null value (tombstone) cannot be written to a log table")
 		}
-		out.Op = OpDelete
+		out.Op = fluss.WriteDelete
 	} else {
-		out.Op = OpAppend
+		out.Op = fluss.WriteAppend
 		if c.pk {
-			out.Op = OpUpsert
+			out.Op = fluss.WriteUpsert
 		}
 		switch c.valueFormat {
 		case ValueRaw:
@@ -170,9 +170,9 @@ func (c *Converter) Convert(rec *Record, out *Converted) error {
 		}
 		row[i] = fluss.Datum{Null: true}
 		switch {
-		case out.Op == OpDelete && c.isKeyCol[i]:
+		case out.Op == fluss.WriteDelete && c.isKeyCol[i]:
 			return c.recordError(rec, c.colName(i), "tombstone: primary key or partition column has no value (the key does not fill it)")
-		case out.Op == OpDelete:
+		case out.Op == fluss.WriteDelete:
 		case c.isKeyCol[i]:
 			return c.recordError(rec, c.colName(i), "primary key or partition column has no value")
 		case c.fromValue[i] && c.rejectMissing:

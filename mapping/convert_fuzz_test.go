@@ -113,7 +113,7 @@ func FuzzConvert(f *testing.F) {
 			for i, d := range out.Row {
 				typ := conv.Schema().Columns[i].Type
 				if d.Null {
-					if typ.NotNull && out.Op != OpDelete {
+					if typ.NotNull && out.Op != fluss.WriteDelete {
 						t.Fatalf("null in NOT NULL column %s", conv.Schema().Columns[i].Name)
 					}
 					continue

@@ -110,7 +110,7 @@ func TestConvertJSONFields(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			assert.Equal(t, OpAppend, out.Op)
+			assert.Equal(t, fluss.WriteAppend, out.Op)
 			assert.Empty(t, out.Key)
 			assertRow(t, tc.want, out.Row)
 		})
@@ -166,7 +166,7 @@ func TestConvertPrimaryKey(t *testing.T) {
 		key := []byte(`{"id": ` + itoa(id) + `, "region": "eu"}`)
 		out, err := convert(t, r, Record{Key: key, Value: []byte(`{"name": "n", "score": 1.5, "id": 999}`), Partition: 3})
 		require.NoError(t, err)
-		assert.Equal(t, OpUpsert, out.Op)
+		assert.Equal(t, fluss.WriteUpsert, out.Op)
 		// The key overrides the value's id.
 		assertRow(t, fluss.Row{{I: int64(id)}, str("eu"), str("n"), {F: 1.5}}, out.Row)
 		wantKey, err := enc.Encode(nil, out.Row)
@@ -177,7 +177,7 @@ func TestConvertPrimaryKey(t *testing.T) {
 		// A tombstone deletes by the same key, into the same bucket.
 		del, err := convert(t, r, Record{Key: key, Partition: 0})
 		require.NoError(t, err)
-		assert.Equal(t, OpDelete, del.Op)
+		assert.Equal(t, fluss.WriteDelete, del.Op)
 		assertRow(t, fluss.Row{{I: int64(id)}, str("eu"), null, null}, del.Row)
 		assert.Equal(t, wantKey, del.Key)
 		assert.Equal(t, out.Bucket, del.Bucket)
@@ -351,8 +351,8 @@ func TestConvertPartitionedPrimaryKey(t *testing.T) {
 		assert.Equal(t, want, out.Key)
 		assert.Equal(t, fluss.BucketForKey(want, 16), out.Bucket)
 	}
-	assert.Equal(t, OpUpsert, up.Op)
-	assert.Equal(t, OpDelete, del.Op)
+	assert.Equal(t, fluss.WriteUpsert, up.Op)
+	assert.Equal(t, fluss.WriteDelete, del.Op)
 }
 
 func TestBucketChoice(t *testing.T) {
@@ -432,7 +432,7 @@ func TestDLQ(t *testing.T) {
 	require.ErrorAs(t, err, &re)
 	dout := &Converted{}
 	r.DLQ().Build(&rec, r.Name(), re.Message(), dout)
-	assert.Equal(t, OpAppend, dout.Op)
+	assert.Equal(t, fluss.WriteAppend, dout.Op)
 	assert.Equal(t, int32(1), dout.Bucket, "partition 4 modulo 3 buckets")
 	assertRow(t, fluss.Row{
 		str("t"), {I: 4}, {I: 99}, {I: 1234}, str("k"), str(`{"v": "x"}`), str(`{"h":"1"}`), str("orders"),

@@ -121,7 +121,7 @@ func (q *DLQ) Table() fluss.TablePath { return q.table }
 func (q *DLQ) Schema() *fluss.Schema { return q.schema }
 
 // Build fills out with the dead-letter row for rec, rejected by route for
-// reason (use RecordError.Message). out.Op is OpAppend, the bucket is the
+// reason (use RecordError.Message). out.Op is fluss.WriteAppend, the bucket is the
 // Kafka partition modulo the bucket count. The row aliases rec's key and
 // value; see Converted.
 func (q *DLQ) Build(rec *Record, route, reason string, out *Converted) {
@@ -130,7 +130,7 @@ func (q *DLQ) Build(rec *Record, route, reason string, out *Converted) {
 	for i := range out.Row {
 		out.Row[i] = fluss.Datum{Null: true}
 	}
-	out.Op = OpAppend
+	out.Op = fluss.WriteAppend
 	out.Partition = ""
 	row := out.Row
 	str := func(s string) fluss.Datum {

@@ -4,8 +4,8 @@
 //
 // # Flow
 //
-// cmd/gateway copies the configured routes into []RouteSpec and compiles
-// them with NewRoutes (no I/O). It fetches the TableInfo of every table in
+// The configuration file decodes straight into []RouteSpec (package configs),
+// and the gateway compiles them with NewRoutes (no I/O). It fetches the TableInfo of every table in
 // Routes.Tables from Fluss and calls Routes.Bind, which checks each route
 // against its table (Validate) and returns a new Routes whose routes carry a
 // Converter (and a DLQ builder in dlq mode). The Kafka front resolves a
@@ -37,5 +37,5 @@
 // BenchmarkConvertJSON).
 //
 // The package starts no goroutines and does no I/O. It imports fluss only
-// (layer 1); never kafkaproto, accumulator or sender, and never configs.
+// (the layer below it); never kafkaproto, writer, configs or the gateway.
 package mapping

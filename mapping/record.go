@@ -36,30 +36,6 @@ type Header struct {
 	Value []byte
 }
 
-// Op is what a converted row does to its table.
-type Op uint8
-
-const (
-	// OpAppend appends the row to a log table.
-	OpAppend Op = iota + 1
-	// OpUpsert inserts or replaces the row with the same primary key.
-	OpUpsert
-	// OpDelete deletes the row with the primary key in Key.
-	OpDelete
-)
-
-func (o Op) String() string {
-	switch o {
-	case OpAppend:
-		return "append"
-	case OpUpsert:
-		return "upsert"
-	case OpDelete:
-		return "delete"
-	}
-	return "op(?)"
-}
-
 // Converted is the result of converting one record. It is reusable: pass
 // the same *Converted to many Convert calls to avoid allocations.
 //
@@ -69,10 +45,10 @@ func (o Op) String() string {
 // are released, whichever comes first; encode the row into a batch before
 // that. A Converted must not be used by two goroutines at once.
 type Converted struct {
-	// Op is OpAppend for log tables, OpUpsert or OpDelete for primary-key
-	// tables.
-	Op Op
-	// Row holds one datum per table column, in column order. For OpDelete
+	// Op is fluss.WriteAppend for log tables, fluss.WriteUpsert or
+	// fluss.WriteDelete for primary-key tables.
+	Op fluss.WriteOp
+	// Row holds one datum per table column, in column order. For a delete
 	// only the primary-key (and partition) columns are set; the others
 	// are null.
 	Row fluss.Row

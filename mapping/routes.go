@@ -54,165 +54,58 @@ type Routes struct {
 	all      []*Route
 }
 
-// NewRoutes compiles route specs: fills defaults, checks them and compiles
-// patterns and timestamp formats. It does not look at tables; see Bind.
+// NewRoutes compiles route specs: fills defaults (RouteSpec.WithDefaults),
+// checks them (ValidateSpecs: every problem, joined, each a *SpecError) and
+// compiles patterns and timestamp formats. It does not look at tables; see
+// Bind.
 func NewRoutes(specs []RouteSpec) (*Routes, error) {
+	if err := ValidateSpecs(specs); err != nil {
+		return nil, err
+	}
 	rs := &Routes{exact: make(map[string]*Route, len(specs))}
-	var errs []error
-	names := map[string]bool{}
 	for i := range specs {
-		r, err := compileRoute(specs[i])
+		r, err := compileRoute(specs[i].WithDefaults())
 		if err != nil {
-			errs = append(errs, err)
-			continue
+			return nil, err
 		}
-		if names[r.spec.Name] {
-			errs = append(errs, fmt.Errorf("route %q: name used twice", r.spec.Name))
-			continue
-		}
-		names[r.spec.Name] = true
 		if r.pattern == nil {
-			if _, dup := rs.exact[r.spec.Topic]; dup {
-				errs = append(errs, fmt.Errorf("route %q: topic %q is routed twice", r.spec.Name, r.spec.Topic))
-				continue
-			}
 			rs.exact[r.spec.Topic] = r
 		} else {
 			rs.patterns = append(rs.patterns, r)
 		}
 		rs.all = append(rs.all, r)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
 	return rs, nil
 }
 
+// compileRoute compiles a spec that ValidateSpecs accepted.
 func compileRoute(s RouteSpec) (*Route, error) {
-	s = withDefaults(s)
 	r := &Route{spec: s}
-	fail := func(format string, args ...any) (*Route, error) {
-		return nil, fmt.Errorf("route %q: %s", s.Name, fmt.Sprintf(format, args...))
+	fail := func(err error) (*Route, error) {
+		return nil, fmt.Errorf("route %q: %w", s.Name, err)
 	}
-	switch {
-	case (s.Topic == "") == (s.Pattern == ""):
-		return fail("exactly one of topic and pattern is required")
-	case s.Pattern != "":
+	if s.Pattern != "" {
 		re, err := regexp.Compile("^(?:" + s.Pattern + ")$")
 		if err != nil {
-			return fail("pattern: %v", err)
+			return fail(err)
 		}
 		r.pattern = re
 	}
-	if s.Table.Database == "" || s.Table.Table == "" {
-		return fail("table is required")
-	}
-	switch s.Value.Format {
-	case ValueRaw, ValueString, ValueJSON:
-	default:
-		return fail("value format %q is not one of raw, string, json", s.Value.Format)
-	}
-	if s.Value.UnknownFields != FieldIgnore && s.Value.UnknownFields != FieldReject {
-		return fail("unknown-field policy %q is not one of ignore, reject", s.Value.UnknownFields)
-	}
-	if s.Value.MissingFields != FieldNull && s.Value.MissingFields != FieldReject {
-		return fail("missing-field policy %q is not one of null, reject", s.Value.MissingFields)
-	}
-	switch s.Key.Format {
-	case KeyNone, KeyRaw, KeyString, KeyJSON:
-	default:
-		return fail("key format %q is not one of none, raw, string, json", s.Key.Format)
-	}
-	for col, p := range s.Value.Paths {
-		if _, err := splitPath(p); err != nil {
-			return fail("value path of column %q: %v", col, err)
-		}
-	}
-	for col, p := range s.Key.Paths {
-		if _, err := splitPath(p); err != nil {
-			return fail("key path of column %q: %v", col, err)
-		}
-	}
-	switch s.Metadata.HeadersFormat {
-	case HeadersJSON, HeadersMap:
-	default:
-		return fail("headers format %q is not one of json, map", s.Metadata.HeadersFormat)
-	}
-	switch s.Tombstone {
-	case TombstoneAuto, TombstoneDelete, TombstoneReject:
-	default:
-		return fail("tombstone %q is not one of delete, reject", s.Tombstone)
-	}
 	for _, p := range s.Partition {
-		switch p.From {
-		case PartitionFromField:
-		case PartitionFromTimestamp:
-			f, err := parseTimeFormat(p.Format)
-			if err != nil {
-				return fail("partition column %q: %v", p.Column, err)
-			}
-			loc := time.UTC
-			if p.TimeZone != "" && p.TimeZone != "UTC" {
-				if loc, err = time.LoadLocation(p.TimeZone); err != nil {
-					return fail("partition column %q: %v", p.Column, err)
-				}
-			}
-			r.parts = append(r.parts, timePartition{column: p.Column, format: f, loc: loc})
-		default:
-			return fail("partition column %q: source %q is not one of field, timestamp", p.Column, p.From)
+		if p.From != PartitionFromTimestamp {
+			continue
 		}
-	}
-	switch s.Errors.Mode {
-	case ErrorsReject:
-	case ErrorsDLQ:
-		if s.Errors.DLQTable.Database == "" || s.Errors.DLQTable.Table == "" {
-			return fail("errors mode dlq needs a dead-letter table")
+		f, err := parseTimeFormat(p.Format)
+		if err != nil {
+			return fail(err)
 		}
-	default:
-		return fail("error mode %q is not one of reject, dlq", s.Errors.Mode)
+		loc, err := time.LoadLocation(p.TimeZone)
+		if err != nil {
+			return fail(err)
+		}
+		r.parts = append(r.parts, timePartition{column: p.Column, format: f, loc: loc})
 	}
 	return r, nil
-}
-
-func withDefaults(s RouteSpec) RouteSpec {
-	if s.Name == "" {
-		s.Name = s.Topic
-		if s.Name == "" {
-			s.Name = s.Pattern
-		}
-	}
-	if s.Value.Format == "" {
-		s.Value.Format = ValueJSON
-	}
-	if s.Value.UnknownFields == "" {
-		s.Value.UnknownFields = FieldIgnore
-	}
-	if s.Value.MissingFields == "" {
-		s.Value.MissingFields = FieldNull
-	}
-	if s.Key.Format == "" {
-		s.Key.Format = KeyNone
-	}
-	if s.Metadata.HeadersFormat == "" {
-		s.Metadata.HeadersFormat = HeadersJSON
-	}
-	for i := range s.Partition {
-		if s.Partition[i].From == "" {
-			s.Partition[i].From = PartitionFromField
-			if s.Partition[i].Format != "" {
-				s.Partition[i].From = PartitionFromTimestamp
-			}
-		}
-	}
-	if s.Errors.Mode == "" {
-		s.Errors.Mode = ErrorsReject
-	}
-	// The spec is kept; copy the maps and slices so the caller's later
-	// changes cannot reach it.
-	s.Value.Paths = cloneMap(s.Value.Paths)
-	s.Key.Paths = cloneMap(s.Key.Paths)
-	s.Partition = slices.Clone(s.Partition)
-	return s
 }
 
 func cloneMap(m map[string]string) map[string]string {

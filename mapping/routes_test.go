@@ -1,6 +1,7 @@
 package mapping
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -61,25 +62,37 @@ func TestNewRoutesErrors(t *testing.T) {
 		specs []RouteSpec
 		want  string
 	}{
-		{"no topic", []RouteSpec{{Name: "r", Table: tblA}}, `route "r": exactly one of topic and pattern`},
-		{"both", []RouteSpec{{Topic: "a", Pattern: "b", Table: tblA}}, "exactly one of topic and pattern"},
-		{"bad pattern", []RouteSpec{{Pattern: "a(", Table: tblA}}, "pattern: error parsing regexp"},
-		{"no table", []RouteSpec{{Topic: "a"}}, `route "a": table is required`},
-		{"duplicate topic", []RouteSpec{{Topic: "a", Table: tblA}, {Name: "b", Topic: "a", Table: tblB}}, `topic "a" is routed twice`},
-		{"duplicate name", []RouteSpec{{Name: "x", Topic: "a", Table: tblA}, {Name: "x", Topic: "b", Table: tblB}}, `route "x": name used twice`},
-		{"value format", []RouteSpec{{Topic: "a", Table: tblA, Value: ValueSpec{Format: "xml"}}}, `value format "xml"`},
-		{"unknown policy", []RouteSpec{{Topic: "a", Table: tblA, Value: ValueSpec{UnknownFields: "drop"}}}, "unknown-field policy"},
-		{"missing policy", []RouteSpec{{Topic: "a", Table: tblA, Value: ValueSpec{MissingFields: "zero"}}}, "missing-field policy"},
-		{"key format", []RouteSpec{{Topic: "a", Table: tblA, Key: KeySpec{Format: "avro"}}}, `key format "avro"`},
-		{"value path", []RouteSpec{{Topic: "a", Table: tblA, Value: ValueSpec{Paths: map[string]string{"c": "$."}}}}, `value path of column "c"`},
-		{"key path", []RouteSpec{{Topic: "a", Table: tblA, Key: KeySpec{Format: KeyJSON, Paths: map[string]string{"c": "a..b"}}}}, `key path of column "c"`},
-		{"headers", []RouteSpec{{Topic: "a", Table: tblA, Metadata: MetadataSpec{HeadersFormat: "xml"}}}, "headers format"},
-		{"tombstone", []RouteSpec{{Topic: "a", Table: tblA, Tombstone: "skip"}}, `tombstone "skip"`},
-		{"time format", []RouteSpec{{Topic: "a", Table: tblA, Partition: []PartitionSpec{{Column: "dt", Format: "yyyy/MM"}}}}, `partition column "dt": timestamp format "yyyy/MM": unexpected "/"`},
-		{"time zone", []RouteSpec{{Topic: "a", Table: tblA, Partition: []PartitionSpec{{Column: "dt", Format: "yyyy", TimeZone: "Nowhere/City"}}}}, `partition column "dt"`},
-		{"partition source", []RouteSpec{{Topic: "a", Table: tblA, Partition: []PartitionSpec{{Column: "dt", From: "header"}}}}, `source "header"`},
-		{"dlq table", []RouteSpec{{Topic: "a", Table: tblA, Errors: ErrorSpec{Mode: ErrorsDLQ}}}, "needs a dead-letter table"},
-		{"error mode", []RouteSpec{{Topic: "a", Table: tblA, Errors: ErrorSpec{Mode: "skip"}}}, `error mode "skip"`},
+		{"no topic", []RouteSpec{{Name: "r", Table: tblA}}, `route "r": one of topic and pattern is required`},
+		{"both", []RouteSpec{{Topic: "a", Pattern: "b", Table: tblA}}, "topic and pattern are mutually exclusive"},
+		{"bad pattern", []RouteSpec{{Pattern: "a(", Table: tblA}}, `route "a(": pattern: error parsing regexp`},
+		{"no table", []RouteSpec{{Topic: "a"}}, `route "a": table: required`},
+		{"duplicate topic", []RouteSpec{{Topic: "a", Table: tblA}, {Name: "b", Topic: "a", Table: tblB}}, `route "b": topic: "a" is also routed by routes[0]`},
+		{"duplicate name", []RouteSpec{{Name: "x", Topic: "a", Table: tblA}, {Name: "x", Topic: "b", Table: tblB}}, `route "x": name: duplicate of routes[0]`},
+		{"value format", []RouteSpec{{Topic: "a", Table: tblA, Value: ValueSpec{Format: "xml"}}}, `value.format: "xml" is not one of raw, string, json`},
+		{"unknown policy", []RouteSpec{{Topic: "a", Table: tblA, Value: ValueSpec{UnknownFields: "drop"}}}, `value.unknown_fields: "drop" is not one of ignore, reject`},
+		{"missing policy", []RouteSpec{{Topic: "a", Table: tblA, Value: ValueSpec{MissingFields: "zero"}}}, `value.missing_fields: "zero" is not one of null, reject`},
+		{"key format", []RouteSpec{{Topic: "a", Table: tblA, Key: KeySpec{Format: "avro"}}}, `key.format: "avro" is not one of none, raw, string, json`},
+		{"value path", []RouteSpec{{Topic: "a", Table: tblA, Value: ValueSpec{Paths: map[string]string{"c": "$."}}}}, `value.columns.c: "$." is not a JSON path`},
+		{"key path", []RouteSpec{{Topic: "a", Table: tblA, Key: KeySpec{Format: KeyJSON, Paths: map[string]string{"c": "a..b"}}}}, `key.columns.c: "a..b" is not a JSON path`},
+		{"headers", []RouteSpec{{Topic: "a", Table: tblA, Metadata: MetadataSpec{HeadersFormat: "xml"}}}, `metadata.headers_format: "xml" is not one of json, map`},
+		{"tombstone", []RouteSpec{{Topic: "a", Table: tblA, Tombstone: "skip"}}, `tombstone: "skip" is not one of delete, reject`},
+		{"time format", []RouteSpec{{Topic: "a", Table: tblA, Partition: []PartitionSpec{{Column: "dt", Format: "yyyy/MM"}}}}, `partition[0].format: timestamp format "yyyy/MM": unexpected "/"`},
+		{"time zone", []RouteSpec{{Topic: "a", Table: tblA, Partition: []PartitionSpec{{Column: "dt", Format: "yyyy", TimeZone: "Nowhere/City"}}}}, `partition[0].time_zone: unknown time zone Nowhere/City`},
+		{"partition source", []RouteSpec{{Topic: "a", Table: tblA, Partition: []PartitionSpec{{Column: "dt", From: "header"}}}}, `partition[0].from: "header" is not one of field, timestamp`},
+		{"dlq table", []RouteSpec{{Topic: "a", Table: tblA, Errors: ErrorSpec{Mode: ErrorsDLQ}}}, "errors.dlq_table: required for errors.mode dlq"},
+		{"error mode", []RouteSpec{{Topic: "a", Table: tblA, Errors: ErrorSpec{Mode: "skip"}}}, `errors.mode: "skip" is not one of reject, dlq`},
+		{"bad topic", []RouteSpec{{Topic: "a b", Table: tblA}}, `topic: "a b" is not a valid Kafka topic name`},
+		{"duplicate pattern", []RouteSpec{{Pattern: "a.*", Table: tblA}, {Name: "b", Pattern: "a.*", Table: tblB}}, `route "b": pattern: "a.*" is also used by routes[0]`},
+		{"bad table name", []RouteSpec{{Topic: "a", Table: fluss.TablePath{Database: "d", Table: "t x"}}}, `table: "d.t x": "t x" must be 1 to 200 characters`},
+		{"raw needs column", []RouteSpec{{Topic: "a", Table: tblA, Value: ValueSpec{Format: ValueRaw}}}, "value.column: required for value.format raw"},
+		{"json no column", []RouteSpec{{Topic: "a", Table: tblA, Value: ValueSpec{Column: "c"}}}, "value.column: only applies"},
+		{"key none with column", []RouteSpec{{Topic: "a", Table: tblA, Key: KeySpec{Column: "k"}}}, "key: column/columns set but key.format is none"},
+		{"column claimed twice", []RouteSpec{{Topic: "a", Table: tblA, Metadata: MetadataSpec{Key: "payload"}, Value: ValueSpec{Format: ValueRaw, Column: "payload"}}},
+			`value.column: column "payload" is already filled by metadata.key`},
+		{"partition field format", []RouteSpec{{Topic: "a", Table: tblA, Partition: []PartitionSpec{{Column: "dt", From: PartitionFromField, TimeZone: "UTC"}}}}, "partition[0]: format and time_zone only apply to from: timestamp"},
+		{"partition column", []RouteSpec{{Topic: "a", Table: tblA, Partition: []PartitionSpec{{From: PartitionFromField}}}}, "partition[0].column: required"},
+		{"dlq table same", []RouteSpec{{Topic: "a", Table: tblA, Errors: ErrorSpec{Mode: ErrorsDLQ, DLQTable: tblA}}}, `errors.dlq_table: must differ from the route's table "db.a"`},
+		{"dlq table reject", []RouteSpec{{Topic: "a", Table: tblA, Errors: ErrorSpec{DLQTable: tblD}}}, "errors.dlq_table: only applies to errors.mode dlq"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -87,6 +100,9 @@ func TestNewRoutesErrors(t *testing.T) {
 			_, err := NewRoutes(tc.specs)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
+			var se *SpecError
+			assert.True(t, errors.As(err, &se), "errors are *SpecError")
+			assert.Equal(t, err.Error(), ValidateSpecs(tc.specs).Error(), "NewRoutes reports what ValidateSpecs finds")
 		})
 	}
 }

@@ -1,26 +1,47 @@
 package mapping
 
-import "github.com/fluss-kafka/gateway/fluss"
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/fluss-kafka/gateway/fluss"
+)
 
 // RouteSpec is one route as configured: which topics, which table, and how
-// records become rows. cmd/gateway fills it from configs.Route; the string
-// enums use the configuration file's spelling, so the copy is direct.
+// records become rows. It is also the configuration file's route: the yaml
+// tags are the file's keys (docs/configuration.md, package configs decodes
+// routes straight into RouteSpec), and the enums use the file's spelling.
+// Tables are written "database.table" (fluss.TablePath decodes them).
 type RouteSpec struct {
-	// Name identifies the route in errors, logs and metrics.
-	Name string
-	// Topic is an exact topic; Pattern a regular expression that must match
-	// the whole topic. Exactly one is set.
-	Topic   string
-	Pattern string
+	// Name identifies the route in errors, logs and metrics. Default: the
+	// topic or the pattern.
+	Name string `yaml:"name"`
+	// Topic is an exact topic; Pattern a Go regular expression that must
+	// match the whole topic. Exactly one is set. Pattern routes are tried in
+	// order after exact routes.
+	Topic   string `yaml:"topic"`
+	Pattern string `yaml:"pattern"`
 	// Table is the target table.
-	Table fluss.TablePath
+	Table fluss.TablePath `yaml:"table"`
 
-	Value     ValueSpec
-	Key       KeySpec
-	Metadata  MetadataSpec
-	Tombstone Tombstone
-	Partition []PartitionSpec
-	Errors    ErrorSpec
+	// Value says how the record value becomes columns.
+	Value ValueSpec `yaml:"value"`
+	// Key says how the record key becomes columns.
+	Key KeySpec `yaml:"key"`
+	// Metadata names the columns that receive Kafka record metadata.
+	Metadata MetadataSpec `yaml:"metadata"`
+	// Tombstone is what a null value does; TombstoneAuto decides when the
+	// route is bound to its table.
+	Tombstone Tombstone `yaml:"tombstone"`
+	// Partition says where partition-key columns get their values; a
+	// partition column not listed is filled like any other column.
+	Partition []PartitionSpec `yaml:"partition"`
+	// Errors is what happens to a record that cannot be converted.
+	Errors ErrorSpec `yaml:"errors"`
 }
 
 // ValueFormat is how a record value is read.
@@ -47,16 +68,18 @@ const (
 // ValueSpec is the value mapping of a route.
 type ValueSpec struct {
 	// Format defaults to json.
-	Format ValueFormat
+	Format ValueFormat `yaml:"format"`
 	// Column receives the whole value for raw and string.
-	Column string
+	Column string `yaml:"column"`
 	// Paths maps a column to its JSON path ("a.b" or "$.a.b") for json;
-	// other columns read the top-level field of their own name.
-	Paths map[string]string
+	// other columns read the top-level field of their own name. YAML key
+	// "columns".
+	Paths map[string]string `yaml:"columns"`
 	// UnknownFields is FieldIgnore (default) or FieldReject.
-	UnknownFields FieldPolicy
-	// MissingFields is FieldNull (default) or FieldReject.
-	MissingFields FieldPolicy
+	UnknownFields FieldPolicy `yaml:"unknown_fields"`
+	// MissingFields is FieldNull (default) or FieldReject; NOT NULL columns
+	// always reject.
+	MissingFields FieldPolicy `yaml:"missing_fields"`
 }
 
 // KeyFormat is how a record key is read.
@@ -73,13 +96,13 @@ const (
 // KeySpec is the key mapping of a route.
 type KeySpec struct {
 	// Format defaults to none.
-	Format KeyFormat
+	Format KeyFormat `yaml:"format"`
 	// Column receives the whole key for raw and string.
-	Column string
+	Column string `yaml:"column"`
 	// Paths maps a column to its JSON path in the key object for json.
 	// Default: each primary-key column from the top-level field of its
-	// name.
-	Paths map[string]string
+	// name. YAML key "columns".
+	Paths map[string]string `yaml:"columns"`
 }
 
 // HeadersFormat is how headers are stored in one column.
@@ -94,13 +117,21 @@ const (
 // MetadataSpec names the columns that receive record metadata; "" means
 // not stored.
 type MetadataSpec struct {
-	Key           string
-	Headers       string
-	HeadersFormat HeadersFormat // default json
-	Timestamp     string
-	Partition     string
-	Offset        string
-	Topic         string
+	// Key receives the raw record key (BYTES or STRING column).
+	Key string `yaml:"key"`
+	// Headers receives the record headers.
+	Headers string `yaml:"headers"`
+	// HeadersFormat defaults to json.
+	HeadersFormat HeadersFormat `yaml:"headers_format"`
+	// Timestamp receives the record timestamp (TIMESTAMP_LTZ, TIMESTAMP or
+	// BIGINT epoch milliseconds).
+	Timestamp string `yaml:"timestamp"`
+	// Partition receives the Kafka partition (INT or BIGINT).
+	Partition string `yaml:"partition"`
+	// Offset receives the record's offset in its produce batch (BIGINT).
+	Offset string `yaml:"offset"`
+	// Topic receives the topic name (STRING).
+	Topic string `yaml:"topic"`
 }
 
 // Tombstone is what a null value does.
@@ -125,13 +156,17 @@ const (
 
 // PartitionSpec says where one partition-key column gets its value.
 type PartitionSpec struct {
-	Column string
-	From   PartitionSource
+	// Column is the partition-key column.
+	Column string `yaml:"column"`
+	// From defaults to PartitionFromTimestamp when Format is set, else
+	// PartitionFromField.
+	From PartitionSource `yaml:"from"`
 	// Format is the timestamp layout for PartitionFromTimestamp, in Fluss's
 	// letters: yyyy, Q, MM, dd, HH, mm, ss, with '-' and '_' between.
-	Format string
-	// TimeZone is an IANA zone name; "" is UTC.
-	TimeZone string
+	Format string `yaml:"format"`
+	// TimeZone is an IANA zone name for PartitionFromTimestamp. Default
+	// UTC.
+	TimeZone string `yaml:"time_zone"`
 }
 
 // ErrorMode is what a record that cannot be converted does.
@@ -146,7 +181,295 @@ const (
 // ErrorSpec is a route's bad-record policy.
 type ErrorSpec struct {
 	// Mode defaults to reject.
-	Mode ErrorMode
+	Mode ErrorMode `yaml:"mode"`
 	// DLQTable is the dead-letter table for ErrorsDLQ.
-	DLQTable fluss.TablePath
+	DLQTable fluss.TablePath `yaml:"dlq_table"`
+}
+
+// WithDefaults returns the spec with every default filled in: the name
+// (the topic, else the pattern), value json with unknown fields ignored and
+// missing fields null, key none, headers json, each partition column's
+// source (timestamp when it has a format, else field) and a timestamp
+// column's zone (UTC), and error mode reject. Tombstone stays
+// TombstoneAuto. The result shares no map or slice with s. NewRoutes and
+// ValidateSpecs apply it; applying it twice changes nothing.
+func (s RouteSpec) WithDefaults() RouteSpec {
+	if s.Name == "" {
+		s.Name = s.Topic
+		if s.Name == "" {
+			s.Name = s.Pattern
+		}
+	}
+	if s.Value.Format == "" {
+		s.Value.Format = ValueJSON
+	}
+	if s.Value.UnknownFields == "" {
+		s.Value.UnknownFields = FieldIgnore
+	}
+	if s.Value.MissingFields == "" {
+		s.Value.MissingFields = FieldNull
+	}
+	if s.Key.Format == "" {
+		s.Key.Format = KeyNone
+	}
+	if s.Metadata.HeadersFormat == "" {
+		s.Metadata.HeadersFormat = HeadersJSON
+	}
+	// The spec is kept; copy the maps and slices so the caller's later
+	// changes cannot reach it.
+	s.Value.Paths = cloneMap(s.Value.Paths)
+	s.Key.Paths = cloneMap(s.Key.Paths)
+	s.Partition = slices.Clone(s.Partition)
+	for i := range s.Partition {
+		p := &s.Partition[i]
+		if p.From == "" {
+			p.From = PartitionFromField
+			if p.Format != "" {
+				p.From = PartitionFromTimestamp
+			}
+		}
+		if p.From == PartitionFromTimestamp && p.TimeZone == "" {
+			p.TimeZone = "UTC"
+		}
+	}
+	if s.Errors.Mode == "" {
+		s.Errors.Mode = ErrorsReject
+	}
+	return s
+}
+
+// SpecError is a problem with a route spec found without looking at
+// tables (ValidateSpecs, NewRoutes). Field is the key path inside the route
+// as the configuration file spells it ("value.format",
+// "partition[0].time_zone"), or "" for the route as a whole; package
+// configs prefixes it with "routes[<Index>] (<Route>)".
+type SpecError struct {
+	// Index is the route's position in the list checked.
+	Index int
+	// Route is the route's name, defaults applied.
+	Route string
+	// Field is the key path inside the route, or "".
+	Field string
+	// Problem says what is wrong.
+	Problem string
+}
+
+func (e *SpecError) Error() string {
+	s := "route " + strconv.Quote(e.Route) + ": "
+	if e.Field != "" {
+		s += e.Field + ": "
+	}
+	return s + e.Problem
+}
+
+// ValidateSpecs checks route specs on their own and against each other,
+// after WithDefaults: exactly one of topic (a valid Kafka topic name) and
+// pattern (a valid regular expression), unique names, topics and patterns,
+// valid tables, known enum values, the columns each format needs or
+// forbids, JSON paths, timestamp formats and zones, and that a column is
+// filled from one place. It returns every problem, joined; each is a
+// *SpecError. It is pure: the tables themselves are checked by Validate.
+func ValidateSpecs(specs []RouteSpec) error {
+	var errs []error
+	names := map[string]int{}
+	topics := map[string]int{}
+	patterns := map[string]int{}
+	for i := range specs {
+		s := specs[i].WithDefaults()
+		add := func(field, format string, args ...any) {
+			errs = append(errs, &SpecError{Index: i, Route: s.Name, Field: field, Problem: fmt.Sprintf(format, args...)})
+		}
+		if j, ok := names[s.Name]; ok {
+			add("name", "duplicate of routes[%d]", j)
+		}
+		names[s.Name] = i
+		switch {
+		case s.Topic == "" && s.Pattern == "":
+			add("", "one of topic and pattern is required")
+		case s.Topic != "" && s.Pattern != "":
+			add("", "topic and pattern are mutually exclusive")
+		case s.Topic != "":
+			if j, ok := topics[s.Topic]; ok {
+				add("topic", "%q is also routed by routes[%d]", s.Topic, j)
+			}
+			topics[s.Topic] = i
+			if !validTopic(s.Topic) {
+				add("topic", "%q is not a valid Kafka topic name", s.Topic)
+			}
+		default:
+			if _, err := regexp.Compile(s.Pattern); err != nil {
+				add("pattern", "%v", err)
+			}
+			if j, ok := patterns[s.Pattern]; ok {
+				add("pattern", "%q is also used by routes[%d]", s.Pattern, j)
+			}
+			patterns[s.Pattern] = i
+		}
+		s.check(add)
+	}
+	return errors.Join(errs...)
+}
+
+// check reports the problems of one spec (defaults applied) through add.
+func (s *RouteSpec) check(add func(field, format string, args ...any)) {
+	checkTable := func(field string, t fluss.TablePath) {
+		if t == (fluss.TablePath{}) {
+			add(field, "required (database.table)")
+		} else if err := t.Validate(); err != nil {
+			add(field, "%v", err)
+		}
+	}
+	checkTable("table", s.Table)
+
+	v := s.Value
+	switch v.Format {
+	case ValueRaw, ValueString:
+		if v.Column == "" {
+			add("value.column", "required for value.format %s", v.Format)
+		}
+		if len(v.Paths) > 0 {
+			add("value.columns", "only applies to value.format json")
+		}
+	case ValueJSON:
+		if v.Column != "" {
+			add("value.column", "only applies to value.format raw and string; json fills columns by name")
+		}
+		for _, col := range sortedKeys(v.Paths) {
+			if _, err := splitPath(v.Paths[col]); err != nil {
+				add("value.columns."+col, "%v", err)
+			}
+		}
+	default:
+		add("value.format", "%q is not one of raw, string, json", v.Format)
+	}
+	if v.UnknownFields != FieldIgnore && v.UnknownFields != FieldReject {
+		add("value.unknown_fields", "%q is not one of ignore, reject", v.UnknownFields)
+	}
+	if v.MissingFields != FieldNull && v.MissingFields != FieldReject {
+		add("value.missing_fields", "%q is not one of null, reject", v.MissingFields)
+	}
+
+	k := s.Key
+	switch k.Format {
+	case KeyNone:
+		if k.Column != "" || len(k.Paths) > 0 {
+			add("key", "column/columns set but key.format is none")
+		}
+	case KeyRaw, KeyString:
+		if k.Column == "" {
+			add("key.column", "required for key.format %s", k.Format)
+		}
+		if len(k.Paths) > 0 {
+			add("key.columns", "only applies to key.format json")
+		}
+	case KeyJSON:
+		if k.Column != "" {
+			add("key.column", "only applies to key.format raw and string; json fills columns by name")
+		}
+		for _, col := range sortedKeys(k.Paths) {
+			if _, err := splitPath(k.Paths[col]); err != nil {
+				add("key.columns."+col, "%v", err)
+			}
+		}
+	default:
+		add("key.format", "%q is not one of none, raw, string, json", k.Format)
+	}
+
+	m := s.Metadata
+	if m.HeadersFormat != HeadersJSON && m.HeadersFormat != HeadersMap {
+		add("metadata.headers_format", "%q is not one of json, map", m.HeadersFormat)
+	}
+	// A column is filled from one place only (a JSON key may overlap the
+	// JSON value; Validate checks that against the table).
+	owners := map[string]string{}
+	claim := func(field, col string) {
+		if col == "" {
+			return
+		}
+		if prev, ok := owners[col]; ok {
+			add(field, "column %q is already filled by %s", col, prev)
+			return
+		}
+		owners[col] = field
+	}
+	claim("metadata.key", m.Key)
+	claim("metadata.headers", m.Headers)
+	claim("metadata.timestamp", m.Timestamp)
+	claim("metadata.partition", m.Partition)
+	claim("metadata.offset", m.Offset)
+	claim("metadata.topic", m.Topic)
+	if v.Format == ValueRaw || v.Format == ValueString {
+		claim("value.column", v.Column)
+	}
+	if k.Format == KeyRaw || k.Format == KeyString {
+		claim("key.column", k.Column)
+	}
+
+	switch s.Tombstone {
+	case TombstoneAuto, TombstoneDelete, TombstoneReject:
+	default:
+		add("tombstone", "%q is not one of delete, reject", s.Tombstone)
+	}
+
+	seen := map[string]bool{}
+	for i, p := range s.Partition {
+		field := fmt.Sprintf("partition[%d]", i)
+		if p.Column == "" {
+			add(field+".column", "required")
+		} else if seen[p.Column] {
+			add(field+".column", "%q listed twice", p.Column)
+		}
+		seen[p.Column] = true
+		switch p.From {
+		case PartitionFromField:
+			if p.Format != "" || p.TimeZone != "" {
+				add(field, "format and time_zone only apply to from: timestamp")
+			}
+		case PartitionFromTimestamp:
+			if p.Format == "" {
+				add(field+".format", "required for from: timestamp (e.g. yyyyMMdd)")
+			} else if _, err := parseTimeFormat(p.Format); err != nil {
+				add(field+".format", "%v", err)
+			}
+			if _, err := time.LoadLocation(p.TimeZone); err != nil {
+				add(field+".time_zone", "%v", err)
+			}
+			claim(field, p.Column)
+		default:
+			add(field+".from", "%q is not one of field, timestamp", p.From)
+		}
+	}
+
+	switch s.Errors.Mode {
+	case ErrorsReject:
+		if s.Errors.DLQTable != (fluss.TablePath{}) {
+			add("errors.dlq_table", "only applies to errors.mode dlq")
+		}
+	case ErrorsDLQ:
+		if s.Errors.DLQTable == (fluss.TablePath{}) {
+			add("errors.dlq_table", "required for errors.mode dlq")
+			break
+		}
+		checkTable("errors.dlq_table", s.Errors.DLQTable)
+		if s.Errors.DLQTable == s.Table {
+			add("errors.dlq_table", "must differ from the route's table %q", s.Table.String())
+		}
+	default:
+		add("errors.mode", "%q is not one of reject, dlq", s.Errors.Mode)
+	}
+}
+
+// validTopic applies Kafka's topic rule: 1 to 249 of [A-Za-z0-9._-], not
+// "." or "..".
+func validTopic(s string) bool {
+	if len(s) == 0 || len(s) > 249 || s == "." || s == ".." {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
 }

@@ -15,8 +15,11 @@ import (
 // Transport is what the sender needs from the Fluss client (*fluss.Client).
 // One call writes one table's batches to one tablet server.
 type Transport interface {
-	ProduceLog(ctx context.Context, serverID int32, req *fluss.ProduceLogRequest) ([]fluss.BucketResult, error)
-	PutKv(ctx context.Context, serverID int32, req *fluss.PutKvRequest) ([]fluss.BucketResult, error)
+	// SendProduceLog and SendPutKv return once the request is queued on
+	// the server's connection; requests queued one after the other reach
+	// the server in that order.
+	SendProduceLog(ctx context.Context, serverID int32, req *fluss.ProduceLogRequest) (*fluss.PendingWrite, error)
+	SendPutKv(ctx context.Context, serverID int32, req *fluss.PutKvRequest) (*fluss.PendingWrite, error)
 	// BucketLeader may block on a metadata refresh; the sender calls it only
 	// from its own refresh goroutines, never from the drain loop.
 	BucketLeader(ctx context.Context, tableID, partitionID int64, bucket int32) (fluss.ServerNode, error)

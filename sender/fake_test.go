@@ -265,20 +265,20 @@ func (f *fakeTransport) applyLocked(id bucketID, b fakeBatch) (int64, error) {
 	return base, nil
 }
 
-// ProduceLog and PutKv report the request queued at once, as the real
-// client does before it waits for the answer.
-func (f *fakeTransport) ProduceLog(ctx context.Context, serverID int32, req *fluss.ProduceLogRequest) ([]fluss.BucketResult, error) {
-	if req.Queued != nil {
-		req.Queued()
-	}
-	return f.write(ctx, serverID, req.TableID, req.Buckets)
+// SendProduceLog and SendPutKv report the request queued at once, as the
+// real client does before it waits for the answer.
+func (f *fakeTransport) SendProduceLog(ctx context.Context, serverID int32, req *fluss.ProduceLogRequest) (*fluss.PendingWrite, error) {
+	return f.pending(serverID, req.TableID, req.Buckets), nil
 }
 
-func (f *fakeTransport) PutKv(ctx context.Context, serverID int32, req *fluss.PutKvRequest) ([]fluss.BucketResult, error) {
-	if req.Queued != nil {
-		req.Queued()
-	}
-	return f.write(ctx, serverID, req.TableID, req.Buckets)
+func (f *fakeTransport) SendPutKv(ctx context.Context, serverID int32, req *fluss.PutKvRequest) (*fluss.PendingWrite, error) {
+	return f.pending(serverID, req.TableID, req.Buckets), nil
+}
+
+func (f *fakeTransport) pending(serverID int32, tableID int64, buckets []fluss.BucketRecords) *fluss.PendingWrite {
+	return fluss.NewPendingWrite(func(ctx context.Context) ([]fluss.BucketResult, error) {
+		return f.write(ctx, serverID, tableID, buckets)
+	})
 }
 
 func (f *fakeTransport) BucketLeader(ctx context.Context, tableID, partitionID int64, bucket int32) (fluss.ServerNode, error) {

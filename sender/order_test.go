@@ -36,7 +36,7 @@ type queueOrder struct {
 	last chan struct{} // closed when the request queued last is applied
 }
 
-func (q *queueOrder) ProduceLog(ctx context.Context, serverID int32, req *fluss.ProduceLogRequest) ([]fluss.BucketResult, error) {
+func (q *queueOrder) SendProduceLog(ctx context.Context, serverID int32, req *fluss.ProduceLogRequest) (*fluss.PendingWrite, error) {
 	q.mu.Lock()
 	for _, b := range req.Buckets {
 		if _, seq, _, err := decodeTestBatch(b.Records); err == nil {
@@ -46,16 +46,18 @@ func (q *queueOrder) ProduceLog(ctx context.Context, serverID int32, req *fluss.
 	wait, mine := q.last, make(chan struct{})
 	q.last = mine
 	q.mu.Unlock()
-	if req.Queued != nil {
-		req.Queued()
+	inner, err := q.fakeTransport.SendProduceLog(ctx, serverID, req)
+	if err != nil {
+		close(mine)
+		return nil, err
 	}
-	defer close(mine)
-	if wait != nil {
-		<-wait
-	}
-	r := *req
-	r.Queued = nil
-	return q.fakeTransport.ProduceLog(ctx, serverID, &r)
+	return fluss.NewPendingWrite(func(ctx context.Context) ([]fluss.BucketResult, error) {
+		defer close(mine)
+		if wait != nil {
+			<-wait
+		}
+		return inner.Wait(ctx)
+	}), nil
 }
 
 // Batches of one bucket are built concurrently but must be queued on the

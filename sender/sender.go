@@ -482,29 +482,31 @@ func (s *Sender) send(ctx context.Context, req *request) {
 	if len(buckets) > 0 {
 		rctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout+s.cfg.RequestTimeoutOverhead)
 		start := time.Now()
+		api := "produce_log"
+		var pw *fluss.PendingWrite
 		if req.table.IsKv() {
-			resp.results, resp.err = s.tr.PutKv(rctx, req.server, &fluss.PutKvRequest{
+			api = "put_kv"
+			pw, resp.err = s.tr.SendPutKv(rctx, req.server, &fluss.PutKvRequest{
 				TableID:       req.table.ID(),
 				Acks:          s.cfg.Acks,
 				Timeout:       s.cfg.RequestTimeout,
 				TargetColumns: req.table.TargetColumns(),
 				Buckets:       buckets,
-				Queued:        queued,
 			})
-			if resp.err != nil {
-				resp.err = fmt.Errorf("put_kv to tablet server %d: %w", req.server, resp.err)
-			}
 		} else {
-			resp.results, resp.err = s.tr.ProduceLog(rctx, req.server, &fluss.ProduceLogRequest{
+			pw, resp.err = s.tr.SendProduceLog(rctx, req.server, &fluss.ProduceLogRequest{
 				TableID: req.table.ID(),
 				Acks:    s.cfg.Acks,
 				Timeout: s.cfg.RequestTimeout,
 				Buckets: buckets,
-				Queued:  queued,
 			})
-			if resp.err != nil {
-				resp.err = fmt.Errorf("produce_log to tablet server %d: %w", req.server, resp.err)
-			}
+		}
+		queued() // queued, or failed to be: the next request may go
+		if resp.err == nil {
+			resp.results, resp.err = pw.Wait(rctx)
+		}
+		if resp.err != nil {
+			resp.err = fmt.Errorf("%s to tablet server %d: %w", api, req.server, resp.err)
 		}
 		resp.latency = time.Since(start)
 		resp.sent = true

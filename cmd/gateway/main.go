@@ -18,7 +18,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -47,7 +46,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "gateway:", err)
 		return 1
 	}
-	log := newLogger(cfg.Logging, stderr)
+	log := gateway.NewLogger(cfg.Logging, stderr)
 	slog.SetDefault(log)
 
 	if validateOnly {
@@ -136,25 +135,6 @@ func validate(cfg *configs.Config, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "route %s -> %s: ok\n", r.Name(), r.Table())
 	}
 	return 0
-}
-
-func newLogger(c configs.Logging, w io.Writer) *slog.Logger {
-	var level slog.Level
-	switch strings.ToLower(c.Level) {
-	case configs.LevelDebug:
-		level = slog.LevelDebug
-	case configs.LevelWarn:
-		level = slog.LevelWarn
-	case configs.LevelError:
-		level = slog.LevelError
-	default:
-		level = slog.LevelInfo
-	}
-	opts := &slog.HandlerOptions{Level: level}
-	if c.Format == configs.FormatJSON {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
 }
 
 // watchFile calls onChange whenever the file's size or modification time

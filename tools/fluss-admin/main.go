@@ -121,14 +121,14 @@ func parseTables(data []byte) ([]table, error) {
 	}
 	out := make([]table, 0, len(f.Tables))
 	for i, s := range f.Tables {
-		db, name, ok := strings.Cut(s.Table, ".")
-		if !ok || db == "" || name == "" || strings.Contains(name, ".") {
-			return nil, fmt.Errorf("tables[%d].table: %q is not database.table", i, s.Table)
+		path, err := fluss.ParseTablePath(s.Table)
+		if err != nil {
+			return nil, fmt.Errorf("tables[%d].table: %w", i, err)
 		}
 		if len(s.Columns) == 0 {
 			return nil, fmt.Errorf("tables[%d] (%s): no columns", i, s.Table)
 		}
-		t := table{path: fluss.TablePath{Database: db, Table: name}}
+		t := table{path: path}
 		t.desc = fluss.TableDescriptor{
 			Schema:        fluss.Schema{PrimaryKey: s.PrimaryKey},
 			Comment:       s.Comment,

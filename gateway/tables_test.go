@@ -48,9 +48,7 @@ func TestExampleConfigRoutesBind(t *testing.T) {
 	t.Parallel()
 	cfg, err := configs.Load(filepath.Join("..", "configs", "gateway.yaml"))
 	require.NoError(t, err)
-	specs, err := routeSpecs(cfg.Routes)
-	require.NoError(t, err)
-	rs, err := mapping.NewRoutes(specs)
+	rs, err := mapping.NewRoutes(cfg.Routes)
 	require.NoError(t, err)
 	tables := exampleTables()
 	for _, p := range rs.Tables() {
@@ -95,45 +93,4 @@ func TestExampleConfigRoutesBind(t *testing.T) {
 	r, _ := bound.Resolve("orders")
 	require.NotNil(t, r.DLQ())
 	assert.Equal(t, fluss.TablePath{Database: "shop", Table: "dead_letters"}, r.DLQ().Table())
-}
-
-func TestParseTablePath(t *testing.T) {
-	t.Parallel()
-	p, err := parseTablePath("a.b")
-	require.NoError(t, err)
-	assert.Equal(t, fluss.TablePath{Database: "a", Table: "b"}, p)
-	for _, bad := range []string{"", "a", ".b", "a.", "a.b.c"} {
-		_, err := parseTablePath(bad)
-		assert.Error(t, err, bad)
-	}
-}
-
-// TestConfigEnumsMatchMapping keeps the configuration's spellings and the
-// mapping's enums identical, since routeSpecs copies them as strings.
-func TestConfigEnumsMatchMapping(t *testing.T) {
-	t.Parallel()
-	pairs := [][2]string{
-		{configs.ValueRaw, string(mapping.ValueRaw)},
-		{configs.ValueString, string(mapping.ValueString)},
-		{configs.ValueJSON, string(mapping.ValueJSON)},
-		{configs.UnknownIgnore, string(mapping.FieldIgnore)},
-		{configs.UnknownReject, string(mapping.FieldReject)},
-		{configs.MissingNull, string(mapping.FieldNull)},
-		{configs.MissingReject, string(mapping.FieldReject)},
-		{configs.KeyNone, string(mapping.KeyNone)},
-		{configs.KeyRaw, string(mapping.KeyRaw)},
-		{configs.KeyString, string(mapping.KeyString)},
-		{configs.KeyJSON, string(mapping.KeyJSON)},
-		{configs.HeadersJSON, string(mapping.HeadersJSON)},
-		{configs.HeadersMap, string(mapping.HeadersMap)},
-		{configs.TombstoneDelete, string(mapping.TombstoneDelete)},
-		{configs.TombstoneReject, string(mapping.TombstoneReject)},
-		{configs.PartitionFromField, string(mapping.PartitionFromField)},
-		{configs.PartitionFromTimestamp, string(mapping.PartitionFromTimestamp)},
-		{configs.ErrorsReject, string(mapping.ErrorsReject)},
-		{configs.ErrorsDLQ, string(mapping.ErrorsDLQ)},
-	}
-	for _, p := range pairs {
-		assert.Equal(t, p[0], p[1])
-	}
 }

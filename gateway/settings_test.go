@@ -1,0 +1,272 @@
+package gateway
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"gopkg.in/yaml.v3"
+
+	"github.com/fluss-kafka/gateway/configs"
+)
+
+// wiringBase is the configuration every key's change is made on.
+const wiringBase = `
+listeners: [{name: plain, bind: '127.0.0.1:19092'}]
+fluss: {bootstrap: ['127.0.0.1:9123']}
+routes:
+  - topic: events
+    table: db.events
+    value: {format: json}
+`
+
+// set is one key's new value at a path of the YAML tree ("listeners.0.tls");
+// a nil value deletes the key.
+type set struct {
+	path  string
+	value any
+}
+
+// keyChange is how a documented key is exercised: base edits make the
+// starting point (a parent object the key needs), change edits change the
+// key itself.
+type keyChange struct {
+	base   []set
+	change []set
+}
+
+func selfSignedCert(t *testing.T, dir, name string) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(time.Now().UnixNano()),
+		Subject:               pkix.Name{CommonName: name},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		IsCA:                  true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		DNSNames:              []string{name},
+		BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	kder, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+	certFile, keyFile = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
+	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600))
+	return certFile, keyFile
+}
+
+func wiringChanges(t *testing.T) map[string]keyChange {
+	dir := t.TempDir()
+	certA, keyA := selfSignedCert(t, dir, "a")
+	certB, keyB := selfSignedCert(t, dir, "b")
+	tlsA := map[string]any{"cert_file": certA, "key_file": keyA}
+	users := []any{map[string]any{"username": "u", "password": "p"}}
+	saslBase := []set{{"listeners.0.sasl", map[string]any{"users": users}}}
+	flussSASL := []set{{"fluss.sasl", map[string]any{"username": "u", "password": "p"}}}
+	route := func(key string, v any) []set { return []set{{"routes.0." + key, v}} }
+	one := func(path string, v any) keyChange { return keyChange{change: []set{{path, v}}} }
+	return map[string]keyChange{
+		"listeners[].name":                  one("listeners.0.name", "other"),
+		"listeners[].bind":                  one("listeners.0.bind", "127.0.0.1:19093"),
+		"listeners[].advertised":            one("listeners.0.advertised", "gw.example.com:9094"),
+		"listeners[].tls":                   one("listeners.0.tls", tlsA),
+		"listeners[].tls.cert_file":         {base: []set{{"listeners.0.tls", tlsA}}, change: []set{{"listeners.0.tls.cert_file", certB}}},
+		"listeners[].tls.key_file":          {base: []set{{"listeners.0.tls", tlsA}}, change: []set{{"listeners.0.tls.key_file", keyB}}},
+		"listeners[].tls.client_ca_file":    {base: []set{{"listeners.0.tls", tlsA}}, change: []set{{"listeners.0.tls.client_ca_file", certB}}},
+		"listeners[].sasl":                  one("listeners.0.sasl", map[string]any{"users": users}),
+		"listeners[].sasl.mechanisms":       {base: saslBase, change: []set{{"listeners.0.sasl.mechanisms", []any{"SCRAM-SHA-256"}}}},
+		"listeners[].sasl.users":            {base: saslBase, change: []set{{"listeners.0.sasl.users", []any{map[string]any{"username": "v", "password": "p"}, map[string]any{"username": "w", "password": "q"}}}}},
+		"listeners[].sasl.users[].username": {base: saslBase, change: []set{{"listeners.0.sasl.users.0.username", "v"}}},
+		"listeners[].sasl.users[].password": {base: saslBase, change: []set{{"listeners.0.sasl.users.0.password", "q"}}},
+		"kafka.cluster_id":                  one("kafka.cluster_id", "other"),
+		"kafka.max_message_bytes":           one("kafka.max_message_bytes", "2MiB"),
+		"kafka.max_request_bytes":           one("kafka.max_request_bytes", "50MiB"),
+		"kafka.max_read_bytes":              one("kafka.max_read_bytes", "512MiB"),
+		"kafka.max_in_flight_requests":      one("kafka.max_in_flight_requests", 3),
+		"kafka.idle_timeout":                one("kafka.idle_timeout", "1m"),
+		"kafka.producer_state_ttl":          one("kafka.producer_state_ttl", "5m"),
+		"kafka.max_producer_states":         one("kafka.max_producer_states", 7),
+		"fluss.bootstrap":                   one("fluss.bootstrap", []any{"127.0.0.1:9124"}),
+		"fluss.sasl":                        one("fluss.sasl", map[string]any{"username": "u", "password": "p"}),
+		"fluss.sasl.mechanism":              {base: flussSASL, change: []set{{"fluss.sasl.mechanism", "SCRAM-SHA-256"}}},
+		"fluss.sasl.username":               {base: flussSASL, change: []set{{"fluss.sasl.username", "v"}}},
+		"fluss.sasl.password":               {base: flussSASL, change: []set{{"fluss.sasl.password", "q"}}},
+		"fluss.client_id":                   one("fluss.client_id", "other"),
+		"fluss.request_timeout":             one("fluss.request_timeout", "7s"),
+		"fluss.dial_timeout":                one("fluss.dial_timeout", "3s"),
+		"writer.linger":                     one("writer.linger", "0s"),
+		"writer.batch_size":                 one("writer.batch_size", "1MiB"),
+		"writer.buffer_memory":              one("writer.buffer_memory", "32MiB"),
+		"writer.max_request_size":           one("writer.max_request_size", "5MiB"),
+		"writer.retries":                    one("writer.retries", 3),
+		"writer.retry_backoff":              one("writer.retry_backoff", "50ms"),
+		"writer.delivery_timeout":           one("writer.delivery_timeout", "1m"),
+		"writer.acks":                       {base: []set{{"writer.idempotence", false}}, change: []set{{"writer.acks", 1}}},
+		"writer.idempotence":                one("writer.idempotence", false),
+		"writer.max_in_flight_per_bucket":   one("writer.max_in_flight_per_bucket", 2),
+		"admin.address":                     one("admin.address", "127.0.0.1:19464"),
+		"logging.level":                     one("logging.level", "debug"),
+		"logging.format":                    one("logging.format", "json"),
+		"shutdown.deadline":                 one("shutdown.deadline", "5s"),
+		"routes[].name":                     {change: route("name", "other")},
+		"routes[].topic":                    {change: route("topic", "other")},
+		"routes[].pattern":                  {change: append(route("topic", nil), route("pattern", "ev.*")...)},
+		"routes[].table":                    {change: route("table", "db.other")},
+		"routes[].value":                    {change: route("value", map[string]any{"format": "raw", "column": "payload"})},
+		"routes[].key":                      {change: route("key", map[string]any{"format": "string", "column": "k"})},
+		"routes[].metadata":                 {change: route("metadata", map[string]any{"topic": "t"})},
+		"routes[].tombstone":                {change: route("tombstone", "delete")},
+		"routes[].partition":                {change: route("partition", []any{map[string]any{"column": "dt"}})},
+		"routes[].errors":                   {change: route("errors", map[string]any{"mode": "dlq", "dlq_table": "db.dlq"})},
+		"routes[].value.format":             {change: route("value", map[string]any{"format": "string", "column": "payload"})},
+		"routes[].value.column":             {base: route("value", map[string]any{"format": "raw", "column": "payload"}), change: route("value.column", "other")},
+		"routes[].value.columns":            {change: route("value.columns", map[string]any{"c": "a.b"})},
+		"routes[].value.unknown_fields":     {change: route("value.unknown_fields", "reject")},
+		"routes[].value.missing_fields":     {change: route("value.missing_fields", "reject")},
+		"routes[].key.format":               {change: route("key", map[string]any{"format": "json"})},
+		"routes[].key.column":               {base: route("key", map[string]any{"format": "string", "column": "k"}), change: route("key.column", "other")},
+		"routes[].key.columns":              {base: route("key", map[string]any{"format": "json"}), change: route("key.columns", map[string]any{"id": "a.b"})},
+		"routes[].metadata.key":             {change: route("metadata", map[string]any{"key": "k"})},
+		"routes[].metadata.headers":         {change: route("metadata", map[string]any{"headers": "h"})},
+		"routes[].metadata.headers_format":  {base: route("metadata", map[string]any{"headers": "h"}), change: route("metadata.headers_format", "map")},
+		"routes[].metadata.timestamp":       {change: route("metadata", map[string]any{"timestamp": "ts"})},
+		"routes[].metadata.partition":       {change: route("metadata", map[string]any{"partition": "p"})},
+		"routes[].metadata.offset":          {change: route("metadata", map[string]any{"offset": "o"})},
+		"routes[].metadata.topic":           {change: route("metadata", map[string]any{"topic": "t"})},
+		"routes[].partition[].column":       {base: route("partition", []any{map[string]any{"column": "dt"}}), change: route("partition.0.column", "day")},
+		"routes[].partition[].from":         {base: route("partition", []any{map[string]any{"column": "dt"}}), change: route("partition.0", map[string]any{"column": "dt", "from": "timestamp", "format": "yyyyMMdd"})},
+		"routes[].partition[].format":       {base: route("partition", []any{map[string]any{"column": "dt", "format": "yyyyMMdd"}}), change: route("partition.0.format", "yyyyMMddHH")},
+		"routes[].partition[].time_zone":    {base: route("partition", []any{map[string]any{"column": "dt", "format": "yyyyMMdd"}}), change: route("partition.0.time_zone", "Europe/Paris")},
+		"routes[].errors.mode":              {change: route("errors", map[string]any{"mode": "dlq", "dlq_table": "db.dlq"})},
+		"routes[].errors.dlq_table":         {base: route("errors", map[string]any{"mode": "dlq", "dlq_table": "db.dlq"}), change: route("errors.dlq_table", "db.other")},
+	}
+}
+
+// apply edits a YAML tree.
+func apply(t *testing.T, tree map[string]any, edits []set) {
+	t.Helper()
+	for _, e := range edits {
+		parts := strings.Split(e.path, ".")
+		var node any = tree
+		for i, p := range parts {
+			last := i == len(parts)-1
+			switch n := node.(type) {
+			case map[string]any:
+				if last {
+					if e.value == nil {
+						delete(n, p)
+					} else {
+						n[p] = deepCopy(e.value)
+					}
+					continue
+				}
+				if _, ok := n[p]; !ok {
+					n[p] = map[string]any{}
+				}
+				node = n[p]
+			case []any:
+				idx, err := strconv.Atoi(p)
+				require.NoError(t, err, "path %s", e.path)
+				if last {
+					n[idx] = deepCopy(e.value)
+					continue
+				}
+				node = n[idx]
+			default:
+				t.Fatalf("path %s: %T at %s", e.path, node, p)
+			}
+		}
+	}
+}
+
+// deepCopy copies maps and lists, so that edits never alias each other.
+func deepCopy(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = deepCopy(e)
+		}
+		return m
+	case []any:
+		l := make([]any, len(x))
+		for i, e := range x {
+			l[i] = deepCopy(e)
+		}
+		return l
+	}
+	return v
+}
+
+func settingsOf(t *testing.T, edits ...[]set) (settings, error) {
+	t.Helper()
+	var tree map[string]any
+	require.NoError(t, yaml.Unmarshal([]byte(wiringBase), &tree))
+	for _, e := range edits {
+		apply(t, tree, e)
+	}
+	doc, err := yaml.Marshal(tree)
+	require.NoError(t, err)
+	cfg, err := configs.Parse(doc)
+	if err != nil {
+		return settings{}, err
+	}
+	return settingsFrom(cfg)
+}
+
+// TestEveryDocumentedKeyIsWired: every key docs/configuration.md documents
+// changes what the gateway's components are given, or is refused; none is
+// silently ignored.
+func TestEveryDocumentedKeyIsWired(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "configuration.md"))
+	require.NoError(t, err)
+	keys := regexp.MustCompile("(?m)^\\| `([a-z_\\[\\].]+)` \\|").FindAllStringSubmatch(string(doc), -1)
+	require.NotEmpty(t, keys)
+	changes := wiringChanges(t)
+	seen := map[string]bool{}
+	for _, m := range keys {
+		key := m[1]
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		t.Run(key, func(t *testing.T) {
+			c, ok := changes[key]
+			if !ok {
+				t.Fatalf("docs/configuration.md documents %s but this test does not exercise it: add it to wiringChanges", key)
+			}
+			before, err := settingsOf(t, c.base)
+			require.NoError(t, err, "the starting point must be valid")
+			after, err := settingsOf(t, c.base, c.change)
+			if err != nil {
+				t.Logf("refused: %v", err)
+				return
+			}
+			if reflect.DeepEqual(before, after) {
+				t.Errorf("changing %s changes nothing the gateway is given: the key is ignored", key)
+			}
+		})
+	}
+	for key := range changes {
+		if !seen[key] {
+			t.Errorf("wiringChanges exercises %s, which docs/configuration.md does not document", key)
+		}
+	}
+}

@@ -1,0 +1,190 @@
+package layering
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+const module = "github.com/fluss-kafka/gateway"
+
+// product lists every package the gateway binary is made of, bottom layer
+// first, with the module packages it may import. A record travels
+// kafkaproto → gateway (the bridge) → writer (accumulator, then sender) →
+// fluss; mapping converts, configs decodes the file.
+var product = []struct {
+	pkg string
+	may []string
+	doc string // one line for README's graph
+}{
+	{"fluss/internal/frame", nil, "Fluss RPC framing"},
+	{"fluss/internal/pb", nil, "Fluss protobuf messages (generated)"},
+	{"fluss", []string{"fluss/internal/frame", "fluss/internal/pb"}, "Fluss client: RPC, metadata, admin, record encoders; knows nothing of Kafka"},
+	{"kafkaproto", nil, "Kafka producer protocol server; knows nothing of Fluss"},
+	{"mapping", []string{"fluss"}, "Kafka record → Fluss row conversion (routes)"},
+	{"writer", []string{"fluss"}, "accumulator (per-bucket batches, memory budget) and sender (per-server, per-table requests)"},
+	{"configs", []string{"fluss", "kafkaproto", "mapping", "writer"}, "YAML → config structs, defaults taken from the components"},
+	{"gateway", []string{"configs", "fluss", "kafkaproto", "mapping", "writer"}, "the bridge (route, convert, append, ack) and the gateway's lifetime"},
+	{"cmd/gateway", []string{"configs", "gateway"}, "main: flags, config file, signals"},
+}
+
+type listed struct {
+	ImportPath string
+	Imports    []string
+}
+
+func goList(t *testing.T, args ...string) []listed {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list", "-json=ImportPath,Imports"}, args...)...)
+	cmd.Dir = moduleRoot(t)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "go list: %s", stderr.String())
+	var pkgs []listed
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for dec.More() {
+		var p listed
+		require.NoError(t, dec.Decode(&p))
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", ".."))
+	require.NoError(t, err)
+	_, err = os.Stat(filepath.Join(dir, "go.mod"))
+	require.NoError(t, err)
+	return dir
+}
+
+// internalImports is p's imports inside this module, without the prefix.
+func internalImports(p listed) []string {
+	var out []string
+	for _, imp := range p.Imports {
+		if rel, ok := strings.CutPrefix(imp, module+"/"); ok {
+			out = append(out, rel)
+		}
+	}
+	return out
+}
+
+// TestLayering: every package linked into the gateway binary is in the
+// table, and imports only what the table allows.
+func TestLayering(t *testing.T) {
+	allowed := map[string][]string{}
+	for _, l := range product {
+		allowed[l.pkg] = l.may
+	}
+	linked := map[string]bool{}
+	for _, p := range goList(t, "-deps", "./cmd/gateway") {
+		rel, ok := strings.CutPrefix(p.ImportPath, module+"/")
+		if !ok {
+			continue
+		}
+		linked[rel] = true
+		may, known := allowed[rel]
+		if !known {
+			t.Errorf("the gateway binary links %s, which is not a product layer (a dev or test package, or a new package missing from the table)", rel)
+			continue
+		}
+		for _, imp := range internalImports(p) {
+			if !slices.Contains(may, imp) {
+				t.Errorf("%s imports %s: not a layer below it (allowed: %v)", rel, imp, may)
+			}
+		}
+	}
+	for _, l := range product {
+		if !linked[l.pkg] {
+			t.Errorf("%s is in the layering table but not linked into the gateway binary", l.pkg)
+		}
+	}
+}
+
+// TestNoProductPackageImportsDevPackages: tools, test helpers and e2e
+// packages stay out of the product packages' non-test code.
+func TestNoProductPackageImportsDevPackages(t *testing.T) {
+	isProduct := map[string]bool{}
+	for _, l := range product {
+		isProduct[l.pkg] = true
+	}
+	for _, p := range goList(t, "./...") {
+		rel, _ := strings.CutPrefix(p.ImportPath, module+"/")
+		if !isProduct[rel] {
+			continue
+		}
+		for _, imp := range internalImports(p) {
+			if !isProduct[imp] {
+				t.Errorf("product package %s imports dev package %s", rel, imp)
+			}
+		}
+	}
+}
+
+// graph renders the product's import graph for README, from go list.
+func graph(t *testing.T) string {
+	imports := map[string][]string{}
+	for _, p := range goList(t, "-deps", "./cmd/gateway") {
+		if rel, ok := strings.CutPrefix(p.ImportPath, module+"/"); ok {
+			imports[rel] = internalImports(p)
+		}
+	}
+	var b strings.Builder
+	b.WriteString("```\n")
+	for i := len(product) - 1; i >= 0; i-- {
+		l := product[i]
+		if strings.Contains(l.pkg, "/internal/") {
+			continue
+		}
+		var deps []string
+		for _, d := range imports[l.pkg] {
+			if !strings.Contains(d, "/internal/") {
+				deps = append(deps, d)
+			}
+		}
+		arrow := "(imports nothing of the module)"
+		if len(deps) > 0 {
+			arrow = "→ " + strings.Join(deps, ", ")
+		}
+		fmt.Fprintf(&b, "%-12s %s\n%-12s   %s\n", l.pkg, arrow, "", l.doc)
+	}
+	b.WriteString("```\n")
+	return b.String()
+}
+
+const (
+	graphBegin = "<!-- import graph: generated by `make readme-graph` from go list; do not edit -->\n"
+	graphEnd   = "<!-- end of import graph -->"
+)
+
+// TestReadmeImportGraph: README's import graph is the code's. Run with
+// UPDATE_README=1 (make readme-graph) to rewrite it.
+func TestReadmeImportGraph(t *testing.T) {
+	path := filepath.Join(moduleRoot(t), "README.md")
+	readme, err := os.ReadFile(path)
+	require.NoError(t, err)
+	s := string(readme)
+	i := strings.Index(s, graphBegin)
+	j := strings.Index(s, graphEnd)
+	require.True(t, i >= 0 && j > i, "README.md has no import graph section between %q and %q", graphBegin, graphEnd)
+	want := graph(t)
+	got := s[i+len(graphBegin) : j]
+	if got == want {
+		return
+	}
+	if os.Getenv("UPDATE_README") != "" {
+		require.NoError(t, os.WriteFile(path, []byte(s[:i+len(graphBegin)]+want+s[j:]), 0o644))
+		return
+	}
+	t.Errorf("README.md's import graph is stale; run `make readme-graph`. Want:\n%s", want)
+}

@@ -1,0 +1,391 @@
+package writer
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fluss-kafka/gateway/fluss"
+)
+
+// newTestAccumulator returns an accumulator (no sender) configured as
+// DefaultConfig changed by set.
+func newTestAccumulator(set func(*Config)) (*accumulator, error) {
+	cfg := testConfig(set)
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return newAccumulator(cfg.withDefaults(), prometheus.NewRegistry())
+}
+
+// testAppend queues one log row, as Writer.Write with fluss.WriteAppend.
+func (a *accumulator) testAppend(ctx context.Context, t *Table, partitionID int64, bucket int32, row fluss.Row) (Handle, error) {
+	return a.write(ctx, t, partitionID, bucket, record{op: fluss.WriteAppend, row: row})
+}
+
+func newTestTable(t *testing.T, a *accumulator, id int64, buckets int, builds *int) *Table {
+	t.Helper()
+	var mu sync.Mutex
+	tbl, err := a.addTable(TableSpec{
+		ID:         id,
+		Path:       fluss.TablePath{Database: "db", Table: "t"},
+		NumBuckets: buckets,
+		NewLogBuilder: func() (LogBuilder, error) {
+			return &testBuilder{builds: builds, mu: &mu}, nil
+		},
+		SetWriter: testSetWriter,
+	})
+	require.NoError(t, err)
+	return tbl
+}
+
+func row(v int64) fluss.Row { return fluss.Row{fluss.IntDatum(v)} }
+
+func TestAppendFillsBatchesInOrder(t *testing.T) {
+	t.Parallel()
+	// 16-byte header + 8 per row: a 48-byte batch holds 4 rows.
+	a, err := newTestAccumulator(func(c *Config) {
+		c.BatchSize = 48
+		c.BufferMemory = 1 << 10
+		c.Linger = time.Hour
+	})
+	require.NoError(t, err)
+	tbl := newTestTable(t, a, 1, 2, nil)
+	ctx := context.Background()
+	var hs []Handle
+	for i := range 10 {
+		h, err := a.testAppend(ctx, tbl, NoPartition, 1, row(int64(i)))
+		require.NoError(t, err)
+		hs = append(hs, h)
+	}
+	require.Len(t, a.queueList(), 2)
+	q := a.queueList()[1]
+	assert.True(t, a.queueList()[0].empty())
+	assert.Equal(t, 3, a.incompleteCount())
+	assert.Equal(t, int64(3*48), a.mem.inUse())
+
+	// The head is full, so it is ready now.
+	head, _, readyAt := q.peek(false)
+	require.NotNil(t, head)
+	assert.True(t, readyAt.IsZero())
+	assert.Same(t, hs[0].Batch(), head)
+	require.True(t, q.pop(head))
+	assert.Equal(t, 4, head.records)
+	data, err := head.build(noSequence, noSequence)
+	require.NoError(t, err)
+	assert.Equal(t, 48, len(data))
+	assert.Equal(t, uint32(4), binary.BigEndian.Uint32(data[12:]))
+	assert.Equal(t, int64(3*48), a.mem.inUse(), "built size equals the reservation")
+
+	require.True(t, head.complete(100, nil))
+	assert.False(t, head.complete(7, errors.New("late")), "a batch completes once")
+	for i := range 4 {
+		off, err := hs[i].Wait(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, int64(100+i), off)
+	}
+	assert.Equal(t, int64(2*48), a.mem.inUse())
+	assert.Equal(t, 2, a.incompleteCount())
+
+	// The last batch (2 rows) is not full: it waits for linger.
+	require.True(t, q.pop(hs[4].Batch()))
+	last := hs[8].Batch()
+	_, _, readyAt = q.peek(false)
+	assert.Equal(t, last.created.Add(time.Hour), readyAt)
+	_, _, readyAt = q.peek(true)
+	assert.True(t, readyAt.IsZero(), "force makes it ready")
+}
+
+func TestBuildOncePatchOnRestamp(t *testing.T) {
+	t.Parallel()
+	builds := 0
+	a, err := newTestAccumulator(func(c *Config) {
+		c.BatchSize = 1 << 10
+		c.BufferMemory = 1 << 12
+	})
+	require.NoError(t, err)
+	tbl := newTestTable(t, a, 1, 1, &builds)
+	_, err = a.testAppend(context.Background(), tbl, NoPartition, 0, row(7))
+	require.NoError(t, err)
+	q := a.queueList()[0]
+	b, _, _ := q.peek(true)
+	require.True(t, q.pop(b))
+
+	data, err := b.build(42, 3)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(42), binary.BigEndian.Uint64(data))
+	assert.Equal(t, uint32(3), binary.BigEndian.Uint32(data[8:]))
+	assert.Equal(t, int64(len(data)), a.mem.inUse(), "reservation shrinks to the built size")
+
+	data, err = b.build(42, 2)
+	require.NoError(t, err)
+	assert.Equal(t, uint32(2), binary.BigEndian.Uint32(data[8:]))
+	assert.Equal(t, 1, builds, "a retry re-patches, never rebuilds")
+	assert.Equal(t, uint64(7), binary.BigEndian.Uint64(data[16:]))
+}
+
+func TestStickyBucketMovesOnNewBatch(t *testing.T) {
+	t.Parallel()
+	a, err := newTestAccumulator(func(c *Config) {
+		c.BatchSize = 32
+		c.BufferMemory = 1 << 12
+		c.Linger = time.Hour
+	})
+	require.NoError(t, err)
+	tbl := newTestTable(t, a, 1, 4, nil)
+	ctx := context.Background()
+	var buckets []int32
+	for i := range 12 {
+		h, err := a.testAppend(ctx, tbl, NoPartition, StickyBucket, row(int64(i)))
+		require.NoError(t, err)
+		buckets = append(buckets, h.Batch().Bucket())
+	}
+	// 32-byte batches hold 2 rows; each pair shares a bucket, the next pair
+	// moves to another bucket.
+	for i := 0; i < len(buckets); i += 2 {
+		assert.Equal(t, buckets[i], buckets[i+1], "rows %d and %d share a batch", i, i+1)
+		if i > 0 {
+			assert.NotEqual(t, buckets[i-1], buckets[i], "a new batch moves the sticky bucket")
+		}
+	}
+}
+
+func TestReenqueueOrdersBySequence(t *testing.T) {
+	t.Parallel()
+	a, err := newTestAccumulator(func(c *Config) {
+		c.BatchSize = 24
+		c.BufferMemory = 1 << 12
+	})
+	require.NoError(t, err)
+	tbl := newTestTable(t, a, 1, 1, nil)
+	ctx := context.Background()
+	for i := range 5 {
+		_, err := a.testAppend(ctx, tbl, NoPartition, 0, row(int64(i)))
+		require.NoError(t, err)
+	}
+	q := a.queueList()[0]
+	var popped []*Batch
+	for i := range 3 {
+		b, _, _ := q.peek(false)
+		require.True(t, q.pop(b))
+		b.stamp(1, int32(i))
+		b.attempts++
+		popped = append(popped, b)
+	}
+	// Responses come back out of order: 2, then 0, then 1.
+	q.reenqueue(popped[2])
+	q.reenqueue(popped[0])
+	q.reenqueue(popped[1])
+	var seqs []int32
+	for !q.empty() {
+		b, _, _ := q.peek(false)
+		require.True(t, q.pop(b))
+		seqs = append(seqs, b.sequence)
+	}
+	assert.Equal(t, []int32{0, 1, 2, noSequence, noSequence}, seqs)
+}
+
+func TestBufferFullBlocksThenErrors(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		a, err := newTestAccumulator(func(c *Config) {
+			c.BatchSize = 32
+			c.BufferMemory = 64
+			c.BufferWaitTimeout = time.Second
+			c.Linger = time.Hour
+		})
+		require.NoError(t, err)
+		tbl := newTestTable(t, a, 1, 2, nil)
+		ctx := context.Background()
+		h0, err := a.testAppend(ctx, tbl, NoPartition, 0, row(1))
+		require.NoError(t, err)
+		_, err = a.testAppend(ctx, tbl, NoPartition, 1, row(2))
+		require.NoError(t, err)
+		assert.False(t, a.forceReady())
+
+		// Third batch: blocks until memory is freed.
+		type result struct {
+			h   Handle
+			err error
+		}
+		got := make(chan result, 1)
+		go func() {
+			h, err := a.testAppend(ctx, tbl, NoPartition, 0, row(3))
+			if err == nil {
+				// same bucket as h0, but h0's batch is not full: must join it
+			}
+			got <- result{h, err}
+		}()
+		synctest.Wait()
+		// Joining an open batch needs no memory: the append above succeeded.
+		r := <-got
+		require.NoError(t, r.err)
+		assert.Same(t, h0.Batch(), r.h.Batch())
+
+		// Fill bucket 0's batch, so that the next row needs a new one.
+		q0 := a.queueList()[0]
+		b0, _, _ := q0.peek(false)
+		require.True(t, q0.pop(b0))
+		go func() {
+			h, err := a.testAppend(ctx, tbl, NoPartition, 0, row(4))
+			got <- result{h, err}
+		}()
+		synctest.Wait()
+		select {
+		case <-got:
+			t.Fatal("append must wait for memory")
+		default:
+		}
+		assert.True(t, a.forceReady(), "a memory waiter makes everything ready")
+		start := time.Now()
+		require.True(t, b0.complete(0, nil))
+		r = <-got
+		require.NoError(t, r.err)
+		assert.Equal(t, start, time.Now(), "woken by the release, not by a timer")
+
+		// Now the budget is used by two batches again; the next new batch
+		// times out after BufferWaitTimeout.
+		q1 := a.queueList()[1]
+		b1, _, _ := q1.peek(false)
+		require.True(t, q1.pop(b1))
+		start = time.Now()
+		_, err = a.testAppend(ctx, tbl, NoPartition, 1, row(5))
+		require.ErrorIs(t, err, ErrBufferFull)
+		assert.Equal(t, time.Second, time.Since(start))
+
+		// A cancelled context ends the wait with its error.
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+		defer cancel()
+		_, err = a.testAppend(cctx, tbl, NoPartition, 1, row(6))
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.NotErrorIs(t, err, ErrBufferFull)
+
+		// Close fails a waiter with ErrClosed.
+		go func() {
+			h, err := a.testAppend(ctx, tbl, NoPartition, 1, row(7))
+			got <- result{h, err}
+		}()
+		synctest.Wait()
+		a.close()
+		r = <-got
+		require.ErrorIs(t, r.err, ErrClosed)
+		_, err = a.testAppend(ctx, tbl, NoPartition, 0, row(8))
+		require.ErrorIs(t, err, ErrClosed)
+
+		// Abort fails what is queued; memory comes back.
+		assert.Equal(t, 1, a.abort(ErrClosed))
+		require.True(t, b1.complete(0, nil))
+		assert.Equal(t, int64(0), a.mem.inUse())
+		assert.Equal(t, 0, a.incompleteCount())
+		select {
+		case <-a.idleCh():
+		default:
+			t.Fatal("idle must be closed when nothing is incomplete")
+		}
+	})
+}
+
+func TestFlushWaitsForIncompleteBatches(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		a, err := newTestAccumulator(func(c *Config) {
+			c.BatchSize = 1 << 10
+			c.BufferMemory = 1 << 12
+			c.Linger = time.Hour
+		})
+		require.NoError(t, err)
+		tbl := newTestTable(t, a, 1, 2, nil)
+		ctx := context.Background()
+		h, err := a.testAppend(ctx, tbl, NoPartition, 0, row(1))
+		require.NoError(t, err)
+		_, err = a.testAppend(ctx, tbl, NoPartition, 1, row(2))
+		require.NoError(t, err)
+		<-a.wakeCh // drain the wake-up of the appends
+
+		flushed := make(chan error, 1)
+		go func() { flushed <- a.flush(ctx) }()
+		synctest.Wait()
+		assert.True(t, a.forceReady())
+		select {
+		case <-a.wakeCh:
+		default:
+			t.Fatal("flush must wake the sender")
+		}
+		require.True(t, h.Batch().complete(5, nil))
+		synctest.Wait()
+		select {
+		case <-flushed:
+			t.Fatal("flush returned before every batch completed")
+		default:
+		}
+		q1 := a.queueList()[1]
+		b1, _, _ := q1.peek(true)
+		require.True(t, q1.pop(b1))
+		boom := errors.New("boom")
+		require.True(t, b1.complete(-1, boom))
+		err = <-flushed
+		require.ErrorIs(t, err, boom)
+		assert.False(t, a.forceReady())
+	})
+}
+
+func TestAddTableRejects(t *testing.T) {
+	t.Parallel()
+	a, err := newTestAccumulator(nil)
+	require.NoError(t, err)
+	logB := func() (LogBuilder, error) { return &testBuilder{}, nil }
+	kvB := func() (KvBuilder, error) { return nil, errors.New("unused") }
+	_, err = a.addTable(TableSpec{ID: 1, NumBuckets: 1, NewLogBuilder: logB})
+	require.NoError(t, err)
+	tests := []struct {
+		name string
+		spec TableSpec
+	}{
+		{name: "no buckets", spec: TableSpec{ID: 2, NewLogBuilder: logB}},
+		{name: "no builder", spec: TableSpec{ID: 3, NumBuckets: 1}},
+		{name: "both builders", spec: TableSpec{ID: 4, NumBuckets: 1, NewLogBuilder: logB, NewKvBuilder: kvB}},
+		{name: "duplicate id", spec: TableSpec{ID: 1, NumBuckets: 1, NewLogBuilder: logB}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := a.addTable(tc.spec)
+			assert.Error(t, err)
+		})
+	}
+}
+
+// rawBuilder reports a raw size 10× its estimate (very compressible data).
+type rawBuilder struct{ testBuilder }
+
+func (b *rawBuilder) RawSize() int { return 10 * b.EstimatedSize() }
+
+func TestRawSizeClosesBatch(t *testing.T) {
+	t.Parallel()
+	a, err := newTestAccumulator(func(c *Config) {
+		c.BatchSize = 160
+		c.BufferMemory = 1 << 12
+		c.Linger = time.Hour
+	})
+	require.NoError(t, err)
+	tbl, err := a.addTable(TableSpec{ID: 1, NumBuckets: 1,
+		NewLogBuilder: func() (LogBuilder, error) { return &rawBuilder{}, nil }, SetWriter: testSetWriter})
+	require.NoError(t, err)
+	var hs []Handle
+	for i := range 10 {
+		h, err := a.testAppend(context.Background(), tbl, NoPartition, 0, row(int64(i)))
+		require.NoError(t, err)
+		hs = append(hs, h)
+	}
+	// Estimated 16+8n reaches 160 at n=18, but raw 10×(16+8n) reaches
+	// 4×160 at n=6: batches of 6 rows.
+	assert.Equal(t, 6, hs[0].Batch().records)
+	assert.NotSame(t, hs[0].Batch(), hs[6].Batch())
+}

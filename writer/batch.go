@@ -1,0 +1,200 @@
+package writer
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/fluss-kafka/gateway/fluss"
+)
+
+// BatchBuilder is what the writer needs from a Fluss batch encoder
+// (fluss.ArrowLogBuilder, fluss.IndexedLogBuilder, fluss.KvBatchBuilder).
+type BatchBuilder interface {
+	// Len is the number of records appended.
+	Len() int
+	// EstimatedSize is the batch's size in bytes if built now.
+	EstimatedSize() int
+	// AppendTo appends the complete batch (header, records, CRC) to dst.
+	AppendTo(dst []byte) ([]byte, error)
+	// Reset empties the builder for reuse.
+	Reset()
+}
+
+// rawSizer is implemented by builders whose in-memory size differs from
+// their EstimatedSize (an Arrow builder estimates the compressed batch while
+// holding uncompressed columns). A batch is also closed to appends once its
+// raw size reaches maxRawFactor × BatchSize, so that highly compressible
+// data cannot hold many times the buffer budget in builder memory.
+type rawSizer interface {
+	RawSize() int
+}
+
+// maxRawFactor bounds a builder's raw (uncompressed) size relative to the
+// batch size; see rawSizer.
+const maxRawFactor = 4
+
+// LogBuilder builds log batches (ARROW, INDEXED or COMPACTED records).
+type LogBuilder interface {
+	BatchBuilder
+	Append(row fluss.Row) error
+}
+
+// KvBuilder builds KV batches; a delete is a key without a row.
+type KvBuilder interface {
+	BatchBuilder
+	Upsert(key []byte, row fluss.Row) error
+	Delete(key []byte) error
+}
+
+// noSequence is the writer id and batch sequence of a batch sent without
+// idempotence (written as -1 in the batch header).
+const noSequence = -1
+
+// Batch is one Fluss batch for one table bucket, shared by the handles of
+// its records. See the package doc for who owns it when.
+type Batch struct {
+	queue   *bucketQueue
+	created time.Time
+	builder BatchBuilder
+
+	// Under queue.mu while queued.
+	full    bool
+	records int
+
+	// Owned by the sender after the batch is popped.
+	writerID  int64 // noSequence if none
+	sequence  int32 // noSequence if none
+	attempts  int   // sends so far
+	estimated int   // the builder's size estimate, taken by the first pop
+
+	// Owned by whoever builds (the sender's request goroutine).
+	payload     []byte
+	patchedID   int64
+	patchedSeq  int32
+	buildFailed error
+
+	reserved atomic.Int64 // bytes of budget held
+
+	state  atomic.Int32 // 0 pending, 1 completing, 2 done
+	done   chan struct{}
+	offset int64 // valid after done
+	err    error // valid after done
+}
+
+// Table returns the batch's table.
+func (b *Batch) Table() *Table { return b.queue.table }
+
+// PartitionID returns the batch's partition id (NoPartition if none).
+func (b *Batch) PartitionID() int64 { return b.queue.partitionID }
+
+// Bucket returns the batch's bucket.
+func (b *Batch) Bucket() int32 { return b.queue.bucket }
+
+// stamp records the writer id and batch sequence of the batch. It is
+// bookkeeping for the sender's loop; build takes the values to write.
+func (b *Batch) stamp(writerID int64, sequence int32) {
+	b.writerID, b.sequence = writerID, sequence
+}
+
+// build returns the batch's bytes with writerID and sequence in the header:
+// built once from the builder (the expensive part, Arrow encoding and
+// compression), then only re-patched (writer id, sequence, CRC) when they
+// differ from the last build. It must be called by the owner of a popped
+// batch, outside any lock, by one goroutine at a time. The returned slice
+// stays valid until the batch completes or is built again.
+func (b *Batch) build(writerID int64, sequence int32) ([]byte, error) {
+	if b.buildFailed != nil {
+		return nil, b.buildFailed
+	}
+	t := b.queue.table
+	if b.payload == nil {
+		buf := make([]byte, 0, b.estimated+64)
+		out, err := b.builder.AppendTo(buf)
+		t.putBuilder(b.builder)
+		b.builder = nil
+		if err != nil {
+			b.buildFailed = fmt.Errorf("build batch for table %s bucket %d: %w", t.spec.Path, b.queue.bucket, err)
+			return nil, b.buildFailed
+		}
+		b.payload = out
+		// Account real bytes: return the surplus of the reservation, or take
+		// the excess of an oversized batch without waiting.
+		b.queue.acc.mem.force(int64(len(out)) - b.reserved.Load())
+		b.reserved.Store(int64(len(out)))
+		b.patchedID, b.patchedSeq = noSequence, noSequence // builders write -1
+	}
+	if writerID != b.patchedID || sequence != b.patchedSeq {
+		t.spec.SetWriter(b.payload, writerID, sequence)
+		b.patchedID, b.patchedSeq = writerID, sequence
+	}
+	return b.payload, nil
+}
+
+// complete finishes the batch exactly once: every handle sees offset (the
+// base offset of a log batch, the log end offset of a KV batch, -1 when
+// unknown) or err, the batch's memory is returned and it leaves the
+// incomplete set. It reports whether this call completed the batch.
+func (b *Batch) complete(offset int64, err error) bool {
+	if !b.state.CompareAndSwap(0, 1) {
+		return false
+	}
+	b.offset, b.err = offset, err
+	acc := b.queue.acc
+	if b.builder != nil {
+		b.queue.table.putBuilder(b.builder)
+		b.builder = nil
+	}
+	acc.mem.release(b.reserved.Swap(0))
+	acc.forget(b)
+	b.state.Store(2)
+	close(b.done)
+	return true
+}
+
+// Handle is one queued record's future. The zero Handle is invalid. Handles
+// are values; copying one is cheap.
+type Handle struct {
+	b   *Batch
+	idx int32
+}
+
+// Done is closed when the record's batch has completed.
+func (h Handle) Done() <-chan struct{} { return h.b.done }
+
+// Wait blocks until the record is acknowledged or failed, or ctx ends. It
+// returns the record's offset: for a log table the record's own log offset,
+// for a KV table the bucket's log end offset after its batch; -1 when the
+// server did not say (a duplicate resend). Cancelling ctx only stops the
+// wait; the record may still be written.
+func (h Handle) Wait(ctx context.Context) (int64, error) {
+	select {
+	case <-h.b.done:
+		return h.Offset(), h.b.err
+	case <-ctx.Done():
+		return -1, fmt.Errorf("wait for record ack: %w", ctx.Err())
+	}
+}
+
+// Err returns the record's error; valid once Done is closed.
+func (h Handle) Err() error { return h.b.err }
+
+// Offset returns the record's offset (see Wait); valid once Done is closed.
+func (h Handle) Offset() int64 {
+	b := h.b
+	if b.err != nil || b.offset < 0 {
+		return -1
+	}
+	if b.queue.table.kv {
+		return b.offset
+	}
+	return b.offset + int64(h.idx)
+}
+
+// Batch returns the batch that carries the record. Handles of one batch
+// complete together; callers aggregating many handles may wait once per
+// batch.
+func (h Handle) Batch() *Batch { return h.b }
+
+var _ rawSizer = (*fluss.ArrowLogBuilder)(nil)

@@ -1,0 +1,73 @@
+package writer
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestDefaultConfig(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, Config{
+		BatchSize:              2 << 20,
+		Linger:                 20 * time.Millisecond,
+		BufferMemory:           64 << 20,
+		BufferWaitTimeout:      30 * time.Second,
+		Acks:                   -1,
+		RequestTimeout:         30 * time.Second,
+		RequestTimeoutOverhead: 5 * time.Second,
+		MaxRequestSize:         10 << 20,
+		MaxInflightPerBucket:   5,
+		DisableIdempotence:     false,
+		Retries:                math.MaxInt32,
+		RetryBackoff:           100 * time.Millisecond,
+		RetryBackoffMax:        time.Second,
+		DeliveryTimeout:        2 * time.Minute,
+	}, DefaultConfig())
+	require.NoError(t, DefaultConfig().Validate())
+	// Zero Linger and Retries are taken as they are, not as "default".
+	c := DefaultConfig()
+	c.Linger, c.Retries = 0, 0
+	assert.Equal(t, c, c.withDefaults())
+	// Other zero sizes and timeouts mean their default.
+	assert.Equal(t, DefaultConfig(), Config{Linger: DefaultConfig().Linger, Acks: -1, Retries: math.MaxInt32}.withDefaults())
+}
+
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		set     func(*Config)
+		wantErr string
+	}{
+		{name: "defaults"},
+		{name: "no linger", set: func(c *Config) { c.Linger = 0 }},
+		{name: "no retries", set: func(c *Config) { c.Retries = 0 }},
+		{name: "small but consistent", set: func(c *Config) { c.BatchSize, c.BufferMemory = 64, 128 }},
+		{name: "buffer smaller than two batches", set: func(c *Config) { c.BatchSize, c.BufferMemory = 1<<20, 1<<20 }, wantErr: "buffer memory"},
+		{name: "negative linger", set: func(c *Config) { c.Linger = -time.Second }, wantErr: "linger"},
+		{name: "negative retries", set: func(c *Config) { c.Retries = -1 }, wantErr: "retries"},
+		{name: "acks 0", set: func(c *Config) { c.Acks = 0 }, wantErr: "acks 0 is not supported towards Fluss: use 1 or -1 (all)"},
+		{name: "acks 0 without idempotence", set: func(c *Config) { c.Acks, c.DisableIdempotence = 0, true }, wantErr: "acks 0 is not supported towards Fluss: use 1 or -1 (all)"},
+		{name: "idempotence needs acks all", set: func(c *Config) { c.Acks = 1 }, wantErr: "idempotence requires acks -1"},
+		{name: "acks 1 without idempotence", set: func(c *Config) { c.Acks, c.DisableIdempotence = 1, true }},
+		{name: "idempotence caps in-flight", set: func(c *Config) { c.MaxInflightPerBucket = 6 }, wantErr: "in-flight"},
+		{name: "backoff max below base", set: func(c *Config) { c.RetryBackoff, c.RetryBackoffMax = time.Second, time.Millisecond }, wantErr: "backoff"},
+		{name: "bad acks", set: func(c *Config) { c.Acks, c.DisableIdempotence = 2, true }, wantErr: "acks 2"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			err := testConfig(tc.set).Validate()
+			if tc.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.wantErr)
+			} else {
+				assert.NoError(t, err)
+			}
+		})
+	}
+}

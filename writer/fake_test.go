@@ -1,0 +1,418 @@
+package writer
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fluss-kafka/gateway/fluss"
+)
+
+// testBuilder encodes a toy batch: writer id (8), sequence (4), count (4),
+// then one int64 per record. When builds is set it counts AppendTo calls.
+type testBuilder struct {
+	rows   []int64
+	builds *int
+	mu     *sync.Mutex
+}
+
+func (b *testBuilder) Append(row fluss.Row) error {
+	if len(row) != 1 {
+		return errors.New("test builder: want one column")
+	}
+	b.rows = append(b.rows, row[0].I)
+	return nil
+}
+func (b *testBuilder) Upsert(key []byte, row fluss.Row) error { return b.Append(row) }
+func (b *testBuilder) Delete(key []byte) error                { return b.Append(fluss.Row{fluss.IntDatum(-1)}) }
+func (b *testBuilder) Len() int                               { return len(b.rows) }
+func (b *testBuilder) EstimatedSize() int                     { return 16 + 8*len(b.rows) }
+func (b *testBuilder) Reset()                                 { b.rows = b.rows[:0] }
+func (b *testBuilder) AppendTo(dst []byte) ([]byte, error) {
+	if b.builds != nil {
+		b.mu.Lock()
+		*b.builds++
+		b.mu.Unlock()
+	}
+	dst = binary.BigEndian.AppendUint64(dst, ^uint64(0))
+	dst = binary.BigEndian.AppendUint32(dst, ^uint32(0))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(b.rows)))
+	for _, r := range b.rows {
+		dst = binary.BigEndian.AppendUint64(dst, uint64(r))
+	}
+	return dst, nil
+}
+
+// testConfig returns DefaultConfig changed by set (nil: unchanged).
+func testConfig(set func(*Config)) Config {
+	c := DefaultConfig()
+	if set != nil {
+		set(&c)
+	}
+	return c
+}
+
+func testSetWriter(batch []byte, writerID int64, seq int32) {
+	binary.BigEndian.PutUint64(batch, uint64(writerID))
+	binary.BigEndian.PutUint32(batch[8:], uint32(seq))
+}
+
+func decodeTestBatch(data []byte) (writerID int64, seq int32, values []int64, err error) {
+	if len(data) < 16 {
+		return 0, 0, nil, errors.New("short batch")
+	}
+	writerID = int64(binary.BigEndian.Uint64(data))
+	seq = int32(binary.BigEndian.Uint32(data[8:]))
+	n := int(binary.BigEndian.Uint32(data[12:]))
+	if len(data) != 16+8*n {
+		return 0, 0, nil, fmt.Errorf("batch of %d bytes for %d records", len(data), n)
+	}
+	for i := range n {
+		values = append(values, int64(binary.BigEndian.Uint64(data[16+8*i:])))
+	}
+	return writerID, seq, values, nil
+}
+
+// fakeCall is one ProduceLog/PutKv call seen by the fake.
+type fakeCall struct {
+	Server  int32
+	TableID int64
+	Buckets []fakeBatch
+}
+
+type fakeBatch struct {
+	PartitionID int64
+	Bucket      int32
+	WriterID    int64
+	Seq         int32
+	Values      []int64
+}
+
+type bucketID struct {
+	table, partition int64
+	bucket           int32
+}
+
+type fakeWriter struct {
+	lastSeq int32
+	recent  []fakeRecent
+}
+
+type fakeRecent struct {
+	seq  int32
+	base int64
+}
+
+type fakeLog struct {
+	values  []int64
+	writers map[int64]*fakeWriter
+}
+
+// hookResult lets a test decide one bucket's outcome (or the whole call's).
+type hookResult struct {
+	// CallErr fails the whole request (request-level error).
+	CallErr error
+	// BucketErr fails one bucket; Apply still writes it when set (lost ack).
+	BucketErr map[int32]error
+	// ApplyThenFail writes the buckets, then returns CallErr (lost response).
+	ApplyThenFail bool
+}
+
+// fakeTransport emulates tablet servers and the coordinator in memory: it
+// keeps one log per bucket, enforces Fluss's idempotence rules (seq ==
+// last+1, duplicates of the last 5 batches answered with their original
+// offset, else OUT_OF_ORDER_SEQUENCE), and lets tests hold, fail or inspect
+// calls.
+type fakeTransport struct {
+	mu        sync.Mutex
+	leaders   map[int64]int32 // table -> server (all buckets)
+	logs      map[bucketID]*fakeLog
+	calls     []fakeCall
+	holds     map[int64]*fakeHold
+	hook      func(c fakeCall) hookResult
+	latency   time.Duration
+	writerID  int64
+	inits     int
+	inflight  map[bucketID]int
+	maxFlight map[bucketID]int
+	invalids  map[int64]int
+	dropped   map[int64]bool
+}
+
+type fakeHold struct {
+	arrived chan fakeCall
+	release chan struct{}
+}
+
+func newFakeTransport() *fakeTransport {
+	return &fakeTransport{
+		leaders:   make(map[int64]int32),
+		logs:      make(map[bucketID]*fakeLog),
+		holds:     make(map[int64]*fakeHold),
+		writerID:  41,
+		inflight:  make(map[bucketID]int),
+		maxFlight: make(map[bucketID]int),
+		invalids:  make(map[int64]int),
+		dropped:   make(map[int64]bool),
+	}
+}
+
+// hold makes calls for table wait until release is closed; arrived gets each
+// held call.
+func (f *fakeTransport) hold(table int64) *fakeHold {
+	h := &fakeHold{arrived: make(chan fakeCall, 16), release: make(chan struct{})}
+	f.mu.Lock()
+	f.holds[table] = h
+	f.mu.Unlock()
+	return h
+}
+
+func (f *fakeTransport) setHook(h func(c fakeCall) hookResult) {
+	f.mu.Lock()
+	f.hook = h
+	f.mu.Unlock()
+}
+
+func (f *fakeTransport) write(ctx context.Context, server int32, tableID int64, buckets []fluss.BucketRecords) ([]fluss.BucketResult, error) {
+	c := fakeCall{Server: server, TableID: tableID}
+	for _, br := range buckets {
+		wid, seq, vals, err := decodeTestBatch(br.Records)
+		if err != nil {
+			return nil, err
+		}
+		c.Buckets = append(c.Buckets, fakeBatch{br.PartitionID, br.Bucket, wid, seq, vals})
+	}
+	f.mu.Lock()
+	f.calls = append(f.calls, c)
+	for _, b := range c.Buckets {
+		id := bucketID{tableID, b.PartitionID, b.Bucket}
+		f.inflight[id]++
+		f.maxFlight[id] = max(f.maxFlight[id], f.inflight[id])
+	}
+	h := f.holds[tableID]
+	hook := f.hook
+	latency := f.latency
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		for _, b := range c.Buckets {
+			f.inflight[bucketID{tableID, b.PartitionID, b.Bucket}]--
+		}
+		f.mu.Unlock()
+	}()
+	if h != nil {
+		h.arrived <- c
+		select {
+		case <-h.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if latency > 0 {
+		time.Sleep(latency) // simulated server time (fake clock under synctest)
+	}
+	var hr hookResult
+	if hook != nil {
+		hr = hook(c)
+	}
+	if hr.CallErr != nil && !hr.ApplyThenFail {
+		return nil, hr.CallErr
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.leaders[tableID] != server {
+		res := make([]fluss.BucketResult, len(c.Buckets))
+		for i, b := range c.Buckets {
+			res[i] = fluss.BucketResult{PartitionID: b.PartitionID, Bucket: b.Bucket, Err: fluss.ErrorForCode(12, "not leader"), Offset: -1}
+		}
+		return res, nil
+	}
+	res := make([]fluss.BucketResult, 0, len(c.Buckets))
+	for _, b := range c.Buckets {
+		r := fluss.BucketResult{PartitionID: b.PartitionID, Bucket: b.Bucket, Offset: -1}
+		if err := hr.BucketErr[b.Bucket]; err != nil {
+			r.Err = err
+			res = append(res, r)
+			continue
+		}
+		r.Offset, r.Err = f.applyLocked(bucketID{tableID, b.PartitionID, b.Bucket}, b)
+		res = append(res, r)
+	}
+	if hr.ApplyThenFail {
+		return nil, hr.CallErr
+	}
+	return res, nil
+}
+
+func (f *fakeTransport) applyLocked(id bucketID, b fakeBatch) (int64, error) {
+	l := f.logs[id]
+	if l == nil {
+		l = &fakeLog{writers: make(map[int64]*fakeWriter)}
+		f.logs[id] = l
+	}
+	if b.WriterID >= 0 {
+		w := l.writers[b.WriterID]
+		if w == nil {
+			w = &fakeWriter{lastSeq: -1}
+			l.writers[b.WriterID] = w
+		}
+		for _, r := range w.recent {
+			if r.seq == b.Seq {
+				return r.base, nil // duplicate: original offset
+			}
+		}
+		if b.Seq != w.lastSeq+1 {
+			return -1, fluss.ErrorForCode(31, fmt.Sprintf("expected %d got %d", w.lastSeq+1, b.Seq))
+		}
+		w.lastSeq = b.Seq
+		w.recent = append(w.recent, fakeRecent{b.Seq, int64(len(l.values))})
+		if len(w.recent) > 5 {
+			w.recent = w.recent[1:]
+		}
+	}
+	base := int64(len(l.values))
+	l.values = append(l.values, b.Values...)
+	return base, nil
+}
+
+// SendProduceLog and SendPutKv report the request queued at once, as the
+// real client does before it waits for the answer.
+func (f *fakeTransport) SendProduceLog(ctx context.Context, serverID int32, req *fluss.ProduceLogRequest) (*fluss.PendingWrite, error) {
+	return f.pending(serverID, req.TableID, req.Buckets), nil
+}
+
+func (f *fakeTransport) SendPutKv(ctx context.Context, serverID int32, req *fluss.PutKvRequest) (*fluss.PendingWrite, error) {
+	return f.pending(serverID, req.TableID, req.Buckets), nil
+}
+
+func (f *fakeTransport) pending(serverID int32, tableID int64, buckets []fluss.BucketRecords) *fluss.PendingWrite {
+	return fluss.NewPendingWrite(func(ctx context.Context) ([]fluss.BucketResult, error) {
+		return f.write(ctx, serverID, tableID, buckets)
+	})
+}
+
+func (f *fakeTransport) BucketLeader(ctx context.Context, tableID, partitionID int64, bucket int32) (fluss.ServerNode, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	id, ok := f.leaders[tableID]
+	if f.dropped[tableID] {
+		return fluss.ServerNode{}, fmt.Errorf("get_metadata: %w", fluss.ErrorForCode(7, "table does not exist"))
+	}
+	if !ok {
+		return fluss.ServerNode{}, fluss.ErrorForCode(21, "unknown table")
+	}
+	return fluss.ServerNode{ID: id, Host: "127.0.0.1", Port: 9000 + int(id)}, nil
+}
+
+func (f *fakeTransport) InvalidateTableMetadata(tableID int64) {
+	f.mu.Lock()
+	f.invalids[tableID]++
+	f.mu.Unlock()
+}
+
+func (f *fakeTransport) InitWriter(ctx context.Context, tables ...fluss.TablePath) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.inits++
+	f.writerID++
+	return f.writerID, nil
+}
+
+func (f *fakeTransport) logValues(table int64, bucket int32) []int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if l := f.logs[bucketID{table, NoPartition, bucket}]; l != nil {
+		return append([]int64(nil), l.values...)
+	}
+	return nil
+}
+
+func (f *fakeTransport) callsFor(table int64) []fakeCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []fakeCall
+	for _, c := range f.calls {
+		if c.TableID == table {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// harness wires a Writer and the fake.
+type harness struct {
+	w      *Writer
+	acc    *accumulator // w.acc
+	snd    *sender      // w.snd
+	fake   *fakeTransport
+	tables map[int64]*Table
+	runErr chan error
+	cancel context.CancelFunc
+	reg    *prometheus.Registry
+}
+
+type tableDef struct {
+	id      int64
+	buckets int
+	server  int32
+	kv      bool
+}
+
+// newHarness runs a Writer configured as DefaultConfig changed by set.
+func newHarness(t *testing.T, set func(*Config), defs ...tableDef) *harness {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	fake := newFakeTransport()
+	w, err := New(testConfig(set), fake, WithJitterSeed(1), WithRegisterer(reg))
+	require.NoError(t, err)
+	h := &harness{w: w, acc: w.acc, snd: w.snd, fake: fake, reg: reg, tables: make(map[int64]*Table), runErr: make(chan error, 1)}
+	for _, d := range defs {
+		fake.leaders[d.id] = d.server
+		spec := TableSpec{
+			ID:         d.id,
+			Path:       fluss.TablePath{Database: "db", Table: fmt.Sprintf("t%d", d.id)},
+			NumBuckets: d.buckets,
+			SetWriter:  testSetWriter,
+		}
+		if d.kv {
+			spec.NewKvBuilder = func() (KvBuilder, error) { return &testBuilder{}, nil }
+		} else {
+			spec.NewLogBuilder = func() (LogBuilder, error) { return &testBuilder{}, nil }
+		}
+		tbl, err := w.AddTable(spec)
+		require.NoError(t, err)
+		h.tables[d.id] = tbl
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	go func() { h.runErr <- w.Run(ctx) }()
+	return h
+}
+
+func (h *harness) append(t *testing.T, table int64, bucket int32, v int64) Handle {
+	t.Helper()
+	hd, err := h.w.Write(context.Background(), h.tables[table], NoPartition, bucket, fluss.WriteAppend, nil, fluss.Row{fluss.IntDatum(v)})
+	require.NoError(t, err)
+	return hd
+}
+
+// inflight returns the write requests sent and not yet answered.
+func (h *harness) inflight() int { return int(h.snd.inflightReqs.Load()) }
+
+// close shuts the writer down gracefully and checks that nothing leaked.
+func (h *harness) close(t *testing.T) {
+	t.Helper()
+	require.NoError(t, h.w.Close(context.Background()))
+	require.NoError(t, <-h.runErr)
+	h.cancel()
+	require.Equal(t, 0, h.w.Incomplete(), "incomplete batches after close")
+	require.Equal(t, int64(0), h.w.BufferedBytes(), "buffer bytes after close")
+	require.Equal(t, 0, h.inflight(), "in-flight requests after close")
+}
