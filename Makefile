@@ -2,6 +2,13 @@
 SHELL := /bin/bash
 GO ?= go
 PKGS ?= ./...
+# The client-compatibility tests (sarama, confluent-kafka-go with cgo, segmentio/kafka-go) are the
+# nested module compat/, so that the product's go.mod does not list those clients. `make test`
+# runs both modules; COMPAT_PKGS selects compat's packages, and is empty (compat skipped) when
+# PKGS narrows the run, unless given too.
+ifeq ($(origin PKGS),file)
+COMPAT_PKGS ?= ./...
+endif
 # -p 1: test binaries run one at a time. They share one Fluss cluster and two cores; in parallel, a
 # package that starts private clusters (JVMs) could starve another's table creation for minutes.
 GOTEST_FLAGS ?= -race -count=1 -p 1 -timeout 25m
@@ -9,7 +16,7 @@ BENCH ?= .
 BENCH_PKGS ?= ./...
 BENCHTIME ?= 1s
 
-.PHONY: all build test cluster-start cluster-stop cluster-status generate lint bench demo pyfluss-venv
+.PHONY: all build test test-modules readme-graph cluster-start cluster-stop cluster-status generate lint bench demo pyfluss-venv
 
 all: lint test
 
@@ -20,7 +27,19 @@ build:
 # FLUSS_BOOTSTRAP when set, otherwise one started for the run by scripts/with-fluss.sh
 # (`go test` run directly starts one per test binary through internal/flusstest instead).
 test: pyfluss-venv
-	scripts/with-fluss.sh $(GO) test $(GOTEST_FLAGS) $(PKGS)
+	scripts/with-fluss.sh $(MAKE) --no-print-directory test-modules
+
+# Run by `test` inside scripts/with-fluss.sh: the root module, then compat/, against the same
+# cluster; compat/ runs even when the root module failed, and the target fails if either did.
+test-modules:
+	@rc=0; \
+	echo '$(GO) test $(GOTEST_FLAGS) $(PKGS)'; \
+	$(GO) test $(GOTEST_FLAGS) $(PKGS) || rc=$$?; \
+	if [[ -n '$(COMPAT_PKGS)' ]]; then \
+		echo 'cd compat && $(GO) test $(GOTEST_FLAGS) $(COMPAT_PKGS)'; \
+		(cd compat && $(GO) test $(GOTEST_FLAGS) $(COMPAT_PKGS)) || rc=$$?; \
+	fi; \
+	exit $$rc
 
 pyfluss-venv:
 	@scripts/pyfluss-venv.sh >/dev/null
@@ -43,10 +62,15 @@ generate:
 	@command -v protoc-gen-go >/dev/null || { echo "protoc-gen-go missing: go install google.golang.org/protobuf/cmd/protoc-gen-go@latest (and put \$$(go env GOPATH)/bin on PATH)" >&2; exit 1; }
 	$(GO) generate ./...
 
+# Rewrites README's import graph from go list (internal/layering checks it).
+readme-graph:
+	UPDATE_README=1 $(GO) test -count=1 -run TestReadmeImportGraph ./internal/layering/
+
 lint:
 	@out=$$(find . -name '*.go' -not -path './.cache/*' -not -path './vendor/*' -print0 | xargs -0 gofmt -l); \
 	if [[ -n $$out ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	cd compat && $(GO) vet ./...
 	@if command -v shellcheck >/dev/null; then shellcheck scripts/*.sh .ci/run; else echo "shellcheck not installed; skipped"; fi
 
 bench:

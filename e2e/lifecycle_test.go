@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fluss-kafka/gateway/fluss"
+	"github.com/fluss-kafka/gateway/internal/gatewaytest"
 )
 
 // loadTable is a log table for (producer, seq) rows.
@@ -60,17 +61,17 @@ func TestReloadAddsRoute(t *testing.T) {
 	second := e.createTable(t, loadTable("second", 1))
 	g := startGateway(t, gatewayConfig{Bootstrap: e.bootstrap, Routes: jsonRoute("first", first)})
 
-	require.Equal(t, kerr.UnknownTopicOrPartition.Code, metadataError(t, g.kafkaAddr, "second"), "no route for topic second yet")
+	require.Equal(t, kerr.UnknownTopicOrPartition.Code, metadataError(t, g.KafkaAddr, "second"), "no route for topic second yet")
 
-	g.rewriteRoutes(t, jsonRoute("first", first)+jsonRoute("second", second))
-	g.signal(t, syscall.SIGHUP)
+	g.RequireRewriteRoutes(t, jsonRoute("first", first)+jsonRoute("second", second))
+	g.RequireSignal(t, syscall.SIGHUP)
 	require.NoError(t, waitFor(t.Context(), 30*time.Second, func() bool {
-		return g.metrics(t).sum("fluss_gateway_config_reloads_total", `result="success"`) == 1
-	}), "reload not applied; log:\n%s", g.logs.String())
-	assert.Equal(t, float64(2), g.metrics(t).sum("fluss_gateway_routes"))
-	require.Equal(t, int16(0), metadataError(t, g.kafkaAddr, "second"))
+		return g.RequireMetrics(t).Sum("fluss_gateway_config_reloads_total", `result="success"`) == 1
+	}), "reload not applied; log:\n%s", g.Logs())
+	assert.Equal(t, float64(2), g.RequireMetrics(t).Sum("fluss_gateway_routes"))
+	require.Equal(t, int16(0), metadataError(t, g.KafkaAddr, "second"))
 
-	cl := newProducer(t, g.kafkaAddr)
+	cl := newProducer(t, g.KafkaAddr)
 	var recs []*kgo.Record
 	for i := range 20 {
 		recs = append(recs, loadRecord("second", "p", i), loadRecord("first", "p", i))
@@ -85,17 +86,17 @@ func TestReloadAddsRoute(t *testing.T) {
 	}
 
 	// A route to a table that does not exist is refused as a whole.
-	g.rewriteRoutes(t, jsonRoute("first", first)+jsonRoute("second", second)+jsonRoute("third", e.db+".missing"))
-	g.signal(t, syscall.SIGHUP)
+	g.RequireRewriteRoutes(t, jsonRoute("first", first)+jsonRoute("second", second)+jsonRoute("third", e.db+".missing"))
+	g.RequireSignal(t, syscall.SIGHUP)
 	require.NoError(t, waitFor(t.Context(), 30*time.Second, func() bool {
-		return g.metrics(t).sum("fluss_gateway_config_reloads_total", `result="failure"`) == 1
-	}), "refused reload not counted; log:\n%s", g.logs.String())
-	assert.Equal(t, float64(2), g.metrics(t).sum("fluss_gateway_routes"))
-	assert.Equal(t, kerr.UnknownTopicOrPartition.Code, metadataError(t, g.kafkaAddr, "third"))
+		return g.RequireMetrics(t).Sum("fluss_gateway_config_reloads_total", `result="failure"`) == 1
+	}), "refused reload not counted; log:\n%s", g.Logs())
+	assert.Equal(t, float64(2), g.RequireMetrics(t).Sum("fluss_gateway_routes"))
+	assert.Equal(t, kerr.UnknownTopicOrPartition.Code, metadataError(t, g.KafkaAddr, "third"))
 	produceAll(t, cl, loadRecord("second", "q", 0))
 	assert.Equal(t, 1, readIDs(t, e, second)[rowID{"q", 0}])
 
-	g.stop(t)
+	g.RequireStop(t)
 }
 
 // TestSIGTERMDuringLoadLosesNoAckedRecord stops the gateway while a producer
@@ -105,7 +106,7 @@ func TestSIGTERMDuringLoadLosesNoAckedRecord(t *testing.T) {
 	e := newEnv(t)
 	tbl := e.createTable(t, loadTable("load", 2))
 	g := startGateway(t, gatewayConfig{Bootstrap: e.bootstrap, Routes: jsonRoute("load", tbl)})
-	cl, err := kgo.NewClient(kgo.SeedBrokers(g.kafkaAddr), kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(2000))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(g.KafkaAddr), kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(2000))
 	require.NoError(t, err)
 
 	var (
@@ -144,10 +145,10 @@ func TestSIGTERMDuringLoadLosesNoAckedRecord(t *testing.T) {
 	select {
 	case <-signalled:
 	case <-time.After(2 * time.Minute):
-		t.Fatalf("fewer than %d records acknowledged in two minutes; log:\n%s", signalAfter, g.logs.String())
+		t.Fatalf("fewer than %d records acknowledged in two minutes; log:\n%s", signalAfter, g.Logs())
 	}
-	g.signal(t, syscall.SIGTERM)
-	g.requireCleanExit(t)
+	g.RequireSignal(t, syscall.SIGTERM)
+	g.RequireCleanExit(t)
 	// The gateway is gone: stop producing and fail whatever the producer
 	// still holds (Close fails buffered records with ErrClientClosed).
 	cancel()
@@ -176,7 +177,7 @@ func TestTwoInstances(t *testing.T) {
 	e := newEnv(t)
 	tbl := e.createTable(t, loadTable("shared", 3))
 	routes := jsonRoute("shared", tbl)
-	gateways := []*gatewayProc{
+	gateways := []*gatewaytest.Process{
 		startGateway(t, gatewayConfig{Bootstrap: e.bootstrap, Routes: routes}),
 		startGateway(t, gatewayConfig{Bootstrap: e.bootstrap, Routes: routes}),
 	}
@@ -189,7 +190,7 @@ func TestTwoInstances(t *testing.T) {
 	var producers []producer
 	for gi, g := range gateways {
 		for p := range producersPerGateway {
-			producers = append(producers, producer{fmt.Sprintf("g%d-p%d", gi, p), newProducer(t, g.kafkaAddr)})
+			producers = append(producers, producer{fmt.Sprintf("g%d-p%d", gi, p), newProducer(t, g.KafkaAddr)})
 		}
 	}
 	var wg sync.WaitGroup
@@ -235,12 +236,12 @@ func TestTwoInstances(t *testing.T) {
 		}
 	}
 	for _, g := range gateways {
-		m := g.metrics(t)
-		assert.Equal(t, float64(producersPerGateway*perProducer), m.sum("fluss_gateway_route_records_total", `route="shared"`))
-		assert.Equal(t, float64(producersPerGateway*perProducer), m.sum("fluss_gateway_sender_records_total"))
+		m := g.RequireMetrics(t)
+		assert.Equal(t, float64(producersPerGateway*perProducer), m.Sum("fluss_gateway_route_records_total", `route="shared"`))
+		assert.Equal(t, float64(producersPerGateway*perProducer), m.Sum("fluss_gateway_sender_records_total"))
 	}
 	for _, g := range gateways {
-		g.stop(t)
+		g.RequireStop(t)
 	}
 }
 
@@ -256,7 +257,7 @@ func TestSmallBufferBackPressure(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, producers)
 	for p := range producers {
-		cl := newProducer(t, g.kafkaAddr, kgo.ProducerBatchMaxBytes(64<<10))
+		cl := newProducer(t, g.KafkaAddr, kgo.ProducerBatchMaxBytes(64<<10))
 		wg.Go(func() {
 			recs := make([]*kgo.Record, perProducer)
 			for s := range recs {
@@ -276,12 +277,12 @@ func TestSmallBufferBackPressure(t *testing.T) {
 	for id, c := range got {
 		require.Equal(t, 1, c, "%v", id)
 	}
-	m := g.metrics(t)
-	assert.Zero(t, m.sum("fluss_gateway_accumulator_buffer_full_total"))
-	assert.Equal(t, float64(64<<10), m.sum("fluss_gateway_accumulator_buffer_limit_bytes"))
-	assert.Equal(t, float64(producers*perProducer), m.sum("fluss_gateway_sender_records_total"))
-	t.Logf("batches %v, buffer waits visible to a scrape: %v", m.sum("fluss_gateway_sender_batches_total"), m.sum("fluss_gateway_accumulator_buffer_waiters"))
-	g.stop(t)
+	m := g.RequireMetrics(t)
+	assert.Zero(t, m.Sum("fluss_gateway_accumulator_buffer_full_total"))
+	assert.Equal(t, float64(64<<10), m.Sum("fluss_gateway_accumulator_buffer_limit_bytes"))
+	assert.Equal(t, float64(producers*perProducer), m.Sum("fluss_gateway_sender_records_total"))
+	t.Logf("batches %v, buffer waits visible to a scrape: %v", m.Sum("fluss_gateway_sender_batches_total"), m.Sum("fluss_gateway_accumulator_buffer_waiters"))
+	g.RequireStop(t)
 }
 
 // TestValidateCommand runs `gateway validate` against the real tables: a

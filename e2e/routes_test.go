@@ -128,7 +128,7 @@ func TestRoutes(t *testing.T) {
 	e := newEnv(t)
 	tables := createRouteTables(t, e)
 	g := startGateway(t, gatewayConfig{Bootstrap: e.bootstrap, Routes: tables.routes()})
-	cl := newProducer(t, g.kafkaAddr)
+	cl := newProducer(t, g.KafkaAddr)
 
 	// What each subtest got acknowledged, for the metrics check.
 	type counts struct{ routeRecords, tableRows map[string]int }
@@ -271,7 +271,7 @@ func TestRoutes(t *testing.T) {
 			rawRecord{key: []byte("rj-1"), value: []byte(`{"name": `)},
 			rawRecord{key: []byte("rj-2"), value: []byte(`{"name": "ok too"}`)},
 		)
-		p := produceRaw(t, g.kafkaAddr, "customers", 0, batch)
+		p := produceRaw(t, g.KafkaAddr, "customers", 0, batch)
 		require.Equal(t, kerr.InvalidRecord.Code, p.ErrorCode, "partition error: %v", kerr.ErrorForCode(p.ErrorCode))
 		require.Len(t, p.ErrorRecords, 1)
 		assert.Equal(t, int32(1), p.ErrorRecords[0].RelativeOffset)
@@ -285,7 +285,7 @@ func TestRoutes(t *testing.T) {
 		assert.Nil(t, rows[1])
 
 		// The same bad record through a Kafka client: the produce fails with INVALID_RECORD.
-		plain := newProducer(t, g.kafkaAddr, kgo.DisableIdempotentWrite(), kgo.RecordRetries(0))
+		plain := newProducer(t, g.KafkaAddr, kgo.DisableIdempotentWrite(), kgo.RecordRetries(0))
 		err := plain.ProduceSync(t.Context(), &kgo.Record{Topic: "customers", Key: []byte("rj-3"), Value: []byte("nope")}).FirstErr()
 		require.ErrorIs(t, err, kerr.InvalidRecord)
 	})
@@ -359,7 +359,7 @@ func TestRoutes(t *testing.T) {
 	})
 
 	t.Run("acks=0", func(t *testing.T) {
-		noAck := newProducer(t, g.kafkaAddr, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
+		noAck := newProducer(t, g.KafkaAddr, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
 		const n = 30
 		var recs []*kgo.Record
 		for i := range n {
@@ -402,7 +402,7 @@ func TestRoutes(t *testing.T) {
 			for i := range perCodec {
 				fmt.Fprintf(&in, `{"id": %d, "codec": %q}`+"\n", c*1000+i, codec)
 			}
-			cmd := exec.Command(kcat, "-P", "-b", g.kafkaAddr, "-t", "kcat", "-z", codec,
+			cmd := exec.Command(kcat, "-P", "-b", g.KafkaAddr, "-t", "kcat", "-z", codec,
 				"-X", "acks=all", "-X", "enable.idempotence=true", "-X", "linger.ms=20")
 			cmd.Stdin = &in
 			out, err := cmd.CombinedOutput()
@@ -429,31 +429,31 @@ func TestRoutes(t *testing.T) {
 	})
 
 	t.Run("metrics match what was sent", func(t *testing.T) {
-		m := g.metrics(t)
+		m := g.RequireMetrics(t)
 		for route, n := range sent.routeRecords {
-			assert.Equal(t, float64(n), m.sum("fluss_gateway_route_records_total", fmt.Sprintf(`route="%s"`, route)), "route %s", route)
+			assert.Equal(t, float64(n), m.Sum("fluss_gateway_route_records_total", fmt.Sprintf(`route="%s"`, route)), "route %s", route)
 		}
 		for table, n := range sent.tableRows {
-			assert.Equal(t, float64(n), m.sum("fluss_gateway_sender_records_total", fmt.Sprintf(`table="%s"`, table)), "table %s", table)
+			assert.Equal(t, float64(n), m.Sum("fluss_gateway_sender_records_total", fmt.Sprintf(`table="%s"`, table)), "table %s", table)
 		}
-		assert.Equal(t, float64(4), m.sum("fluss_gateway_route_rejected_records_total", `route="customers"`),
+		assert.Equal(t, float64(4), m.Sum("fluss_gateway_route_rejected_records_total", `route="customers"`),
 			"3 records of the raw batch and 1 of the kgo produce")
-		assert.Equal(t, float64(1), m.sum("fluss_gateway_route_dead_letter_records_total", `route="orders"`))
+		assert.Equal(t, float64(1), m.Sum("fluss_gateway_route_dead_letter_records_total", `route="orders"`))
 		// kafkaproto counts records handed to the sink by topic, rejected batches included.
-		assert.Equal(t, float64(sent.routeRecords["orders"]), m.sum("fluss_gateway_kafka_produce_records_total", `topic="orders"`))
-		assert.Equal(t, float64(sent.routeRecords["customers"]+4), m.sum("fluss_gateway_kafka_produce_records_total", `topic="customers"`))
-		assert.Equal(t, float64(sent.routeRecords["kcat"]), m.sum("fluss_gateway_kafka_produce_records_total", `topic="kcat"`))
+		assert.Equal(t, float64(sent.routeRecords["orders"]), m.Sum("fluss_gateway_kafka_produce_records_total", `topic="orders"`))
+		assert.Equal(t, float64(sent.routeRecords["customers"]+4), m.Sum("fluss_gateway_kafka_produce_records_total", `topic="customers"`))
+		assert.Equal(t, float64(sent.routeRecords["kcat"]), m.Sum("fluss_gateway_kafka_produce_records_total", `topic="kcat"`))
 		for _, codec := range []string{"none", "gzip", "snappy", "lz4", "zstd"} {
-			assert.Positive(t, m.sum("fluss_gateway_kafka_produce_batch_bytes_total", `topic="kcat"`, fmt.Sprintf(`codec="%s"`, codec)), "codec %s", codec)
+			assert.Positive(t, m.Sum("fluss_gateway_kafka_produce_batch_bytes_total", `topic="kcat"`, fmt.Sprintf(`codec="%s"`, codec)), "codec %s", codec)
 		}
-		assert.Positive(t, m.sum("fluss_gateway_kafka_requests_total"))
-		assert.Positive(t, m.sum("fluss_gateway_kafka_connections_total"))
-		assert.Positive(t, m.sum("fluss_gateway_sender_request_duration_seconds_count"))
+		assert.Positive(t, m.Sum("fluss_gateway_kafka_requests_total"))
+		assert.Positive(t, m.Sum("fluss_gateway_kafka_connections_total"))
+		assert.Positive(t, m.Sum("fluss_gateway_sender_request_duration_seconds_count"))
 		// Everything acknowledged: nothing buffered or in flight.
-		assert.Zero(t, m.sum("fluss_gateway_accumulator_buffer_bytes"))
-		assert.Zero(t, m.sum("fluss_gateway_accumulator_incomplete_batches"))
-		assert.Zero(t, m.sum("fluss_gateway_sender_inflight_requests"))
-		assert.Equal(t, float64(5), m.sum("fluss_gateway_routes"))
+		assert.Zero(t, m.Sum("fluss_gateway_accumulator_buffer_bytes"))
+		assert.Zero(t, m.Sum("fluss_gateway_accumulator_incomplete_batches"))
+		assert.Zero(t, m.Sum("fluss_gateway_sender_inflight_requests"))
+		assert.Equal(t, float64(5), m.Sum("fluss_gateway_routes"))
 
 		// docs/metrics.md lists every metric the gateway exports.
 		doc, err := os.ReadFile("../docs/metrics.md")
@@ -483,5 +483,5 @@ func TestRoutes(t *testing.T) {
 		}
 	})
 
-	g.stop(t)
+	g.RequireStop(t)
 }

@@ -1,9 +1,9 @@
 package fluss
 
 // Cross-checks of our primary-key writes with pyfluss 1.0.0 (the newest
-// PyPI Fluss client, pinned in e2e/pyfluss/requirements.txt; a Rust core,
-// fluss-rust), driven through e2e/pyfluss/flusspy.py
-// (internal/flusstest.PyFluss) and e2e/pyfluss/crosscheck.py (concurrent
+// PyPI Fluss client, pinned in tools/pyfluss/requirements.txt; a Rust core,
+// fluss-rust), driven through tools/pyfluss/flusspy.py
+// (internal/flusstest.PyFluss) and tools/pyfluss/crosscheck.py (concurrent
 // lookups), against the real cluster:
 //
 //   - TestBucketsOfKeysWrittenByPyFlussAndGoClient: where the same keys land
@@ -89,7 +89,7 @@ func xcPyUpsert(t *testing.T, addr string, path TablePath, rows []map[string]any
 	}
 }
 
-// xcPyLookup looks keys up with pyfluss (e2e/pyfluss/crosscheck.py lookup:
+// xcPyLookup looks keys up with pyfluss (tools/pyfluss/crosscheck.py lookup:
 // flusspy's lookup through concurrent lookupers); a missing key gives a nil
 // row.
 func xcPyLookup(t *testing.T, addr string, path TablePath, keys []map[string]any) []map[string]json.RawMessage {
@@ -109,7 +109,7 @@ func xcPyLookup(t *testing.T, addr string, path TablePath, keys []map[string]any
 	return rows
 }
 
-// xcCrosscheckJSON runs e2e/pyfluss/crosscheck.py COMMAND --bootstrap ADDR
+// xcCrosscheckJSON runs tools/pyfluss/crosscheck.py COMMAND --bootstrap ADDR
 // ARGS... with the pyfluss venv's python (scripts/pyfluss-venv.sh, which
 // returns at once when the venv is ready) and decodes its JSON output.
 func xcCrosscheckJSON(t *testing.T, v any, addr, command string, args ...string) {
@@ -127,7 +127,7 @@ func xcCrosscheckJSON(t *testing.T, v any, addr, command string, args ...string)
 	require.NotEmpty(t, python, "scripts/pyfluss-venv.sh printed no python path")
 
 	stderr.Reset()
-	full := append([]string{filepath.Join(root, "e2e", "pyfluss", "crosscheck.py"), command, "--bootstrap", addr}, args...)
+	full := append([]string{filepath.Join(root, "tools", "pyfluss", "crosscheck.py"), command, "--bootstrap", addr}, args...)
 	cmd := exec.CommandContext(ctx, python, full...)
 	cmd.Stderr = &stderr
 	out, err = cmd.Output()

@@ -19,7 +19,7 @@ import (
 // bridge connects the Kafka front to the write path: it resolves a topic to
 // its route, converts each record into a row, sends rows that do not
 // convert to the dead-letter table (or rejects their batch), resolves Fluss
-// partitions, appends the rows to the accumulator and turns the Fluss acks
+// partitions, appends the rows to the writer and turns the Fluss acks
 // into the Kafka answer. It is the gateway's kafkaproto.Backend.
 type bridge struct {
 	state   atomic.Pointer[routeState]
@@ -189,7 +189,7 @@ const defaultResolveTimeout = 30 * time.Second
 func (s *bridge) write(ctx context.Context, st *routeState, route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) (kafkaproto.PartitionWrite, error) {
 	if err := s.appendAll(ctx, st, route, cb); err != nil {
 		// Rows appended before the failure (only possible when the
-		// accumulator closes, its own wait limit ends or a shutdown runs out
+		// writer closes, its own wait limit ends or a shutdown runs out
 		// of time) are still written: Kafka has no partial success, and a
 		// retry may duplicate them.
 		if s.stopped.Err() != nil {
@@ -314,7 +314,7 @@ func (s *bridge) fillPartitionIDs(route *mapping.Route, cb *convBatch, id func(n
 // Only the first append honours the request's deadline: once a row of the
 // batch is accepted, the rest must follow, or a failed batch would still be
 // partly written and the producer's retry would duplicate that part. Later
-// appends still end on the accumulator's own buffer wait limit, on close,
+// appends still end on the writer's own buffer wait limit, on close,
 // and when a shutdown runs out of time.
 // The request then answers late; an idempotent producer's retry meanwhile
 // waits for this write in kafkaproto instead of writing again.

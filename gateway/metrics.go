@@ -7,7 +7,7 @@ import (
 )
 
 // gatewayMetrics are the metrics of the wiring itself; the components
-// register their own (kafkaproto, accumulator, sender).
+// register their own (kafkaproto, writer).
 type gatewayMetrics struct {
 	routeRecords  *prometheus.CounterVec
 	routeRejected *prometheus.CounterVec

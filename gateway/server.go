@@ -381,10 +381,10 @@ func (g *Gateway) Run(ctx, force context.Context) error {
 		return fmt.Errorf("load routes: %w", err)
 	}
 
-	sendCtx, stopSender := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopSender()
-	senderDone := make(chan error, 1)
-	go func() { senderDone <- g.w.Run(sendCtx) }()
+	runCtx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWriter()
+	writerDone := make(chan error, 1)
+	go func() { writerDone <- g.w.Run(runCtx) }()
 
 	grp, gctx := errgroup.WithContext(ctx)
 	for i, srv := range g.servers {
@@ -432,8 +432,8 @@ func (g *Gateway) Run(ctx, force context.Context) error {
 	if err := g.w.Close(sctx); err != nil {
 		errs = append(errs, fmt.Errorf("writer: %w", err))
 	}
-	stopSender()
-	if err := <-senderDone; err != nil && !errors.Is(err, context.Canceled) {
+	stopWriter()
+	if err := <-writerDone; err != nil && !errors.Is(err, context.Canceled) {
 		errs = append(errs, fmt.Errorf("writer: %w", err))
 	}
 	if err := g.client.Close(); err != nil {

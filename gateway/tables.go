@@ -62,7 +62,7 @@ func bindRoutes(ctx context.Context, src tableSource, routes []mapping.RouteSpec
 	return bound, infos, nil
 }
 
-// tableRegistry keeps one accumulator table per Fluss table id across
+// tableRegistry keeps one writer table per Fluss table id across
 // reloads, so a reload never strands batches already queued.
 type tableRegistry struct {
 	w *writer.Writer

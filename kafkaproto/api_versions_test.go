@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fluss-kafka/gateway/kafkaproto"
+	"github.com/fluss-kafka/gateway/kafkaproto/kafkatest"
 )
 
 type apiKeyRange struct{ key, min, max int16 }
@@ -32,18 +33,18 @@ func advertised(resp *kmsg.ApiVersionsResponse) []apiKeyRange {
 
 func TestApiVersions(t *testing.T) {
 	t.Parallel()
-	plain := startServer(t, kafkaproto.Config{})
-	withSASL := startServer(t, kafkaproto.Config{SASL: &kafkaproto.SASLConfig{Users: []kafkaproto.SASLUser{{Name: "u", Password: "p"}}}})
+	plain := kafkatest.StartServer(t, kafkaproto.Config{})
+	withSASL := kafkatest.StartServer(t, kafkaproto.Config{SASL: &kafkaproto.SASLConfig{Users: []kafkaproto.SASLUser{{Name: "u", Password: "p"}}}})
 	for v := int16(0); v <= 4; v++ {
 		for _, tc := range []struct {
 			name string
-			env  *testEnv
+			env  *kafkatest.Env
 			want []apiKeyRange
 		}{{"plain", plain, wantAPIs}, {"sasl", withSASL, wantSASLAPIs}} {
 			req := kmsg.NewPtrApiVersionsRequest()
 			req.Version = v
 			req.ClientSoftwareName, req.ClientSoftwareVersion = "test-client", "1.2.3"
-			resp := dialRaw(t, tc.env.addr).roundTrip(req).(*kmsg.ApiVersionsResponse)
+			resp := dialRaw(t, tc.env.Addr).roundTrip(req).(*kmsg.ApiVersionsResponse)
 			assert.Equal(t, int16(0), resp.ErrorCode, "%s v%d", tc.name, v)
 			assert.Equal(t, tc.want, advertised(resp), "%s v%d", tc.name, v)
 		}
@@ -53,8 +54,8 @@ func TestApiVersions(t *testing.T) {
 // TestApiVersionsTooNew: KIP-511 fallback for a version newer than ours.
 func TestApiVersionsTooNew(t *testing.T) {
 	t.Parallel()
-	env := startServer(t, kafkaproto.Config{})
-	c := dialRaw(t, env.addr)
+	env := kafkatest.StartServer(t, kafkaproto.Config{})
+	c := dialRaw(t, env.Addr)
 	req := kmsg.NewPtrApiVersionsRequest()
 	req.Version = 5
 	req.ClientSoftwareName, req.ClientSoftwareVersion = "kgo", "1"
@@ -81,11 +82,11 @@ func TestApiVersionsTooNew(t *testing.T) {
 
 func TestApiVersionsInvalidSoftwareName(t *testing.T) {
 	t.Parallel()
-	env := startServer(t, kafkaproto.Config{})
+	env := kafkatest.StartServer(t, kafkaproto.Config{})
 	req := kmsg.NewPtrApiVersionsRequest()
 	req.Version = 3
 	req.ClientSoftwareName, req.ClientSoftwareVersion = "bad name!", "1"
-	resp := dialRaw(t, env.addr).roundTrip(req).(*kmsg.ApiVersionsResponse)
+	resp := dialRaw(t, env.Addr).roundTrip(req).(*kmsg.ApiVersionsResponse)
 	assert.Equal(t, int16(42), resp.ErrorCode)
 }
 
@@ -94,8 +95,8 @@ func TestApiVersionsInvalidSoftwareName(t *testing.T) {
 // advertised table and the dispatch switch agree.
 func TestAdvertisedAPIsAreHandled(t *testing.T) {
 	t.Parallel()
-	env := startServer(t, kafkaproto.Config{})
-	c := dialRaw(t, env.addr)
+	env := kafkatest.StartServer(t, kafkaproto.Config{})
+	c := dialRaw(t, env.Addr)
 	for _, api := range wantAPIs {
 		for v := api.min; v <= api.max; v++ {
 			req := kmsg.RequestForKey(api.key)
@@ -116,8 +117,8 @@ func TestAdvertisedAPIsAreHandled(t *testing.T) {
 // detection answer with non-retriable errors.
 func TestFindCoordinatorAndFetchRefused(t *testing.T) {
 	t.Parallel()
-	env := startServer(t, kafkaproto.Config{})
-	c := dialRaw(t, env.addr)
+	env := kafkatest.StartServer(t, kafkaproto.Config{})
+	c := dialRaw(t, env.Addr)
 	for _, tc := range []struct {
 		version int16
 		typ     int8
@@ -138,7 +139,7 @@ func TestFindCoordinatorAndFetchRefused(t *testing.T) {
 	fetch := kmsg.NewPtrFetchRequest()
 	fetch.Version = 11
 	ft := kmsg.NewFetchRequestTopic()
-	ft.Topic = testTopic
+	ft.Topic = kafkatest.Topic
 	ft.Partitions = []kmsg.FetchRequestTopicPartition{kmsg.NewFetchRequestTopicPartition()}
 	fetch.Topics = append(fetch.Topics, ft)
 	fr := c.roundTrip(fetch).(*kmsg.FetchResponse)
@@ -149,10 +150,10 @@ func TestFindCoordinatorAndFetchRefused(t *testing.T) {
 
 func TestMetadata(t *testing.T) {
 	t.Parallel()
-	env := startServer(t, kafkaproto.Config{})
-	advertisedEnv := startServer(t, kafkaproto.Config{AdvertisedHost: "gateway.example", AdvertisedPort: 19092, NodeID: 7, ClusterID: "cid"})
-	c := dialRaw(t, env.addr)
-	host, port := splitAddr(t, env.addr)
+	env := kafkatest.StartServer(t, kafkaproto.Config{})
+	advertisedEnv := kafkatest.StartServer(t, kafkaproto.Config{AdvertisedHost: "gateway.example", AdvertisedPort: 19092, NodeID: 7, ClusterID: "cid"})
+	c := dialRaw(t, env.Addr)
+	host, port := splitAddr(t, env.Addr)
 	for v := int16(0); v <= 12; v++ {
 		// All topics: v0 empty list, v1+ null.
 		req := kmsg.NewPtrMetadataRequest()
@@ -165,7 +166,7 @@ func TestMetadata(t *testing.T) {
 		assert.Equal(t, host, resp.Brokers[0].Host)
 		assert.Equal(t, port, resp.Brokers[0].Port)
 		require.Len(t, resp.Topics, 2, "v%d all topics", v)
-		assert.Equal(t, testTopic, *resp.Topics[0].Topic)
+		assert.Equal(t, kafkatest.Topic, *resp.Topics[0].Topic)
 		require.Len(t, resp.Topics[0].Partitions, 3)
 		for i, p := range resp.Topics[0].Partitions {
 			assert.Equal(t, int32(i), p.Partition)
@@ -173,7 +174,7 @@ func TestMetadata(t *testing.T) {
 			assert.Equal(t, []int32{0}, p.ISR)
 		}
 		if v >= 10 {
-			assert.Equal(t, kafkaproto.TopicIDForTest(testTopic), resp.Topics[0].TopicID)
+			assert.Equal(t, kafkaproto.TopicIDForTest(kafkatest.Topic), resp.Topics[0].TopicID)
 			assert.NotEqual(t, [16]byte{}, resp.Topics[0].TopicID)
 		}
 		if v >= 1 {
@@ -193,7 +194,7 @@ func TestMetadata(t *testing.T) {
 	}
 	req := kmsg.NewPtrMetadataRequest()
 	req.Version = 12
-	resp := dialRaw(t, advertisedEnv.addr).roundTrip(req).(*kmsg.MetadataResponse)
+	resp := dialRaw(t, advertisedEnv.Addr).roundTrip(req).(*kmsg.MetadataResponse)
 	require.Len(t, resp.Brokers, 1)
 	assert.Equal(t, "gateway.example", resp.Brokers[0].Host)
 	assert.Equal(t, int32(19092), resp.Brokers[0].Port)
@@ -203,7 +204,7 @@ func TestMetadata(t *testing.T) {
 
 	// Lookup by topic id only.
 	req.Topics = []kmsg.MetadataRequestTopic{{TopicID: [16]byte{1}}}
-	resp = dialRaw(t, env.addr).roundTrip(req).(*kmsg.MetadataResponse)
+	resp = dialRaw(t, env.Addr).roundTrip(req).(*kmsg.MetadataResponse)
 	require.Len(t, resp.Topics, 1)
 	assert.Equal(t, int16(100), resp.Topics[0].ErrorCode)
 }

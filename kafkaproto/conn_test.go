@@ -20,19 +20,19 @@ import (
 // Produce that is still in the sink is answered after it.
 func TestResponsesInRequestOrder(t *testing.T) {
 	t.Parallel()
-	env := startServer(t, kafkaproto.Config{MaxInFlightRequests: 2})
-	env.sink.Hold()
-	c := dialRaw(t, env.addr)
+	env := kafkatest.StartServer(t, kafkaproto.Config{MaxInFlightRequests: 2})
+	env.Sink.Hold()
+	c := dialRaw(t, env.Addr)
 	corrs := []int32{
-		c.send(produceRequest(9, 1, testTopic, 0, batch(-1, 0, -1, 1))),
+		c.send(produceRequest(9, 1, kafkatest.Topic, 0, batch(-1, 0, -1, 1))),
 		c.send(kmsg.NewPtrApiVersionsRequest()),
-		c.send(produceRequest(9, 1, testTopic, 1, batch(-1, 0, -1, 2))),
+		c.send(produceRequest(9, 1, kafkatest.Topic, 1, batch(-1, 0, -1, 2))),
 		c.send(kmsg.NewPtrApiVersionsRequest()),
 	}
 	// Two produces reach the sink although only two requests may wait for
 	// their responses at a time: the reader blocks, the writer waits.
-	require.NoError(t, env.sink.WaitFor(testContext(t), func(s *kafkatest.Sink) bool { return s.Held() == 2 }))
-	env.sink.Release(nil)
+	require.NoError(t, env.Sink.WaitFor(kafkatest.Context(t), func(s *kafkatest.Sink) bool { return s.Held() == 2 }))
+	env.Sink.Release(nil)
 	for i, corr := range corrs {
 		var resp kmsg.Response = kmsg.NewPtrApiVersionsResponse()
 		if i%2 == 0 {
@@ -42,31 +42,31 @@ func TestResponsesInRequestOrder(t *testing.T) {
 		}
 		c.recv(corr, resp) // fails on a correlation id out of order
 	}
-	assert.Equal(t, 3, env.sink.TotalRecords())
+	assert.Equal(t, 3, env.Sink.TotalRecords())
 }
 
 func TestIdleTimeout(t *testing.T) {
 	t.Parallel()
-	env := startServer(t, kafkaproto.Config{IdleTimeout: 100 * time.Millisecond})
-	c := dialRaw(t, env.addr)
+	env := kafkatest.StartServer(t, kafkaproto.Config{IdleTimeout: 100 * time.Millisecond})
+	c := dialRaw(t, env.Addr)
 	c.expectClosed()
-	checkAlive(t, env.addr)
+	checkAlive(t, env.Addr)
 }
 
 func TestMetrics(t *testing.T) {
 	t.Parallel()
-	env := startServer(t, kafkaproto.Config{})
-	cl, err := kgo.NewClient(kgo.SeedBrokers(env.addr))
+	env := kafkatest.StartServer(t, kafkaproto.Config{})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(env.Addr))
 	require.NoError(t, err)
 	defer cl.Close()
-	require.NoError(t, cl.ProduceSync(testContext(t), testRecords(10)...).FirstErr())
-	problems, err := testutil.GatherAndLint(env.reg)
+	require.NoError(t, cl.ProduceSync(kafkatest.Context(t), testRecords(10)...).FirstErr())
+	problems, err := testutil.GatherAndLint(env.Reg)
 	require.NoError(t, err)
 	assert.Empty(t, problems)
-	assert.Equal(t, 10.0, metricValue(t, env, "fluss_gateway_kafka_produce_records_total"))
-	assert.Greater(t, metricValue(t, env, "fluss_gateway_kafka_requests_total"), 3.0)
-	assert.GreaterOrEqual(t, metricValue(t, env, "fluss_gateway_kafka_open_connections"), 1.0)
-	assert.Greater(t, metricValue(t, env, "fluss_gateway_kafka_producer_states"), 0.0)
+	assert.Equal(t, 10.0, env.MetricValue(t, "fluss_gateway_kafka_produce_records_total"))
+	assert.Greater(t, env.MetricValue(t, "fluss_gateway_kafka_requests_total"), 3.0)
+	assert.GreaterOrEqual(t, env.MetricValue(t, "fluss_gateway_kafka_open_connections"), 1.0)
+	assert.Greater(t, env.MetricValue(t, "fluss_gateway_kafka_producer_states"), 0.0)
 }
 
 // TestReadBudget: a request that does not fit in the server-wide read
@@ -74,12 +74,12 @@ func TestMetrics(t *testing.T) {
 func TestReadBudget(t *testing.T) {
 	t.Parallel()
 	waiting := newLogSignal("waiting for read budget")
-	env := startServer(t, kafkaproto.Config{MaxFrameBytes: 64 << 10, MaxReadBytes: 64 << 10, MaxMessageBytes: 64 << 10},
+	env := kafkatest.StartServer(t, kafkaproto.Config{MaxFrameBytes: 64 << 10, MaxReadBytes: 64 << 10, MaxMessageBytes: 64 << 10},
 		kafkaproto.WithLogger(slog.New(waiting)))
 	entered := make(chan struct{}, 2)
 	unblock := make(chan struct{})
 	var inside atomic.Int32
-	env.sink.Reject = func(*kafkaproto.PartitionProduce) error {
+	env.Sink.Reject = func(*kafkaproto.PartitionProduce) error {
 		if inside.Add(1) > 1 {
 			t.Error("two requests handled at once despite the read budget")
 		}
@@ -89,13 +89,13 @@ func TestReadBudget(t *testing.T) {
 		return nil
 	}
 	big := kafkaproto.TestBatch{ProducerID: -1, BaseSequence: -1, Records: []kafkaproto.Record{{Value: make([]byte, 40<<10)}}}.Build()
-	a, b := dialRaw(t, env.addr), dialRaw(t, env.addr)
-	corrA := a.send(produceRequest(9, 1, testTopic, 0, big))
+	a, b := dialRaw(t, env.Addr), dialRaw(t, env.Addr)
+	corrA := a.send(produceRequest(9, 1, kafkatest.Topic, 0, big))
 	<-entered
-	corrB := b.send(produceRequest(9, 1, testTopic, 1, big))
+	corrB := b.send(produceRequest(9, 1, kafkatest.Topic, 1, big))
 	select {
 	case <-waiting.ch:
-	case <-testContext(t).Done():
+	case <-kafkatest.Context(t).Done():
 		t.Fatal("second request did not wait for the budget")
 	}
 	close(unblock)
@@ -108,5 +108,5 @@ func TestReadBudget(t *testing.T) {
 		x.c.recv(x.corr, resp)
 		assert.Equal(t, int16(0), onlyPartition(t, resp).ErrorCode)
 	}
-	assert.Equal(t, 1.0, metricValue(t, env, "fluss_gateway_kafka_read_budget_waits_total"))
+	assert.Equal(t, 1.0, env.MetricValue(t, "fluss_gateway_kafka_read_budget_waits_total"))
 }

@@ -68,5 +68,6 @@
 // errors.go holds the single translation from errors to Kafka codes,
 // including the table sinks should follow for backend failures.
 //
-// kafkaproto must not import fluss, mapping, accumulator or sender.
+// kafkaproto must not import fluss, mapping, writer, configs or the gateway:
+// it imports no package of this module.
 package kafkaproto

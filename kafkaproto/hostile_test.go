@@ -31,8 +31,8 @@ func rawFrame(key, version int16, body ...byte) []byte {
 // error) while an established connection keeps working.
 func TestHostileInput(t *testing.T) {
 	t.Parallel()
-	env := startServer(t, kafkaproto.Config{MaxFrameBytes: 2 << 20})
-	bystander := dialRaw(t, env.addr)
+	env := kafkatest.StartServer(t, kafkaproto.Config{MaxFrameBytes: 2 << 20})
+	bystander := dialRaw(t, env.Addr)
 	pid := initProducerID(t, bystander)
 	seq := int32(0)
 	for _, tc := range []struct {
@@ -53,17 +53,17 @@ func TestHostileInput(t *testing.T) {
 		{"malformed produce body", rawFrame(0, 9, 0xff, 0xff, 0, 0, 1, 0, 0, 0, 0xff, 0xff)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := dialRaw(t, env.addr)
+			c := dialRaw(t, env.Addr)
 			c.write(tc.bytes)
 			c.expectClosed()
 			// The established connection still produces.
-			p := onlyPartition(t, bystander.roundTrip(produceRequest(9, -1, testTopic, 0, batch(pid, 0, seq, 1))))
+			p := onlyPartition(t, bystander.roundTrip(produceRequest(9, -1, kafkatest.Topic, 0, batch(pid, 0, seq, 1))))
 			require.Equal(t, int16(0), p.ErrorCode)
 			seq++
-			checkAlive(t, env.addr)
+			checkAlive(t, env.Addr)
 		})
 	}
-	assert.Equal(t, int(seq), env.sink.TotalRecords())
+	assert.Equal(t, int(seq), env.Sink.TotalRecords())
 }
 
 // TestClientStopsReading: a client that pipelines requests but never reads
@@ -71,37 +71,37 @@ func TestHostileInput(t *testing.T) {
 func TestClientStopsReading(t *testing.T) {
 	t.Parallel()
 	closed := newLogSignal("closing connection: write response")
-	env := startServer(t, kafkaproto.Config{WriteTimeout: 200 * time.Millisecond, MaxInFlightRequests: 4},
+	env := kafkatest.StartServer(t, kafkaproto.Config{WriteTimeout: 200 * time.Millisecond, MaxInFlightRequests: 4},
 		kafkaproto.WithLogger(slog.New(closed)))
-	env.topics.Set("big", 40000) // ~1 MB Metadata responses
-	c := dialRaw(t, env.addr)
+	env.Topics.Set("big", 40000) // ~1 MB Metadata responses
+	c := dialRaw(t, env.Addr)
 	req := kmsg.NewPtrMetadataRequest()
 	req.Version = 4
 	req.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("big")}}
 	for range 40 {
 		c.send(req)
 	}
-	checkAlive(t, env.addr)
+	checkAlive(t, env.Addr)
 	select {
 	case <-closed.ch:
-	case <-testContext(t).Done():
+	case <-kafkatest.Context(t).Done():
 		t.Fatal("the server did not give up on the client that stopped reading")
 	}
 	c.expectClosed()
-	checkAlive(t, env.addr)
+	checkAlive(t, env.Addr)
 }
 
 // TestShutdownWaitsForInflightProduce: Shutdown lets a pending produce finish.
 func TestShutdownWaitsForInflightProduce(t *testing.T) {
 	t.Parallel()
-	env := startServer(t, kafkaproto.Config{})
-	env.sink.Hold()
-	c := dialRaw(t, env.addr)
-	corr := c.send(produceRequest(9, -1, testTopic, 0, batch(-1, 0, -1, 2)))
-	require.NoError(t, env.sink.WaitFor(testContext(t), func(s *kafkatest.Sink) bool { return s.Held() == 1 }))
+	env := kafkatest.StartServer(t, kafkaproto.Config{})
+	env.Sink.Hold()
+	c := dialRaw(t, env.Addr)
+	corr := c.send(produceRequest(9, -1, kafkatest.Topic, 0, batch(-1, 0, -1, 2)))
+	require.NoError(t, env.Sink.WaitFor(kafkatest.Context(t), func(s *kafkatest.Sink) bool { return s.Held() == 1 }))
 	done := make(chan error, 1)
-	go func() { done <- env.srv.Shutdown(testContext(t)) }()
-	env.sink.Release(nil)
+	go func() { done <- env.Srv.Shutdown(kafkatest.Context(t)) }()
+	env.Sink.Release(nil)
 	resp := kmsg.NewPtrProduceResponse()
 	resp.Version = 9
 	c.recv(corr, resp)

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fluss-kafka/gateway/kafkaproto"
+	"github.com/fluss-kafka/gateway/kafkaproto/kafkatest"
 )
 
 // TestJavaKafkaClients drives the Java client (kafka-clients from Maven
@@ -49,13 +50,13 @@ func TestJavaKafkaClients(t *testing.T) {
 			out, err = exec.CommandContext(ctx, "javac", "-d", dir, "-cp", classpath, filepath.Join(src, "ProduceMain.java")).CombinedOutput()
 			require.NoError(t, err, "javac: %s", out)
 
-			env := startServer(t, kafkaproto.Config{})
+			env := kafkatest.StartServer(t, kafkaproto.Config{})
 			codecs := []string{"none", "gzip", "snappy", "lz4", "zstd"}
 			for _, c := range codecs {
-				env.topics.Set("java-"+c, 2)
+				env.Topics.Set("java-"+c, 2)
 			}
 			const n = 20
-			cmd := exec.CommandContext(ctx, "java", "-cp", dir+string(os.PathListSeparator)+classpath, "ProduceMain", env.addr, strconv.Itoa(n))
+			cmd := exec.CommandContext(ctx, "java", "-cp", dir+string(os.PathListSeparator)+classpath, "ProduceMain", env.Addr, strconv.Itoa(n))
 			cmd.Args = append(cmd.Args, codecs...)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
@@ -71,17 +72,17 @@ func TestJavaKafkaClients(t *testing.T) {
 				require.NoError(t, err)
 				offset, err := strconv.Atoi(f[2])
 				require.NoError(t, err)
-				log := env.sink.Records(f[0], int32(partition))
+				log := env.Sink.Records(f[0], int32(partition))
 				require.Less(t, offset, len(log), "%s/%d offset %d", f[0], partition, offset)
 				assert.Equal(t, f[3], string(log[offset].Value))
 				require.Len(t, log[offset].Headers, 1)
 				acked++
 			}
 			assert.Equal(t, n*len(codecs), acked)
-			assert.Equal(t, n*len(codecs), env.sink.TotalRecords(), "each record written once")
+			assert.Equal(t, n*len(codecs), env.Sink.TotalRecords(), "each record written once")
 			want := map[string]kafkaproto.Codec{"none": kafkaproto.CodecNone, "gzip": kafkaproto.CodecGzip,
 				"snappy": kafkaproto.CodecSnappy, "lz4": kafkaproto.CodecLZ4, "zstd": kafkaproto.CodecZstd}
-			for _, b := range env.sink.Batches() {
+			for _, b := range env.Sink.Batches() {
 				assert.Equal(t, want[strings.TrimPrefix(b.Produce.Topic, "java-")], b.Produce.Codec, "topic %s", b.Produce.Topic)
 				assert.GreaterOrEqual(t, b.Produce.ProducerID, int64(1), "the Java client is idempotent by default")
 			}

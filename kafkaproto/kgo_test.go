@@ -27,14 +27,12 @@ func kgoCodec(c kafkaproto.Codec) kgo.CompressionCodec {
 	return kgo.NoCompression()
 }
 
-var allCodecs = []kafkaproto.Codec{kafkaproto.CodecNone, kafkaproto.CodecGzip, kafkaproto.CodecSnappy, kafkaproto.CodecLZ4, kafkaproto.CodecZstd}
-
 func testRecords(n int) []*kgo.Record {
 	recs := make([]*kgo.Record, n)
 	ts := time.UnixMilli(1_700_000_000_000)
 	for i := range recs {
 		recs[i] = &kgo.Record{
-			Topic:     testTopic,
+			Topic:     kafkatest.Topic,
 			Key:       []byte(fmt.Sprintf("key-%d", i%7)),
 			Value:     []byte(fmt.Sprintf("value-%d-%s", i, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx")),
 			Headers:   []kgo.RecordHeader{{Key: "h", Value: []byte(fmt.Sprint(i))}},
@@ -70,7 +68,7 @@ func TestKgoProduce(t *testing.T) {
 		idempoent bool
 	}
 	var cases []tc
-	for _, c := range allCodecs {
+	for _, c := range kafkatest.AllCodecs {
 		cases = append(cases, tc{name: "defaults_idempotent_acks_all_" + c.String(), codec: c, idempoent: true,
 			opts: []kgo.Opt{kgo.ProducerBatchCompression(kgoCodec(c))}})
 	}
@@ -81,15 +79,15 @@ func TestKgoProduce(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			env := startServer(t, kafkaproto.Config{})
-			cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(env.addr)}, c.opts...)...)
+			env := kafkatest.StartServer(t, kafkaproto.Config{})
+			cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(env.Addr)}, c.opts...)...)
 			require.NoError(t, err)
 			defer cl.Close()
 			recs := testRecords(60)
-			require.NoError(t, cl.ProduceSync(testContext(t), recs...).FirstErr())
-			checkKgoResults(t, env.sink, recs)
-			assert.Equal(t, len(recs), env.sink.TotalRecords())
-			batches := env.sink.Batches()
+			require.NoError(t, cl.ProduceSync(kafkatest.Context(t), recs...).FirstErr())
+			checkKgoResults(t, env.Sink, recs)
+			assert.Equal(t, len(recs), env.Sink.TotalRecords())
+			batches := env.Sink.Batches()
 			require.NotEmpty(t, batches)
 			for _, b := range batches {
 				assert.Equal(t, c.codec, b.Produce.Codec)
@@ -105,36 +103,36 @@ func TestKgoProduce(t *testing.T) {
 
 func TestKgoAcksZero(t *testing.T) {
 	t.Parallel()
-	env := startServer(t, kafkaproto.Config{})
-	cl, err := kgo.NewClient(kgo.SeedBrokers(env.addr), kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
+	env := kafkatest.StartServer(t, kafkaproto.Config{})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(env.Addr), kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
 	require.NoError(t, err)
 	defer cl.Close()
 	recs := testRecords(40)
-	require.NoError(t, cl.ProduceSync(testContext(t), recs...).FirstErr())
-	env.waitRecords(t, len(recs))
+	require.NoError(t, cl.ProduceSync(kafkatest.Context(t), recs...).FirstErr())
+	env.WaitRecords(t, len(recs))
 	// The connection stays usable: a second round also arrives.
-	require.NoError(t, cl.ProduceSync(testContext(t), testRecords(10)...).FirstErr())
-	env.waitRecords(t, len(recs)+10)
+	require.NoError(t, cl.ProduceSync(kafkatest.Context(t), testRecords(10)...).FirstErr())
+	env.WaitRecords(t, len(recs)+10)
 }
 
 func TestKgoUnknownTopic(t *testing.T) {
 	t.Parallel()
-	env := startServer(t, kafkaproto.Config{})
-	cl, err := kgo.NewClient(kgo.SeedBrokers(env.addr), kgo.RecordDeliveryTimeout(time.Second))
+	env := kafkatest.StartServer(t, kafkaproto.Config{})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(env.Addr), kgo.RecordDeliveryTimeout(time.Second))
 	require.NoError(t, err)
 	defer cl.Close()
-	err = cl.ProduceSync(testContext(t), &kgo.Record{Topic: "missing", Value: []byte("x")}).FirstErr()
+	err = cl.ProduceSync(kafkatest.Context(t), &kgo.Record{Topic: "missing", Value: []byte("x")}).FirstErr()
 	require.Error(t, err)
-	assert.Equal(t, 0, env.sink.TotalRecords())
+	assert.Equal(t, 0, env.Sink.TotalRecords())
 }
 
 // TestKgoIdempotentRetryAfterSinkFailure: writes failing with a retriable
 // error are retried by kgo with the same sequence and land exactly once.
 func TestKgoIdempotentRetryAfterSinkFailure(t *testing.T) {
 	t.Parallel()
-	env := startServer(t, kafkaproto.Config{})
-	env.sink.FailNext(2, kafkaproto.ErrNotEnoughReplicas)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(env.addr), kgo.MaxProduceRequestsInflightPerBroker(1), kgo.MetadataMinAge(10*time.Millisecond),
+	env := kafkatest.StartServer(t, kafkaproto.Config{})
+	env.Sink.FailNext(2, kafkaproto.ErrNotEnoughReplicas)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(env.Addr), kgo.MaxProduceRequestsInflightPerBroker(1), kgo.MetadataMinAge(10*time.Millisecond),
 		kgo.RetryBackoffFn(func(int) time.Duration { return time.Millisecond }))
 	require.NoError(t, err)
 	defer cl.Close()
@@ -142,11 +140,11 @@ func TestKgoIdempotentRetryAfterSinkFailure(t *testing.T) {
 	for i := range 30 {
 		recs = append(recs, &kgo.Record{Topic: "other", Value: []byte(fmt.Sprint(i))})
 	}
-	require.NoError(t, cl.ProduceSync(testContext(t), recs...).FirstErr())
-	log := env.sink.Records("other", 0)
+	require.NoError(t, cl.ProduceSync(kafkatest.Context(t), recs...).FirstErr())
+	log := env.Sink.Records("other", 0)
 	require.Len(t, log, 30)
 	for i, r := range log {
 		assert.Equal(t, fmt.Sprint(i), string(r.Value), "exactly once, in order")
 	}
-	assert.GreaterOrEqual(t, metricValue(t, env, "fluss_gateway_kafka_produce_partition_errors_total"), 2.0)
+	assert.GreaterOrEqual(t, env.MetricValue(t, "fluss_gateway_kafka_produce_partition_errors_total"), 2.0)
 }

@@ -8,11 +8,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fluss-kafka/gateway/kafkaproto"
+	"github.com/fluss-kafka/gateway/kafkaproto/kafkatest"
 )
 
 func TestProduceRefusals(t *testing.T) {
 	t.Parallel()
-	env := startServer(t, kafkaproto.Config{MaxMessageBytes: 4096})
+	env := kafkatest.StartServer(t, kafkaproto.Config{MaxMessageBytes: 4096})
 	good := batch(-1, 0, -1, 2)
 	big := kafkaproto.TestBatch{ProducerID: -1, BaseSequence: -1, Records: []kafkaproto.Record{{Value: make([]byte, 5000)}}}.Build()
 	withAttr := func(attr int16) []byte {
@@ -28,30 +29,30 @@ func TestProduceRefusals(t *testing.T) {
 		want      int16
 		msgSubstr string
 	}{
-		{"produce v2", produceRequest(2, 1, testTopic, 0, good), 35, ""},
-		{"produce v0", produceRequest(0, -1, testTopic, 0, good), 35, ""},
+		{"produce v2", produceRequest(2, 1, kafkatest.Topic, 0, good), 35, ""},
+		{"produce v0", produceRequest(0, -1, kafkatest.Topic, 0, good), 35, ""},
 		{"transactional id", func() *kmsg.ProduceRequest {
-			r := produceRequest(9, -1, testTopic, 0, good)
+			r := produceRequest(9, -1, kafkatest.Topic, 0, good)
 			r.TransactionID = kmsg.StringPtr("txn")
 			return r
 		}(), 53, "transactions"},
-		{"acks 2", produceRequest(9, 2, testTopic, 0, good), 21, ""},
+		{"acks 2", produceRequest(9, 2, kafkatest.Topic, 0, good), 21, ""},
 		{"unknown topic", produceRequest(9, 1, "nope", 0, good), 3, ""},
-		{"partition out of range", produceRequest(9, 1, testTopic, 3, good), 3, ""},
-		{"negative partition", produceRequest(9, 1, testTopic, -1, good), 3, ""},
-		{"bad crc", produceRequest(9, 1, testTopic, 0, badCRC), 2, "crc"},
-		{"magic 1", produceRequest(9, 1, testTopic, 0, magic1), 87, "magic"},
-		{"two batches", produceRequest(9, 1, testTopic, 0, append(append([]byte{}, good...), good...)), 87, "exactly one"},
-		{"no records", produceRequest(9, 1, testTopic, 0, nil), 87, ""},
-		{"too large", produceRequest(9, 1, testTopic, 0, big), 10, ""},
-		{"transactional batch", produceRequest(9, 1, testTopic, 0, withAttr(0x10)), 53, ""},
-		{"control batch", produceRequest(9, 1, testTopic, 0, withAttr(0x20)), 87, "control"},
-		{"log append time", produceRequest(9, 1, testTopic, 0, withAttr(0x08)), 32, ""},
-		{"zstd on v6", produceRequest(6, 1, testTopic, 0, kafkaproto.TestBatch{ProducerID: -1, BaseSequence: -1,
+		{"partition out of range", produceRequest(9, 1, kafkatest.Topic, 3, good), 3, ""},
+		{"negative partition", produceRequest(9, 1, kafkatest.Topic, -1, good), 3, ""},
+		{"bad crc", produceRequest(9, 1, kafkatest.Topic, 0, badCRC), 2, "crc"},
+		{"magic 1", produceRequest(9, 1, kafkatest.Topic, 0, magic1), 87, "magic"},
+		{"two batches", produceRequest(9, 1, kafkatest.Topic, 0, append(append([]byte{}, good...), good...)), 87, "exactly one"},
+		{"no records", produceRequest(9, 1, kafkatest.Topic, 0, nil), 87, ""},
+		{"too large", produceRequest(9, 1, kafkatest.Topic, 0, big), 10, ""},
+		{"transactional batch", produceRequest(9, 1, kafkatest.Topic, 0, withAttr(0x10)), 53, ""},
+		{"control batch", produceRequest(9, 1, kafkatest.Topic, 0, withAttr(0x20)), 87, "control"},
+		{"log append time", produceRequest(9, 1, kafkatest.Topic, 0, withAttr(0x08)), 32, ""},
+		{"zstd on v6", produceRequest(6, 1, kafkatest.Topic, 0, kafkaproto.TestBatch{ProducerID: -1, BaseSequence: -1,
 			Codec: kafkaproto.CodecZstd, Records: kafkaproto.SimpleRecords(1)}.Build()), 76, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := dialRaw(t, env.addr)
+			c := dialRaw(t, env.Addr)
 			p := onlyPartition(t, c.roundTrip(tc.req))
 			assert.Equal(t, tc.want, p.ErrorCode)
 			assert.Equal(t, int64(-1), p.BaseOffset)
@@ -61,13 +62,13 @@ func TestProduceRefusals(t *testing.T) {
 			}
 		})
 	}
-	assert.Equal(t, 0, env.sink.TotalRecords())
+	assert.Equal(t, 0, env.Sink.TotalRecords())
 }
 
 func TestProduceRecordErrors(t *testing.T) {
 	t.Parallel()
-	env := startServer(t, kafkaproto.Config{})
-	env.sink.Reject = func(p *kafkaproto.PartitionProduce) error {
+	env := kafkatest.StartServer(t, kafkaproto.Config{})
+	env.Sink.Reject = func(p *kafkaproto.PartitionProduce) error {
 		var re kafkaproto.RecordsError
 		for _, r := range p.Records {
 			if r.Value == nil {
@@ -82,8 +83,8 @@ func TestProduceRecordErrors(t *testing.T) {
 	recs := kafkaproto.SimpleRecords(4)
 	recs[2].Value = nil
 	b := kafkaproto.TestBatch{ProducerID: -1, BaseSequence: -1, Records: recs}.Build()
-	c := dialRaw(t, env.addr)
-	p := onlyPartition(t, c.roundTrip(produceRequest(9, -1, testTopic, 0, b)))
+	c := dialRaw(t, env.Addr)
+	p := onlyPartition(t, c.roundTrip(produceRequest(9, -1, kafkatest.Topic, 0, b)))
 	assert.Equal(t, int16(87), p.ErrorCode)
 	require.Len(t, p.ErrorRecords, 1)
 	assert.Equal(t, int32(2), p.ErrorRecords[0].RelativeOffset)
@@ -92,29 +93,29 @@ func TestProduceRecordErrors(t *testing.T) {
 	require.NotNil(t, p.ErrorMessage)
 
 	// v7 has no record_errors: the code alone.
-	p = onlyPartition(t, c.roundTrip(produceRequest(7, -1, testTopic, 0, b)))
+	p = onlyPartition(t, c.roundTrip(produceRequest(7, -1, kafkatest.Topic, 0, b)))
 	assert.Equal(t, int16(87), p.ErrorCode)
 	assert.Empty(t, p.ErrorRecords)
 }
 
 func TestProduceTimeout(t *testing.T) {
 	t.Parallel()
-	env := startServer(t, kafkaproto.Config{})
-	env.sink.Hold()
-	c := dialRaw(t, env.addr)
-	req := produceRequest(9, -1, testTopic, 0, batch(-1, 0, -1, 1))
+	env := kafkatest.StartServer(t, kafkaproto.Config{})
+	env.Sink.Hold()
+	c := dialRaw(t, env.Addr)
+	req := produceRequest(9, -1, kafkatest.Topic, 0, batch(-1, 0, -1, 1))
 	req.TimeoutMillis = 50
 	p := onlyPartition(t, c.roundTrip(req))
 	assert.Equal(t, int16(7), p.ErrorCode)
-	env.sink.Release(nil)
+	env.Sink.Release(nil)
 }
 
 // TestProduceMultiPartitionOrder: one request with several topics and
 // partitions; each partition gets its own result, in request order.
 func TestProduceMultiPartition(t *testing.T) {
 	t.Parallel()
-	env := startServer(t, kafkaproto.Config{})
-	req := produceRequest(11, 1, testTopic, 0, batch(-1, 0, -1, 2))
+	env := kafkatest.StartServer(t, kafkaproto.Config{})
+	req := produceRequest(11, 1, kafkatest.Topic, 0, batch(-1, 0, -1, 2))
 	p := kmsg.NewProduceRequestTopicPartition()
 	p.Partition = 2
 	p.Records = batch(-1, 0, -1, 3)
@@ -123,7 +124,7 @@ func TestProduceMultiPartition(t *testing.T) {
 	other.Topic = "missing"
 	other.Partitions = []kmsg.ProduceRequestTopicPartition{p}
 	req.Topics = append(req.Topics, other)
-	resp := dialRaw(t, env.addr).roundTrip(req).(*kmsg.ProduceResponse)
+	resp := dialRaw(t, env.Addr).roundTrip(req).(*kmsg.ProduceResponse)
 	require.Len(t, resp.Topics, 2)
 	require.Len(t, resp.Topics[0].Partitions, 2)
 	assert.Equal(t, int32(0), resp.Topics[0].Partitions[0].Partition)
@@ -131,24 +132,24 @@ func TestProduceMultiPartition(t *testing.T) {
 	assert.Equal(t, int32(2), resp.Topics[0].Partitions[1].Partition)
 	assert.Equal(t, int16(0), resp.Topics[0].Partitions[1].ErrorCode)
 	assert.Equal(t, int16(3), resp.Topics[1].Partitions[0].ErrorCode)
-	assert.Len(t, env.sink.Records(testTopic, 2), 3)
+	assert.Len(t, env.Sink.Records(kafkatest.Topic, 2), 3)
 }
 
 // TestProduceAcksZeroFailureCloses: no response for acks=0; a failed
 // partition closes the connection so the client notices.
 func TestProduceAcksZeroFailureCloses(t *testing.T) {
 	t.Parallel()
-	env := startServer(t, kafkaproto.Config{})
-	c := dialRaw(t, env.addr)
-	c.send(produceRequest(9, 0, testTopic, 0, batch(-1, 0, -1, 2)))
+	env := kafkatest.StartServer(t, kafkaproto.Config{})
+	c := dialRaw(t, env.Addr)
+	c.send(produceRequest(9, 0, kafkatest.Topic, 0, batch(-1, 0, -1, 2)))
 	// The next response on the wire must be the ApiVersions one: nothing
 	// was written for the acks=0 request.
 	req := kmsg.NewPtrApiVersionsRequest()
 	resp := c.roundTrip(req).(*kmsg.ApiVersionsResponse)
 	assert.Equal(t, int16(0), resp.ErrorCode)
-	env.waitRecords(t, 2)
+	env.WaitRecords(t, 2)
 
 	c.send(produceRequest(9, 0, "missing", 0, batch(-1, 0, -1, 1)))
 	c.expectClosed()
-	checkAlive(t, env.addr)
+	checkAlive(t, env.Addr)
 }

@@ -55,7 +55,7 @@ func TestServeSurvivesTemporaryAcceptErrors(t *testing.T) {
 			case <-l.accepted:
 			case err := <-served:
 				t.Fatalf("Serve returned after a temporary accept error: %v", err)
-			case <-testContext(t).Done():
+			case <-kafkatest.Context(t).Done():
 				t.Fatal("Serve neither retried nor returned")
 			}
 			checkAlive(t, inner.Addr().String())
@@ -71,9 +71,9 @@ func TestServeSurvivesTemporaryAcceptErrors(t *testing.T) {
 // authenticated producers need.
 func TestUnauthenticatedFrameLimit(t *testing.T) {
 	t.Parallel()
-	env := startServer(t, saslConfig())
-	c := dialRaw(t, env.addr)
+	env := kafkatest.StartServer(t, kafkatest.SASLConfig())
+	c := dialRaw(t, env.Addr)
 	c.write(frameHeader(1<<20, 18, 3, 1)) // claims 1 MiB, sends 8 bytes
 	c.expectClosed()
-	checkAlive(t, env.addr)
+	checkAlive(t, env.Addr)
 }

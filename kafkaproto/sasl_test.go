@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/IBM/sarama"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -26,18 +25,12 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
-	"github.com/fluss-kafka/gateway/kafkaproto"
+	"github.com/fluss-kafka/gateway/kafkaproto/kafkatest"
 )
-
-func saslConfig() kafkaproto.Config {
-	return kafkaproto.Config{SASL: &kafkaproto.SASLConfig{
-		Users: []kafkaproto.SASLUser{{Name: "alice", Password: "s3cret"}, {Name: "bob,=x", Password: "pw"}},
-	}}
-}
 
 func TestSASLKgo(t *testing.T) {
 	t.Parallel()
-	env := startServer(t, saslConfig())
+	env := kafkatest.StartServer(t, kafkatest.SASLConfig())
 	for _, tc := range []struct {
 		name string
 		mech sasl.Mechanism
@@ -53,11 +46,11 @@ func TestSASLKgo(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			cl, err := kgo.NewClient(kgo.SeedBrokers(env.addr), kgo.SASL(tc.mech), kgo.RecordDeliveryTimeout(time.Second),
+			cl, err := kgo.NewClient(kgo.SeedBrokers(env.Addr), kgo.SASL(tc.mech), kgo.RecordDeliveryTimeout(time.Second),
 				kgo.RequestRetries(0))
 			require.NoError(t, err)
 			defer cl.Close()
-			err = cl.ProduceSync(testContext(t), &kgo.Record{Topic: testTopic, Value: []byte(tc.name)}).FirstErr()
+			err = cl.ProduceSync(kafkatest.Context(t), &kgo.Record{Topic: kafkatest.Topic, Value: []byte(tc.name)}).FirstErr()
 			if tc.ok {
 				require.NoError(t, err)
 			} else {
@@ -66,47 +59,23 @@ func TestSASLKgo(t *testing.T) {
 		})
 	}
 	t.Cleanup(func() {
-		assert.Equal(t, 4, env.sink.TotalRecords())
-		assert.GreaterOrEqual(t, metricValue(t, env, "fluss_gateway_kafka_sasl_failures_total"), 3.0)
+		assert.Equal(t, 4, env.Sink.TotalRecords())
+		assert.GreaterOrEqual(t, env.MetricValue(t, "fluss_gateway_kafka_sasl_failures_total"), 3.0)
 	})
-}
-
-func TestSASLSarama(t *testing.T) {
-	t.Parallel()
-	env := startServer(t, saslConfig())
-	for _, tc := range []struct {
-		name    string
-		version int16
-	}{{"handshake_v0", sarama.SASLHandshakeV0}, {"handshake_v1", sarama.SASLHandshakeV1}} {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := saramaConfig(sarama.V2_8_0_0, kafkaproto.CodecNone, false)
-			cfg.Net.SASL.Enable = true
-			cfg.Net.SASL.Mechanism = sarama.SASLTypePlaintext
-			cfg.Net.SASL.User, cfg.Net.SASL.Password = "alice", "s3cret"
-			cfg.Net.SASL.Version = tc.version
-			cfg.ApiVersionsRequest = tc.version != sarama.SASLHandshakeV0 // sarama's rule for v0
-			p, err := sarama.NewSyncProducer([]string{env.addr}, cfg)
-			require.NoError(t, err)
-			defer p.Close()
-			_, _, err = p.SendMessage(&sarama.ProducerMessage{Topic: testTopic, Value: sarama.StringEncoder(tc.name)})
-			require.NoError(t, err)
-		})
-	}
-	assert.Equal(t, 2, env.sink.TotalRecords())
 }
 
 func TestSASLKcat(t *testing.T) {
 	t.Parallel()
-	kcat := requireKcat(t)
-	env := startServer(t, saslConfig())
+	kcat := kafkatest.RequireKcat(t)
+	env := kafkatest.StartServer(t, kafkatest.SASLConfig())
 	for i, mech := range []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"} {
-		cmd := exec.CommandContext(testContext(t), kcat, "-P", "-b", env.addr, "-t", testTopic,
+		cmd := exec.CommandContext(kafkatest.Context(t), kcat, "-P", "-b", env.Addr, "-t", kafkatest.Topic,
 			"-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms="+mech,
 			"-X", "sasl.username=alice", "-X", "sasl.password=s3cret")
 		cmd.Stdin = strings.NewReader("via " + mech + "\n")
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "%s: %s", mech, out)
-		env.waitRecords(t, i+1)
+		env.WaitRecords(t, i+1)
 	}
 }
 
@@ -114,8 +83,8 @@ func TestSASLKcat(t *testing.T) {
 // closes the connection.
 func TestSASLRequiredBeforeOtherRequests(t *testing.T) {
 	t.Parallel()
-	env := startServer(t, saslConfig())
-	c := dialRaw(t, env.addr)
+	env := kafkatest.StartServer(t, kafkatest.SASLConfig())
+	c := dialRaw(t, env.Addr)
 	hs := kmsg.NewPtrSASLHandshakeRequest()
 	hs.Version = 1
 	hs.Mechanism = "GSSAPI"
@@ -128,7 +97,7 @@ func TestSASLRequiredBeforeOtherRequests(t *testing.T) {
 	c.expectClosed()
 
 	// Authenticate without handshake: ILLEGAL_SASL_STATE, then closed.
-	c = dialRaw(t, env.addr)
+	c = dialRaw(t, env.Addr)
 	auth := kmsg.NewPtrSASLAuthenticateRequest()
 	auth.Version = 1
 	auth.SASLAuthBytes = []byte("\x00alice\x00s3cret")
@@ -136,7 +105,7 @@ func TestSASLRequiredBeforeOtherRequests(t *testing.T) {
 	c.expectClosed()
 
 	// Bad password: SASL_AUTHENTICATION_FAILED with a message, then closed.
-	c = dialRaw(t, env.addr)
+	c = dialRaw(t, env.Addr)
 	hs.Mechanism = "PLAIN"
 	require.Equal(t, int16(0), c.roundTrip(hs).(*kmsg.SASLHandshakeResponse).ErrorCode)
 	auth.SASLAuthBytes = []byte("\x00alice\x00wrong")
@@ -172,21 +141,21 @@ func selfSignedTLS(t *testing.T) (server, client *tls.Config) {
 func TestTLSWithSASL(t *testing.T) {
 	t.Parallel()
 	serverTLS, clientTLS := selfSignedTLS(t)
-	cfg := saslConfig()
+	cfg := kafkatest.SASLConfig()
 	cfg.TLS = serverTLS
-	env := startServer(t, cfg)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(env.addr), kgo.DialTLSConfig(clientTLS),
+	env := kafkatest.StartServer(t, cfg)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(env.Addr), kgo.DialTLSConfig(clientTLS),
 		kgo.SASL(scram.Auth{User: "alice", Pass: "s3cret"}.AsSha256Mechanism()))
 	require.NoError(t, err)
 	defer cl.Close()
-	require.NoError(t, cl.ProduceSync(testContext(t), &kgo.Record{Topic: testTopic, Value: []byte("over tls")}).FirstErr())
-	assert.Equal(t, 1, env.sink.TotalRecords())
+	require.NoError(t, cl.ProduceSync(kafkatest.Context(t), &kgo.Record{Topic: kafkatest.Topic, Value: []byte("over tls")}).FirstErr())
+	assert.Equal(t, 1, env.Sink.TotalRecords())
 
 	// A plaintext client against the TLS listener fails without harm.
-	plainCl, err := kgo.NewClient(kgo.SeedBrokers(env.addr), kgo.RequestRetries(0))
+	plainCl, err := kgo.NewClient(kgo.SeedBrokers(env.Addr), kgo.RequestRetries(0))
 	require.NoError(t, err)
 	defer plainCl.Close()
-	ctx, cancel := context.WithTimeout(testContext(t), 2*time.Second)
+	ctx, cancel := context.WithTimeout(kafkatest.Context(t), 2*time.Second)
 	defer cancel()
 	require.Error(t, plainCl.Ping(ctx))
 }
@@ -195,14 +164,14 @@ func TestTLSWithSASL(t *testing.T) {
 // driven by franz-go's SCRAM client.
 func TestSASLHandshakeV0SCRAM(t *testing.T) {
 	t.Parallel()
-	env := startServer(t, saslConfig())
-	c := dialRaw(t, env.addr)
+	env := kafkatest.StartServer(t, kafkatest.SASLConfig())
+	c := dialRaw(t, env.Addr)
 	hs := kmsg.NewPtrSASLHandshakeRequest()
 	hs.Version = 0
 	hs.Mechanism = "SCRAM-SHA-512"
 	require.Equal(t, int16(0), c.roundTrip(hs).(*kmsg.SASLHandshakeResponse).ErrorCode)
 
-	sess, msg, err := scram.Auth{User: "alice", Pass: "s3cret"}.AsSha512Mechanism().Authenticate(testContext(t), env.addr)
+	sess, msg, err := scram.Auth{User: "alice", Pass: "s3cret"}.AsSha512Mechanism().Authenticate(kafkatest.Context(t), env.Addr)
 	require.NoError(t, err)
 	for done := false; !done; {
 		c.write(binary.BigEndian.AppendUint32(nil, uint32(len(msg))))
@@ -214,7 +183,7 @@ func TestSASLHandshakeV0SCRAM(t *testing.T) {
 	}
 	md := kmsg.NewPtrMetadataRequest()
 	md.Version = 4
-	md.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr(testTopic)}}
+	md.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr(kafkatest.Topic)}}
 	resp := c.roundTrip(md).(*kmsg.MetadataResponse)
 	require.Len(t, resp.Topics, 1)
 	assert.Equal(t, int16(0), resp.Topics[0].ErrorCode)

@@ -6,7 +6,7 @@
 #     (or the cluster of env FLUSS_BOOTSTRAP);
 #  3. creates the tables of configs/gateway.yaml's routes (scripts/demo/tables.yaml);
 #  4. starts the gateway with configs/gateway.yaml, pointed at that cluster;
-#  5. produces a few thousand records with a Kafka client (cmd/demo-producer, franz-go);
+#  5. produces a few thousand records with a Kafka client (tools/demo-producer, franz-go);
 #  6. reads them back out of Fluss with pyfluss (scripts/pyfluss-venv.sh makes its venv);
 #  7. prints metric highlights, then keeps the gateway running until Ctrl-C, which stops the
 #     gateway and the cluster the demo started.
@@ -79,7 +79,7 @@ trap on_signal INT TERM
 step "building the gateway, fluss-admin and demo-producer"
 bin=$REPO_ROOT/.cache/demo/bin
 mkdir -p "$bin"
-go build -o "$bin/" ./cmd/gateway ./cmd/fluss-admin ./cmd/demo-producer
+go build -o "$bin/" ./cmd/gateway ./tools/fluss-admin ./tools/demo-producer
 
 step "starting a local Fluss cluster"
 if [[ -n ${FLUSS_BOOTSTRAP:-} ]]; then
@@ -139,7 +139,7 @@ step "producing with a Kafka client (franz-go, idempotent, acks=all)"
 "$bin/demo-producer" -brokers "127.0.0.1:$kafka_port" -orders "$orders" -customers "$customers" -deletes "$deletes"
 
 step "reading the rows back out of Fluss (pyfluss)"
-"$python" scripts/demo/show.py e2e/pyfluss/flusspy.py "$bootstrap" "$customers" "$deletes"
+"$python" tools/pyfluss/demo_show.py tools/pyfluss/flusspy.py "$bootstrap" "$customers" "$deletes"
 
 step "metric highlights (http://127.0.0.1:$admin_port/metrics)"
 curl -fsS "http://127.0.0.1:$admin_port/metrics" |

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # pyfluss-venv.sh: create (or reuse) the Python venv with the pinned pyfluss client used by the
 # e2e tests, and print the path of its python on stdout. Idempotent: when the venv exists and
-# was built from the same e2e/pyfluss/requirements.txt, it returns at once.
+# was built from the same tools/pyfluss/requirements.txt, it returns at once.
 set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 VENV=${FLUSS_PY_VENV:-$REPO_ROOT/.cache/venv}
-REQUIREMENTS=$REPO_ROOT/e2e/pyfluss/requirements.txt
+REQUIREMENTS=$REPO_ROOT/tools/pyfluss/requirements.txt
 PYTHON=${PYTHON:-python3}
 
 log() { printf 'pyfluss-venv: %s\n' "$*" >&2; }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fluss-kafka/gateway/kafkaproto"
+	"github.com/fluss-kafka/gateway/kafkaproto/kafkatest"
 )
 
 func kafkaGoCodec(c kafkaproto.Codec) kafka.Compression {
@@ -34,7 +35,7 @@ func TestKafkaGoWriter(t *testing.T) {
 		codec kafkaproto.Codec
 	}
 	var cases []tc
-	for _, c := range allCodecs {
+	for _, c := range kafkatest.AllCodecs {
 		cases = append(cases, tc{name: "acks_none_default_" + c.String(), acks: kafka.RequireNone, codec: c})
 	}
 	cases = append(cases,
@@ -44,12 +45,12 @@ func TestKafkaGoWriter(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			env := startServer(t, kafkaproto.Config{})
+			env := kafkatest.StartServer(t, kafkaproto.Config{})
 			tr := &kafka.Transport{}
 			defer tr.CloseIdleConnections()
 			w := &kafka.Writer{
-				Addr:         kafka.TCP(env.addr),
-				Topic:        testTopic,
+				Addr:         kafka.TCP(env.Addr),
+				Topic:        kafkatest.Topic,
 				Balancer:     &kafka.Hash{},
 				RequiredAcks: c.acks,
 				Compression:  kafkaGoCodec(c.codec),
@@ -64,12 +65,12 @@ func TestKafkaGoWriter(t *testing.T) {
 					Headers: []kafka.Header{{Key: "i", Value: []byte(fmt.Sprint(i))}},
 				}
 			}
-			require.NoError(t, w.WriteMessages(testContext(t), msgs...))
+			require.NoError(t, w.WriteMessages(kafkatest.Context(t), msgs...))
 			require.NoError(t, w.Close())
-			env.waitRecords(t, len(msgs))
+			env.WaitRecords(t, len(msgs))
 			seen := map[string]bool{}
 			for p := int32(0); p < 3; p++ {
-				for _, r := range env.sink.Records(testTopic, p) {
+				for _, r := range env.Sink.Records(kafkatest.Topic, p) {
 					seen[string(r.Value)] = true
 					require.Len(t, r.Headers, 1)
 				}
@@ -77,7 +78,7 @@ func TestKafkaGoWriter(t *testing.T) {
 			for _, m := range msgs {
 				assert.True(t, seen[string(m.Value)], "missing %q", m.Value)
 			}
-			for _, b := range env.sink.Batches() {
+			for _, b := range env.Sink.Batches() {
 				assert.Equal(t, c.codec, b.Produce.Codec)
 				assert.Equal(t, int16(c.acks), b.Produce.Acks)
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fluss-kafka/gateway/kafkaproto"
+	"github.com/fluss-kafka/gateway/kafkaproto/kafkatest"
 )
 
 func saramaCodec(c kafkaproto.Codec) sarama.CompressionCodec {
@@ -45,7 +46,7 @@ func saramaMessages(n int) []*sarama.ProducerMessage {
 	msgs := make([]*sarama.ProducerMessage, n)
 	for i := range msgs {
 		msgs[i] = &sarama.ProducerMessage{
-			Topic:   testTopic,
+			Topic:   kafkatest.Topic,
 			Key:     sarama.StringEncoder(fmt.Sprintf("k%d", i)),
 			Value:   sarama.StringEncoder(fmt.Sprintf("sarama value %d %s", i, padding)),
 			Headers: []sarama.RecordHeader{{Key: []byte("n"), Value: []byte(fmt.Sprint(i))}},
@@ -54,10 +55,10 @@ func saramaMessages(n int) []*sarama.ProducerMessage {
 	return msgs
 }
 
-func checkSaramaMessages(t *testing.T, env *testEnv, msgs []*sarama.ProducerMessage) {
+func checkSaramaMessages(t *testing.T, env *kafkatest.Env, msgs []*sarama.ProducerMessage) {
 	t.Helper()
 	for _, m := range msgs {
-		log := env.sink.Records(m.Topic, m.Partition)
+		log := env.Sink.Records(m.Topic, m.Partition)
 		require.Less(t, m.Offset, int64(len(log)))
 		got := log[m.Offset]
 		key, _ := m.Key.Encode()
@@ -80,7 +81,7 @@ func TestSaramaProduce(t *testing.T) {
 	}
 	var cases []tc
 	for _, v := range []sarama.KafkaVersion{sarama.V1_0_0_0, sarama.V2_1_0_0, sarama.V2_8_0_0, sarama.V3_6_0_0} {
-		for _, c := range allCodecs {
+		for _, c := range kafkatest.AllCodecs {
 			if c == kafkaproto.CodecZstd && !v.IsAtLeast(sarama.V2_1_0_0) {
 				continue // zstd needs Produce v7
 			}
@@ -94,11 +95,11 @@ func TestSaramaProduce(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			env := startServer(t, kafkaproto.Config{})
+			env := kafkatest.StartServer(t, kafkaproto.Config{})
 			cfg := saramaConfig(c.version, c.codec, c.idempotent)
 			msgs := saramaMessages(30)
 			if c.async {
-				p, err := sarama.NewAsyncProducer([]string{env.addr}, cfg)
+				p, err := sarama.NewAsyncProducer([]string{env.Addr}, cfg)
 				require.NoError(t, err)
 				for _, m := range msgs {
 					p.Input() <- m
@@ -112,14 +113,14 @@ func TestSaramaProduce(t *testing.T) {
 				}
 				require.NoError(t, p.Close())
 			} else {
-				p, err := sarama.NewSyncProducer([]string{env.addr}, cfg)
+				p, err := sarama.NewSyncProducer([]string{env.Addr}, cfg)
 				require.NoError(t, err)
 				require.NoError(t, p.SendMessages(msgs))
 				require.NoError(t, p.Close())
 			}
 			checkSaramaMessages(t, env, msgs)
-			assert.Equal(t, len(msgs), env.sink.TotalRecords())
-			for _, b := range env.sink.Batches() {
+			assert.Equal(t, len(msgs), env.Sink.TotalRecords())
+			for _, b := range env.Sink.Batches() {
 				assert.Equal(t, c.codec, b.Produce.Codec)
 				if c.idempotent {
 					assert.GreaterOrEqual(t, b.Produce.ProducerID, int64(1))
@@ -133,12 +134,12 @@ func TestSaramaProduce(t *testing.T) {
 // Produce v2 with magic-1 message sets and gets a clear, non-retried error.
 func TestSaramaOldMessageFormat(t *testing.T) {
 	t.Parallel()
-	env := startServer(t, kafkaproto.Config{})
+	env := kafkatest.StartServer(t, kafkaproto.Config{})
 	cfg := saramaConfig(sarama.V0_10_2_0, kafkaproto.CodecNone, false)
-	p, err := sarama.NewSyncProducer([]string{env.addr}, cfg)
+	p, err := sarama.NewSyncProducer([]string{env.Addr}, cfg)
 	require.NoError(t, err)
 	defer p.Close()
-	_, _, err = p.SendMessage(&sarama.ProducerMessage{Topic: testTopic, Value: sarama.StringEncoder("old")})
+	_, _, err = p.SendMessage(&sarama.ProducerMessage{Topic: kafkatest.Topic, Value: sarama.StringEncoder("old")})
 	require.ErrorIs(t, err, sarama.ErrUnsupportedVersion)
-	assert.Equal(t, 0, env.sink.TotalRecords())
+	assert.Equal(t, 0, env.Sink.TotalRecords())
 }

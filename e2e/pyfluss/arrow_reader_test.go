@@ -1,6 +1,7 @@
 // Package pyfluss_test checks our Fluss writer with an independent reader:
 // rows written by the Go client (ARROW log batches) are read back with the
-// PyPI client pyfluss through flusspy.py and compared value by value.
+// PyPI client pyfluss through tools/pyfluss/flusspy.py and compared value by
+// value.
 package pyfluss_test
 
 import (

@@ -15,7 +15,7 @@
 // StartCluster(tb, [SASLUsers](...)) adds a SASL/PLAIN listener to every server
 // of the private cluster; [Cluster.SASLBootstrap] is its coordinator address.
 //
-// [PyFluss] runs e2e/pyfluss/flusspy.py, a CLI over the pinned PyPI client
+// [PyFluss] runs tools/pyfluss/flusspy.py, a CLI over the pinned PyPI client
 // pyfluss, as an independent reader and writer to compare with.
 //
 // It never skips: when no cluster can be had, the test fails with the reason.

@@ -14,7 +14,7 @@ import (
 
 const (
 	venvScriptRelPath = "scripts/pyfluss-venv.sh"
-	flussPyRelPath    = "e2e/pyfluss/flusspy.py"
+	flussPyRelPath    = "tools/pyfluss/flusspy.py"
 	venvTimeout       = 10 * time.Minute
 	flussPyTimeout    = 3 * time.Minute
 )
@@ -29,7 +29,7 @@ type pyfluss struct {
 
 var sharedPy pyfluss
 
-// PyFluss runs e2e/pyfluss/flusspy.py COMMAND --bootstrap BOOTSTRAP ARGS...
+// PyFluss runs tools/pyfluss/flusspy.py COMMAND --bootstrap BOOTSTRAP ARGS...
 // with the pinned pyfluss client, the independent reader/writer of the e2e
 // tests, and returns its stdout (one JSON object; see the script's doc for
 // the subcommands and the value representation). The venv is created by

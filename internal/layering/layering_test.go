@@ -146,12 +146,7 @@ func graph(t *testing.T) string {
 		if strings.Contains(l.pkg, "/internal/") {
 			continue
 		}
-		var deps []string
-		for _, d := range imports[l.pkg] {
-			if !strings.Contains(d, "/internal/") {
-				deps = append(deps, d)
-			}
-		}
+		deps := imports[l.pkg]
 		arrow := "(imports nothing of the module)"
 		if len(deps) > 0 {
 			arrow = "→ " + strings.Join(deps, ", ")

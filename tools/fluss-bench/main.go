@@ -2,14 +2,15 @@
 // sender + fluss.Client) against a real Fluss cluster, and the same workload
 // through pyfluss (the Python binding of the Rust client) as the baseline.
 //
-//	go run ./cmd/fluss-bench -bootstrap 127.0.0.1:9123 -rows 1000000 \
+//	go run ./tools/fluss-bench -bootstrap 127.0.0.1:9123 -rows 1000000 \
 //	    -python "$(scripts/pyfluss-venv.sh)"
 //
 // Workload: tables of (id BIGINT, producer INT, payload STRING(40)), 4
 // buckets each, acks=all; 1 and 4 tables; Go writes with one producer
 // goroutine per table, fire-and-forget then Flush, with idempotence on;
 // pyfluss appends rows (or 1024-row Arrow batches) round-robin over the
-// tables from one thread, then flushes. Each run prints rows/s; the ratios
+// tables from one thread, then flushes (tools/pyfluss/pyfluss_bench.py, found
+// under the module root at run time). Each run prints rows/s; the ratios
 // compare Go (ARROW tables, row append) with pyfluss row append and with
 // pyfluss Arrow batches.
 package main
@@ -17,7 +18,6 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	_ "embed"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -26,18 +26,19 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/fluss-kafka/gateway/accumulator"
 	"github.com/fluss-kafka/gateway/fluss"
-	"github.com/fluss-kafka/gateway/sender"
+	"github.com/fluss-kafka/gateway/internal/gatewaytest"
+	"github.com/fluss-kafka/gateway/writer"
 )
 
-//go:embed pyfluss_bench.py
-var pyScript string
+// pyScriptRelPath is the pyfluss baseline, relative to the module root.
+const pyScriptRelPath = "tools/pyfluss/pyfluss_bench.py"
 
 func main() {
 	if err := run(); err != nil {
@@ -64,6 +65,17 @@ func run() error {
 	flag.Parse()
 	if *bootstrap == "" {
 		return errors.New("set -bootstrap or FLUSS_BOOTSTRAP")
+	}
+	var pyScript string
+	if *python != "" {
+		root, err := gatewaytest.ModuleRoot()
+		if err != nil {
+			return fmt.Errorf("find %s: %w", pyScriptRelPath, err)
+		}
+		pyScript = filepath.Join(root, pyScriptRelPath)
+		if _, err := os.Stat(pyScript); err != nil {
+			return err
+		}
 	}
 	ctx := context.Background()
 	c, err := fluss.NewClient(fluss.Config{Bootstrap: strings.Split(*bootstrap, ",")})
@@ -132,7 +144,7 @@ func run() error {
 			if err != nil {
 				return err
 			}
-			r, err := pyRun(ctx, *python, *bootstrap, paths, *rows, mode, *batchSize)
+			r, err := pyRun(ctx, *python, pyScript, *bootstrap, paths, *rows, mode, *batchSize)
 			if err != nil {
 				return fmt.Errorf("pyfluss %s %d tables: %w", mode, n, err)
 			}
@@ -177,43 +189,41 @@ func randHex() string {
 	return hex.EncodeToString(b[:])
 }
 
-// goRun writes rows through the accumulator and the sender, one producer
+// goRun writes rows through the writer (accumulator and sender), one producer
 // goroutine per table, and times it from the first append to Flush.
 func goRun(ctx context.Context, c *fluss.Client, paths []fluss.TablePath, rows, batchSize int) (result, error) {
-	acc, err := accumulator.New(accumulator.Config{BatchSize: batchSize, BufferMemory: 256 << 20})
+	cfg := writer.DefaultConfig()
+	cfg.BatchSize, cfg.BufferMemory = batchSize, 256<<20
+	w, err := writer.New(cfg, c, writer.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		return result{}, err
 	}
-	var tables []*accumulator.Table
+	var tables []*writer.Table
 	for _, p := range paths {
 		info, err := c.TableInfo(ctx, p)
 		if err != nil {
 			return result{}, err
 		}
 		sch := info.Descriptor.Schema
-		spec := accumulator.TableSpec{ID: info.TableID, Path: p, NumBuckets: info.Descriptor.BucketCount}
+		spec := writer.TableSpec{ID: info.TableID, Path: p, NumBuckets: info.Descriptor.BucketCount}
 		if info.Descriptor.LogFormat() == fluss.LogFormatArrow {
 			codec := info.Descriptor.ArrowCompression()
-			spec.NewLogBuilder = func() (accumulator.LogBuilder, error) {
+			spec.NewLogBuilder = func() (writer.LogBuilder, error) {
 				return fluss.NewArrowLogBuilder(&sch, info.SchemaID, codec, 3)
 			}
 		} else {
-			spec.NewLogBuilder = func() (accumulator.LogBuilder, error) {
+			spec.NewLogBuilder = func() (writer.LogBuilder, error) {
 				return fluss.NewIndexedLogBuilder(&sch, info.SchemaID)
 			}
 		}
-		t, err := acc.AddTable(spec)
+		t, err := w.AddTable(spec)
 		if err != nil {
 			return result{}, err
 		}
 		tables = append(tables, t)
 	}
-	snd, err := sender.New(sender.Config{}, acc, c, sender.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		return result{}, err
-	}
 	runErr := make(chan error, 1)
-	go func() { runErr <- snd.Run(ctx) }()
+	go func() { runErr <- w.Run(ctx) }()
 
 	payload := []byte(strings.Repeat("x", 40))
 	per := rows / len(tables)
@@ -225,7 +235,7 @@ func goRun(ctx context.Context, c *fluss.Client, paths []fluss.TablePath, rows, 
 			row := fluss.Row{{}, fluss.IntDatum(int64(p)), fluss.BytesDatum(payload)}
 			for i := range per {
 				row[0] = fluss.IntDatum(int64(p)<<32 | int64(i))
-				if _, err := acc.Append(ctx, t, accumulator.NoPartition, accumulator.StickyBucket, row); err != nil {
+				if _, err := w.Write(ctx, t, writer.NoPartition, writer.StickyBucket, fluss.WriteAppend, nil, row); err != nil {
 					errs <- err
 					return
 				}
@@ -237,11 +247,11 @@ func goRun(ctx context.Context, c *fluss.Client, paths []fluss.TablePath, rows, 
 	for err := range errs {
 		return result{}, err
 	}
-	flushErr := acc.Flush(ctx)
+	flushErr := w.Flush(ctx)
 	secs := time.Since(start).Seconds()
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if err := snd.Close(cctx); err != nil {
+	if err := w.Close(cctx); err != nil {
 		return result{}, err
 	}
 	if err := <-runErr; err != nil {
@@ -253,23 +263,12 @@ func goRun(ctx context.Context, c *fluss.Client, paths []fluss.TablePath, rows, 
 	return result{tables: len(tables), rows: per * len(tables), secs: secs}, nil
 }
 
-func pyRun(ctx context.Context, python, bootstrap string, paths []fluss.TablePath, rows int, mode string, batchSize int) (result, error) {
-	f, err := os.CreateTemp("", "pyfluss-bench-*.py")
-	if err != nil {
-		return result{}, err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.WriteString(pyScript); err != nil {
-		return result{}, err
-	}
-	if err := f.Close(); err != nil {
-		return result{}, err
-	}
+func pyRun(ctx context.Context, python, script, bootstrap string, paths []fluss.TablePath, rows int, mode string, batchSize int) (result, error) {
 	var names []string
 	for _, p := range paths {
 		names = append(names, p.String())
 	}
-	cmd := exec.CommandContext(ctx, python, f.Name(), "--bootstrap", bootstrap, "--tables", strings.Join(names, ","),
+	cmd := exec.CommandContext(ctx, python, script, "--bootstrap", bootstrap, "--tables", strings.Join(names, ","),
 		"--rows", strconv.Itoa(rows), "--mode", mode, "--batch-size", strconv.Itoa(batchSize))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()

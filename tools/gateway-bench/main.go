@@ -4,8 +4,8 @@
 // ports) → Fluss tables; and, in the same run, the same rows written straight
 // through the Go Fluss writer (accumulator + sender) as the baseline.
 //
-//	go run ./cmd/gateway-bench -bootstrap 127.0.0.1:9123
-//	go run ./cmd/gateway-bench -records 1000000 -runs json/1/lz4,json/4/lz4
+//	go run ./tools/gateway-bench -bootstrap 127.0.0.1:9123
+//	go run ./tools/gateway-bench -records 1000000 -runs json/1/lz4,json/4/lz4
 //
 // A run is workload/topics/codec: json (≈200-byte JSON values, 6 columns, into
 // an ARROW+ZSTD log table), upsert (string key + JSON value into a
@@ -37,12 +37,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fluss-kafka/gateway/fluss"
+	"github.com/fluss-kafka/gateway/internal/gatewaytest"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:])
 	stop()
+	if errors.Is(err, flag.ErrHelp) {
+		return // -h: the usage is printed
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gateway-bench: FAIL:", err)
 		os.Exit(1)
@@ -134,7 +138,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.IntVar(&o.bufferMemory, "buffer-memory", 64<<20, "gateway writer.buffer_memory in bytes (and the baseline's)")
 	fs.DurationVar(&o.kafkaLinger, "kafka-linger", 10*time.Millisecond, "franz-go ProducerLinger")
 	fs.IntVar(&o.maxBuffered, "max-buffered", 10_000, "franz-go MaxBufferedRecords per producer (bounds the latency queue)")
-	fs.StringVar(&o.gatewayBin, "gateway-bin", "", "gateway binary to run; empty: go build ./cmd/gateway into a temporary directory")
+	fs.StringVar(&o.gatewayBin, "gateway-bin", "", "gateway binary to run; empty: go build ./cmd/gateway into .cache/gatewaytest")
 	fs.BoolVar(&o.baseline, "baseline", true, "also write the rows straight through the Go Fluss writer")
 	fs.BoolVar(&o.keep, "keep", false, "keep the bench database and the gateway's directory (default: drop them after a successful run)")
 	fs.Float64Var(&o.rate, "rate", 0, "total records/s the producers offer (0: as fast as they can); latency at a fixed load")
@@ -228,14 +232,14 @@ func run(ctx context.Context, args []string) error {
 	}
 	succeeded := false
 	defer func() {
-		// Keep the gateway's log (and binary) when something failed.
+		// Keep the gateway's configuration and log when something failed.
 		if succeeded && !o.keep {
 			os.RemoveAll(dir)
 		}
 	}()
 	bin := o.gatewayBin
 	if bin == "" {
-		if bin, err = buildGateway(ctx, dir); err != nil {
+		if bin, err = gatewaytest.Binary(false); err != nil {
 			return err
 		}
 	}
@@ -245,12 +249,12 @@ func run(ctx context.Context, args []string) error {
 		BufferMemory: strconv.Itoa(o.bufferMemory),
 		LogLevel:     o.logLevel,
 	}
-	g, err := startGateway(ctx, bin, dir, o.bootstrap, w, routes.String())
+	g, err := gatewaytest.Start(ctx, bin, dir, gatewayConfig(o.bootstrap, w, routes.String()))
 	if err != nil {
 		return err
 	}
-	defer g.kill()
-	pid := g.cmd.Process.Pid
+	defer g.Kill()
+	pid := g.Pid()
 	idle, err := readProcStat(pid)
 	if err != nil {
 		return fmt.Errorf("read gateway /proc: %w", err)
@@ -275,11 +279,11 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("read gateway /proc: %w", err)
 	}
-	if err := g.stop(time.Minute); err != nil {
+	if err := g.Stop(time.Minute); err != nil {
 		return err
 	}
-	n, first := g.warnings()
-	printSummary(results, idle, final, n, first, g.logPath)
+	n, first := g.Warnings()
+	printSummary(results, idle, final, n, first, g.LogPath)
 	succeeded = true
 	return nil
 }
@@ -327,13 +331,13 @@ func randHex() string {
 	return hex.EncodeToString(b[:])
 }
 
-func printHeader(o *options, db string, g *gatewayProc, setupStart time.Time) {
+func printHeader(o *options, db string, g *gatewaytest.Process, setupStart time.Time) {
 	var load string
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		load = strings.Join(strings.Fields(string(b))[:3], " ")
 	}
 	fmt.Printf("gateway-bench: %s, %d CPUs, load average %s; Fluss %s; gateway %s (pid %d, log %s)\n",
-		time.Now().UTC().Format(time.RFC3339), runtime.NumCPU(), load, o.bootstrap, g.kafkaAddr, g.cmd.Process.Pid, g.logPath)
+		time.Now().UTC().Format(time.RFC3339), runtime.NumCPU(), load, o.bootstrap, g.KafkaAddr, g.Pid(), g.LogPath)
 	rate := "as fast as possible"
 	if o.rate > 0 {
 		rate = fmt.Sprintf("%.0f records/s offered", o.rate)

@@ -13,9 +13,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/fluss-kafka/gateway/accumulator"
 	"github.com/fluss-kafka/gateway/fluss"
-	"github.com/fluss-kafka/gateway/sender"
+	"github.com/fluss-kafka/gateway/internal/gatewaytest"
+	"github.com/fluss-kafka/gateway/writer"
 )
 
 // runResult is what one run measured.
@@ -72,7 +72,7 @@ func (w *wireCounter) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, n int, _, _
 
 // measure runs one planned run through the gateway, verifies the tables,
 // then runs the baseline and verifies its tables.
-func measure(ctx context.Context, o *options, c *fluss.Client, g *gatewayProc, pr *plannedRun) (*runResult, error) {
+func measure(ctx context.Context, o *options, c *fluss.Client, g *gatewaytest.Process, pr *plannedRun) (*runResult, error) {
 	gen := newGenerator(o.payloadLen, 0)
 	if pr.workload == workloadUpsert {
 		gen.keySpace = int64(max(1, o.records/2)) // every other record updates an earlier key
@@ -116,7 +116,7 @@ func expected(pr *plannedRun, gen *generator, n int) []int64 {
 // produceThroughGateway produces the records with o.producers franz-go
 // clients, record k by producer k mod producers to topic k mod topics, and
 // times it from the first Produce to the last promise.
-func produceThroughGateway(ctx context.Context, o *options, g *gatewayProc, pr *plannedRun, gen *generator, r *runResult) error {
+func produceThroughGateway(ctx context.Context, o *options, g *gatewaytest.Process, pr *plannedRun, gen *generator, r *runResult) error {
 	codec, err := kafkaCodec(pr.codec)
 	if err != nil {
 		return err
@@ -132,7 +132,7 @@ func produceThroughGateway(ctx context.Context, o *options, g *gatewayProc, pr *
 	}()
 	for i := range clients {
 		cl, err := kgo.NewClient(
-			kgo.SeedBrokers(g.kafkaAddr),
+			kgo.SeedBrokers(g.KafkaAddr),
 			kgo.ClientID(fmt.Sprintf("gateway-bench-%d", i)),
 			kgo.RequiredAcks(kgo.AllISRAcks()), // idempotence is franz-go's default
 			kgo.ProducerBatchCompression(codec),
@@ -153,7 +153,7 @@ func produceThroughGateway(ctx context.Context, o *options, g *gatewayProc, pr *
 		errMu    sync.Mutex
 		firstErr error
 	)
-	before, err := readProcStat(g.cmd.Process.Pid)
+	before, err := readProcStat(g.Pid())
 	if err != nil {
 		return err
 	}
@@ -162,11 +162,11 @@ func produceThroughGateway(ctx context.Context, o *options, g *gatewayProc, pr *
 		return err
 	}
 	flussBefore := sumCPU(o.flussPIDs)
-	mBefore, err := g.metrics(gatewayCounters...)
+	mBefore, err := g.Scrape()
 	if err != nil {
 		return fmt.Errorf("gateway metrics: %w", err)
 	}
-	rss := sampleRSS(g.cmd.Process.Pid, 100*time.Millisecond)
+	rss := sampleRSS(g.Pid(), 100*time.Millisecond)
 	start := time.Now()
 	var wg sync.WaitGroup
 	for p, cl := range clients {
@@ -204,7 +204,7 @@ func produceThroughGateway(ctx context.Context, o *options, g *gatewayProc, pr *
 	}
 	wg.Wait()
 	r.secs = time.Since(start).Seconds()
-	after, err := readProcStat(g.cmd.Process.Pid)
+	after, err := readProcStat(g.Pid())
 	r.gwRSS = rss.Stop()
 	if err != nil {
 		return err
@@ -215,21 +215,19 @@ func produceThroughGateway(ctx context.Context, o *options, g *gatewayProc, pr *
 		return err
 	}
 	r.benchCPU = selfAfter.cpu - selfBefore.cpu
-	mAfter, err := g.metrics(append(gatewayCounters, "go_memstats_heap_inuse_bytes")...)
+	mAfter, err := g.Scrape()
 	if err != nil {
 		return fmt.Errorf("gateway metrics: %w", err)
 	}
-	r.heapInuse = mAfter["go_memstats_heap_inuse_bytes"]
-	if mAfter["fluss_gateway_sender_errors_total"] > mBefore["fluss_gateway_sender_errors_total"] {
-		if lines, err := g.series("fluss_gateway_sender_errors_total"); err == nil {
-			r.errSeries = lines
-		}
+	r.heapInuse = mAfter.Sum("go_memstats_heap_inuse_bytes")
+	if mAfter.Sum("fluss_gateway_sender_errors_total") > mBefore.Sum("fluss_gateway_sender_errors_total") {
+		r.errSeries = mAfter.Series("fluss_gateway_sender_errors_total")
 	}
 	r.gwMetrics = make(map[string]float64, len(gatewayCounters))
 	for _, name := range gatewayCounters {
-		r.gwMetrics[name] = mAfter[name] - mBefore[name]
+		r.gwMetrics[name] = mAfter.Sum(name) - mBefore.Sum(name)
 	}
-	if err := g.alive(); err != nil {
+	if err := g.Alive(); err != nil {
 		return err
 	}
 	r.gwCPU = after.cpu - before.cpu
@@ -243,22 +241,24 @@ func produceThroughGateway(ctx context.Context, o *options, g *gatewayProc, pr *
 	return nil
 }
 
-// writeBaseline writes the same rows straight through the accumulator and
-// the sender, with the gateway's writer settings, one goroutine per
-// producer, and times it from the first append to Flush.
+// writeBaseline writes the same rows straight through the writer, with the
+// gateway's writer settings, one goroutine per producer, and times it from
+// the first append to Flush.
 func writeBaseline(ctx context.Context, o *options, c *fluss.Client, pr *plannedRun, gen *generator, r *runResult) error {
-	acc, err := accumulator.New(accumulator.Config{BatchSize: o.batchSize, Linger: o.linger, BufferMemory: int64(o.bufferMemory)})
+	cfg := writer.DefaultConfig()
+	cfg.BatchSize, cfg.Linger, cfg.BufferMemory = o.batchSize, o.linger, int64(o.bufferMemory)
+	w, err := writer.New(cfg, c, writer.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		return err
 	}
-	tables := make([]*accumulator.Table, len(pr.blTables))
+	tables := make([]*writer.Table, len(pr.blTables))
 	var keyEnc *fluss.KeyEncoder
 	for i, info := range pr.blTables {
 		spec, err := baselineSpec(info)
 		if err != nil {
 			return err
 		}
-		if tables[i], err = acc.AddTable(spec); err != nil {
+		if tables[i], err = w.AddTable(spec); err != nil {
 			return err
 		}
 		if info.Descriptor.HasPrimaryKey() {
@@ -268,14 +268,10 @@ func writeBaseline(ctx context.Context, o *options, c *fluss.Client, pr *planned
 			}
 		}
 	}
-	snd, err := sender.New(sender.Config{}, acc, c, sender.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		return err
-	}
 	sctx, stopSender := context.WithCancel(ctx)
 	defer stopSender()
 	runErr := make(chan error, 1)
-	go func() { runErr <- snd.Run(sctx) }()
+	go func() { runErr <- w.Run(sctx) }()
 
 	before, err := readProcStat(os.Getpid())
 	if err != nil {
@@ -297,9 +293,9 @@ func writeBaseline(ctx context.Context, o *options, c *fluss.Client, pr *planned
 						errs <- err
 						return
 					}
-					_, err = acc.Upsert(ctx, t, accumulator.NoPartition, fluss.BucketForKey(key, t.NumBuckets()), key, row)
+					_, err = w.Write(ctx, t, writer.NoPartition, fluss.BucketForKey(key, t.NumBuckets()), fluss.WriteUpsert, key, row)
 				} else {
-					_, err = acc.Append(ctx, t, accumulator.NoPartition, accumulator.StickyBucket, row)
+					_, err = w.Write(ctx, t, writer.NoPartition, writer.StickyBucket, fluss.WriteAppend, nil, row)
 				}
 				if err != nil {
 					errs <- err
@@ -313,7 +309,7 @@ func writeBaseline(ctx context.Context, o *options, c *fluss.Client, pr *planned
 	for err := range errs {
 		return err
 	}
-	flushErr := acc.Flush(ctx)
+	flushErr := w.Flush(ctx)
 	r.blSecs = time.Since(start).Seconds()
 	after, err := readProcStat(os.Getpid())
 	if err != nil {
@@ -323,26 +319,26 @@ func writeBaseline(ctx context.Context, o *options, c *fluss.Client, pr *planned
 	r.blRecords = o.records
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if err := snd.Close(cctx); err != nil {
-		return fmt.Errorf("close sender: %w", err)
+	if err := w.Close(cctx); err != nil {
+		return fmt.Errorf("close writer: %w", err)
 	}
 	stopSender()
 	if err := <-runErr; err != nil && !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("sender: %w", err)
+		return fmt.Errorf("writer: %w", err)
 	}
 	return flushErr
 }
 
-// baselineSpec builds the accumulator table as cmd/gateway's tableSpec
+// baselineSpec builds the writer's table as the gateway's tableSpec
 // does for these tables (ARROW log tables with a shared compressor, KV
 // tables with the table's value format).
-func baselineSpec(info *fluss.TableInfo) (accumulator.TableSpec, error) {
+func baselineSpec(info *fluss.TableInfo) (writer.TableSpec, error) {
 	d := &info.Descriptor
 	schema := &d.Schema
-	spec := accumulator.TableSpec{ID: info.TableID, Path: info.Path, NumBuckets: d.BucketCount}
+	spec := writer.TableSpec{ID: info.TableID, Path: info.Path, NumBuckets: d.BucketCount}
 	if d.HasPrimaryKey() {
 		format := d.KvFormat()
-		spec.NewKvBuilder = func() (accumulator.KvBuilder, error) {
+		spec.NewKvBuilder = func() (writer.KvBuilder, error) {
 			return fluss.NewKvBatchBuilder(schema, info.SchemaID, format)
 		}
 		return spec, nil
@@ -355,7 +351,7 @@ func baselineSpec(info *fluss.TableInfo) (accumulator.TableSpec, error) {
 	if err != nil {
 		return spec, err
 	}
-	spec.NewLogBuilder = func() (accumulator.LogBuilder, error) {
+	spec.NewLogBuilder = func() (writer.LogBuilder, error) {
 		return fluss.NewArrowLogBuilder(schema, info.SchemaID, codec, 3, fluss.WithArrowCompressor(comp))
 	}
 	return spec, nil

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""show.py: print what the demo wrote, read back out of Fluss with pyfluss (e2e/pyfluss/flusspy.py).
+"""demo_show.py: print what the demo wrote, read back out of Fluss with pyfluss (tools/pyfluss/flusspy.py).
 
-usage: show.py FLUSSPY BOOTSTRAP CUSTOMERS DELETES   (run with the venv python of scripts/pyfluss-venv.sh)
+usage: demo_show.py FLUSSPY BOOTSTRAP CUSTOMERS DELETES   (run with the venv python of scripts/pyfluss-venv.sh)
 """
 
 import base64

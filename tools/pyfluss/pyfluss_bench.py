@@ -1,4 +1,4 @@
-"""pyfluss baseline for cmd/fluss-bench: write N rows to the given tables
+"""pyfluss baseline for tools/fluss-bench: write N rows to the given tables
 through pyfluss (its Rust core), fire-and-forget then flush, and print one
 JSON object {"rows": N, "seconds": S}. Run with the venv python from
 scripts/pyfluss-venv.sh."""

@@ -1,0 +1,134 @@
+package kafkatest
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fluss-kafka/gateway/kafkaproto"
+)
+
+// Topic is the 3-partition topic of a [StartServer] server; it also serves
+// "other", with one partition.
+const Topic = "events"
+
+// AllCodecs lists every record batch codec.
+var AllCodecs = []kafkaproto.Codec{kafkaproto.CodecNone, kafkaproto.CodecGzip, kafkaproto.CodecSnappy, kafkaproto.CodecLZ4, kafkaproto.CodecZstd}
+
+// Env is a kafkaproto.Server on 127.0.0.1:0 with the in-memory fakes
+// behind it.
+type Env struct {
+	Srv    *kafkaproto.Server
+	Addr   string // host:port it listens on
+	Sink   *Sink
+	Topics *Topics
+	PIDs   *ProducerIDs
+	Reg    *prometheus.Registry // the server's metrics (a pedantic registry)
+}
+
+// StartServer serves cfg on 127.0.0.1:0 over a fresh Sink, ProducerIDs and
+// Topics holding [Topic] (3 partitions) and "other" (1), with its metrics in
+// a pedantic registry; opts come after the registry and the logger (debug
+// logs on stderr when env KAFKAPROTO_TEST_LOG is set). The server is shut
+// down at cleanup, and must end cleanly.
+func StartServer(tb testing.TB, cfg kafkaproto.Config, opts ...kafkaproto.Option) *Env {
+	tb.Helper()
+	env := &Env{
+		Sink:   NewSink(),
+		Topics: NewTopics(map[string]int32{Topic: 3, "other": 1}),
+		PIDs:   &ProducerIDs{},
+		Reg:    prometheus.NewPedanticRegistry(),
+	}
+	srv, err := kafkaproto.New(cfg, Backend{Topics: env.Topics, Sink: env.Sink, ProducerIDs: env.PIDs}, append([]kafkaproto.Option{
+		kafkaproto.WithRegisterer(env.Reg), kafkaproto.WithLogger(testLogger())}, opts...)...)
+	require.NoError(tb, err)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(tb, err)
+	env.Srv, env.Addr = srv, l.Addr().String()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(l) }()
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			tb.Errorf("shutdown: %v", err)
+		}
+		if err := <-served; !errors.Is(err, kafkaproto.ErrServerClosed) {
+			tb.Errorf("serve returned %v", err)
+		}
+	})
+	return env
+}
+
+func testLogger() *slog.Logger {
+	if os.Getenv("KAFKAPROTO_TEST_LOG") == "" {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// Context is the test's context, ending after 30 seconds.
+func Context(tb testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(tb.Context(), 30*time.Second)
+	tb.Cleanup(cancel)
+	return ctx
+}
+
+// WaitRecords waits until the sink holds n records in total, and requires
+// exactly n.
+func (env *Env) WaitRecords(tb testing.TB, n int) {
+	tb.Helper()
+	require.NoError(tb, env.Sink.WaitFor(Context(tb), func(s *Sink) bool { return s.TotalRecords() >= n }))
+	require.Equal(tb, n, env.Sink.TotalRecords())
+}
+
+// MetricValue sums every series of a gathered counter or gauge; the metric
+// must exist.
+func (env *Env) MetricValue(tb testing.TB, name string) float64 {
+	tb.Helper()
+	mfs, err := env.Reg.Gather()
+	require.NoError(tb, err)
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		total := 0.0
+		for _, m := range mf.GetMetric() {
+			total += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+		return total
+	}
+	tb.Fatalf("metric %s not found", name)
+	return 0
+}
+
+// SASLConfig is a Config with SASL users alice (password s3cret) and
+// "bob,=x" (password pw), a name SCRAM must escape.
+func SASLConfig() kafkaproto.Config {
+	return kafkaproto.Config{SASL: &kafkaproto.SASLConfig{
+		Users: []kafkaproto.SASLUser{{Name: "alice", Password: "s3cret"}, {Name: "bob,=x", Password: "pw"}},
+	}}
+}
+
+// RequireKcat returns kcat's path. Without kcat the test skips on a
+// developer machine but fails in CI (env CI set), which installs it
+// (.ci/run).
+func RequireKcat(tb testing.TB) string {
+	tb.Helper()
+	kcat, err := exec.LookPath("kcat")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			tb.Fatal("kcat not installed (apt-get install kcat)")
+		}
+		tb.Skip("kcat not installed (apt-get install kcat)")
+	}
+	return kcat
+}

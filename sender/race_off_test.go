@@ -1,5 +1,0 @@
-//go:build !race
-
-package sender
-
-const raceEnabled = false
