@@ -56,6 +56,24 @@ cluster-stop:
 cluster-status:
 	scripts/fluss-local.sh status -s $(NAME)
 
+# A long-lived local schema registry (Apicurio, in memory, on 127.0.0.1): prints
+# SCHEMA_REGISTRY_URL=...; REGISTRY_NAME selects the instance, REGISTRY_PORT its HTTP port.
+.PHONY: registry-start registry-stop registry-status serde-venv
+REGISTRY_NAME ?= default
+REGISTRY_PORT ?=
+registry-start:
+	scripts/registry-local.sh start -s $(REGISTRY_NAME) $(if $(REGISTRY_PORT),-p $(REGISTRY_PORT))
+
+registry-stop:
+	scripts/registry-local.sh stop -s $(REGISTRY_NAME)
+
+registry-status:
+	scripts/registry-local.sh status -s $(REGISTRY_NAME)
+
+# The venv of Confluent's Python serializers (tools/pyfluss/serde_produce.py).
+serde-venv:
+	@scripts/serde-venv.sh >/dev/null
+
 # Regenerates the protobuf code (needs protoc and protoc-gen-go, see README).
 generate:
 	@command -v protoc >/dev/null || { echo "protoc missing: apt-get install protobuf-compiler" >&2; exit 1; }

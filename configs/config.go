@@ -13,6 +13,7 @@ import (
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
+	"github.com/fluss-kafka/gateway/schemaregistry"
 	"github.com/fluss-kafka/gateway/writer"
 )
 
@@ -28,6 +29,9 @@ type Config struct {
 	Fluss Fluss `yaml:"fluss"`
 	// Writer holds the write-path defaults towards Fluss.
 	Writer Writer `yaml:"writer"`
+	// SchemaRegistry is the registry routes with avro, protobuf or
+	// json_schema values or keys read writer schemas from.
+	SchemaRegistry SchemaRegistry `yaml:"schema_registry"`
 	// Admin is the HTTP server for /metrics, /livez and /readyz.
 	Admin Admin `yaml:"admin"`
 	// Logging selects the log level and format.
@@ -174,6 +178,25 @@ type Writer struct {
 	MaxInFlightPerBucket int `yaml:"max_in_flight_per_bucket"`
 }
 
+// SchemaRegistry is a Confluent-compatible schema registry (Confluent,
+// Karapace, Apicurio's /apis/ccompat/v7). Unset (no URLs) when no route
+// reads a schema-registry format.
+type SchemaRegistry struct {
+	// URLs of one registry, tried in turn.
+	URLs []string `yaml:"urls"`
+	// ApicurioURL is Apicurio's native v3 API, for globalId/contentId
+	// framings. Default: derived from a URL ending in /apis/ccompat/vN.
+	ApicurioURL string `yaml:"apicurio_url"`
+	// Username and Password send basic auth; BearerToken a bearer token.
+	Username    string `yaml:"username"`
+	Password    string `yaml:"password"`
+	BearerToken string `yaml:"bearer_token"`
+	// CAFile is a PEM bundle trusted for https URLs.
+	CAFile string `yaml:"ca_file"`
+	// RequestTimeout bounds one registry request. Default 5s.
+	RequestTimeout time.Duration `yaml:"request_timeout"`
+}
+
 // Admin is the HTTP admin server.
 type Admin struct {
 	// Address is host:port of /metrics, /livez and /readyz; "" disables
@@ -277,7 +300,10 @@ func defaultConfig() *Config {
 			RequestTimeout: fluss.DefaultRequestTimeout,
 			DialTimeout:    fluss.DefaultDialTimeout,
 		},
-		Writer:   writerDefaults(),
+		Writer: writerDefaults(),
+		SchemaRegistry: SchemaRegistry{
+			RequestTimeout: schemaregistry.DefaultConfig().RequestTimeout,
+		},
 		Admin:    Admin{Address: DefaultAdminAddress},
 		Logging:  Logging{Level: LevelInfo, Format: FormatText},
 		Shutdown: Shutdown{Deadline: DefaultShutdownDeadline},

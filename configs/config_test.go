@@ -242,7 +242,7 @@ func TestParseErrors(t *testing.T) {
 		{"json path", minimal + "routes: [{topic: a, table: d.t, value: {columns: {c: 'a..b'}}}]\n", []string{"value.columns.c", "not a JSON path"}},
 		{"unknown fields", minimal + "routes: [{topic: a, table: d.t, value: {unknown_fields: drop}}]\n", []string{"value.unknown_fields"}},
 		{"missing fields", minimal + "routes: [{topic: a, table: d.t, value: {missing_fields: zero}}]\n", []string{"value.missing_fields"}},
-		{"key format", minimal + "routes: [{topic: a, table: d.t, key: {format: avro}}]\n", []string{"key.format: \"avro\""}},
+		{"key format", minimal + "routes: [{topic: a, table: d.t, key: {format: xml}}]\n", []string{"key.format: \"xml\""}},
 		{"key column", minimal + "routes: [{topic: a, table: d.t, key: {format: string}}]\n", []string{"key.column: required"}},
 		{"key none with column", minimal + "routes: [{topic: a, table: d.t, key: {column: k}}]\n", []string{"key.format is none"}},
 		{"headers format", minimal + "routes: [{topic: a, table: d.t, metadata: {headers: h, headers_format: xml}}]\n", []string{"metadata.headers_format"}},

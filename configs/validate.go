@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"strconv"
 
 	"github.com/fluss-kafka/gateway/mapping"
@@ -44,7 +45,40 @@ func (c *Config) Validate() error {
 		p.add("shutdown.deadline", "must be positive, got %s", c.Shutdown.Deadline)
 	}
 	c.validateRoutes(&p)
+	c.validateSchemaRegistry(&p)
 	return p.err()
+}
+
+func (c *Config) validateSchemaRegistry(p *problems) {
+	r := c.SchemaRegistry
+	for i, u := range r.URLs {
+		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+			p.add(fmt.Sprintf("schema_registry.urls[%d]", i), "%q is not an http or https URL", u)
+		} else if pu.User != nil {
+			p.add(fmt.Sprintf("schema_registry.urls[%d]", i), "credentials go in schema_registry.username/password, not in the URL")
+		}
+	}
+	if (r.Username == "") != (r.Password == "") {
+		p.add("schema_registry.password", "username and password go together")
+	}
+	if r.Username != "" && r.BearerToken != "" {
+		p.add("schema_registry.bearer_token", "use either basic auth (username/password) or a bearer token, not both")
+	}
+	if r.RequestTimeout <= 0 {
+		p.add("schema_registry.request_timeout", "must be positive, got %s", r.RequestTimeout)
+	}
+	if len(r.URLs) > 0 {
+		return
+	}
+	for i, rt := range c.Routes {
+		rt = rt.WithDefaults()
+		for _, f := range []struct{ what, format string }{{"value", string(rt.Value.Format)}, {"key", string(rt.Key.Format)}} {
+			switch f.format {
+			case string(mapping.ValueAvro), string(mapping.ValueProtobuf), string(mapping.ValueJSONSchema):
+				p.add("schema_registry.urls", "required: routes[%d] (%s) reads %s.format %s", i, rt.Name, f.what, f.format)
+			}
+		}
+	}
 }
 
 func (c *Config) validateKafka(p *problems) {

@@ -31,6 +31,7 @@ type gatewayConfig struct {
 	Deadline  string // shutdown.deadline; default 30s
 	Buffer    string // writer.buffer_memory; default 32MiB
 	BatchSize string // writer.batch_size; default 256KiB
+	Registry  string // schema_registry.urls; default none
 }
 
 // config fills in the e2e defaults.
@@ -52,6 +53,7 @@ func (c gatewayConfig) config() gatewaytest.Config {
 		DeliveryTimeout: "1m",
 		LogLevel:        "info",
 		Deadline:        or(c.Deadline, "30s"),
+		SchemaRegistry:  c.Registry,
 	}
 }
 

@@ -1,6 +1,7 @@
 package fluss
 
 import (
+	"errors"
 	"fmt"
 	"math"
 )
@@ -21,7 +22,21 @@ import (
 // DOUBLE FloatingPoint; CHAR, STRING Utf8; BINARY(n) FixedSizeBinary(n);
 // BYTES Binary; DECIMAL(p,s) Decimal128(p,s); DATE Date(DAY); TIME(p) p=0
 // Time32(s), 1-3 Time32(ms), 4-6 Time64(us), 7-9 Time64(ns); TIMESTAMP(p)
-// and TIMESTAMP_LTZ(p) Timestamp(s|ms|us|ns by the same ranges, no zone).
+// and TIMESTAMP_LTZ(p) Timestamp(s|ms|us|ns by the same ranges, no zone);
+// ARRAY List (child "element"); MAP Map, keysSorted false (child "entries",
+// a non-null Struct of "key", non-null, and "value"); ROW Struct of the
+// row's fields (fluss-common/src/main/java/org/apache/fluss/utils/
+// ArrowUtils.java toArrowField; writers ArrowArrayWriter, ArrowMapWriter,
+// ArrowRowWriter in .../fluss/row/arrow/writers/). Nested columns are kept as a tree of
+// columns; AppendTo writes their field nodes and buffers depth first, each
+// vector's own buffers before its children's (Arrow Java VectorUnloader):
+// List and Map validity + int32 offsets, Struct validity only, a child's
+// length its own element count. A null list or map repeats the previous
+// offset; a null struct leaves its children null at that index (Arrow
+// Java's StructVector.setNull does not touch the children, which stay
+// unset, i.e. null). A vector of no values (a nested child) has an empty
+// offsets buffer, as Arrow Java writes it. The field nodes, buffers and body
+// equal those of Java's ArrowWriter (record_java_nested_integration_test.go).
 //
 // Not safe for concurrent use.
 type ArrowLogBuilder struct {
@@ -59,6 +74,8 @@ const (
 	akFixed                        // validity + fixed-width LE values
 	akVar                          // validity + int32 offsets + data (Utf8, Binary)
 	akFixedBinary                  // validity + FixedSizeBinary(width)
+	akList                         // validity + int32 offsets, one child (ARRAY; MAP with a struct child)
+	akStruct                       // validity, one child per field (ROW; a MAP's entries)
 )
 
 // arrowConv says how a Datum maps to the Arrow value.
@@ -79,6 +96,7 @@ const (
 	cvDecimalCompact // int64 unscaled -> 128-bit LE
 	cvDecimalBig     // BE two's complement bytes -> 128-bit LE
 	cvBytes
+	cvNested // ARRAY, MAP, ROW (akList, akStruct)
 )
 
 type arrowColumn struct {
@@ -88,8 +106,13 @@ type arrowColumn struct {
 	width    int // bytes per value (akFixed, akFixedBinary)
 	validity []byte
 	values   []byte
-	offsets  []byte // akVar only; starts with a 0 offset
+	offsets  []byte // akVar and akList; starts with a 0 offset
 	nulls    int
+	length   int // values appended (top-level columns: set by AppendTo)
+
+	children []arrowColumn // akList: 1; akStruct: one per field
+	isMap    bool          // akList whose child is the entries struct
+	pending  int           // during Append's checks: bytes (akVar) or elements (akList) not yet appended
 }
 
 func arrowLayout(t *DataType) (arrowKind, arrowConv, int) {
@@ -140,8 +163,51 @@ func arrowLayout(t *DataType) (arrowKind, arrowConv, int) {
 		return akFixed, cvTimeNano, 8
 	case TypeTimestamp, TypeTimestampLTZ:
 		return akFixed, cvTsSec + arrowConv(timeUnit(t.Precision)), 8
+	case TypeArray, TypeMap:
+		return akList, cvNested, 0
+	case TypeRow:
+		return akStruct, cvNested, 0
 	}
 	return akFixed, cvInt, 0
+}
+
+// newArrowColumn sets up the column of type t and, for nested types, its
+// children; it returns the number of field nodes and buffers of the tree.
+func newArrowColumn(c *arrowColumn, t DataType) (nodes, bufs int) {
+	c.t = t
+	c.kind, c.conv, c.width = arrowLayout(&c.t)
+	nodes, bufs = 1, 2
+	switch c.kind {
+	case akVar:
+		bufs = 3
+	case akStruct:
+		bufs = 1
+	}
+	switch t.Root {
+	case TypeArray:
+		c.children = make([]arrowColumn, 1)
+		n, b := newArrowColumn(&c.children[0], *t.Elem)
+		nodes, bufs = nodes+n, bufs+b
+	case TypeMap:
+		c.isMap = true
+		c.children = make([]arrowColumn, 1)
+		e := &c.children[0]
+		e.t = DataType{Root: TypeRow, NotNull: true}
+		e.kind, e.conv = akStruct, cvNested
+		e.children = make([]arrowColumn, 2)
+		key := *t.Key
+		key.NotNull = true
+		kn, kb := newArrowColumn(&e.children[0], key)
+		vn, vb := newArrowColumn(&e.children[1], *t.Value)
+		nodes, bufs = nodes+1+kn+vn, bufs+1+kb+vb
+	case TypeRow:
+		c.children = make([]arrowColumn, len(t.Fields))
+		for i := range t.Fields {
+			n, b := newArrowColumn(&c.children[i], t.Fields[i].Type)
+			nodes, bufs = nodes+n, bufs+b
+		}
+	}
+	return nodes, bufs
 }
 
 // NewArrowLogBuilder returns a builder for ARROW log batches of schema,
@@ -172,16 +238,13 @@ func NewArrowLogBuilder(schema *Schema, schemaID int32, codec ArrowCompression, 
 		return nil, fmt.Errorf("fluss: shared compressor is %s, builder needs %s", b.comp.codec, codec)
 	}
 	b.cols = make([]arrowColumn, len(schema.Columns))
+	nnodes := 0 // field nodes: the columns and their nested children
 	for i := range schema.Columns {
-		c := &b.cols[i]
-		c.t = schema.Columns[i].Type
-		c.kind, c.conv, c.width = arrowLayout(&c.t)
-		b.nbufs += 2
-		if c.kind == akVar {
-			b.nbufs++
-		}
+		n, bufs := newArrowColumn(&b.cols[i], schema.Columns[i].Type)
+		nnodes += n
+		b.nbufs += bufs
 	}
-	b.metaLen = arrowMetadataSize(len(b.cols), b.nbufs, b.comp.flatbufCodec() >= 0)
+	b.metaLen = arrowMetadataSize(nnodes, b.nbufs, b.comp.flatbufCodec() >= 0)
 	b.Reset()
 	return b, nil
 }
@@ -201,6 +264,12 @@ func (b *ArrowLogBuilder) Append(row Row) error {
 			continue
 		}
 		switch c.conv {
+		case cvNested:
+			err := c.check(d, 0)
+			c.clearPending()
+			if err != nil {
+				return fmt.Errorf("fluss: column %d: %w", i, err)
+			}
 		case cvBytes:
 			if c.kind == akFixedBinary && len(d.B) > c.width {
 				return fmt.Errorf("fluss: column %d: %d bytes do not fit %s", i, len(d.B), &c.t)
@@ -222,6 +291,109 @@ func (b *ArrowLogBuilder) Append(row Row) error {
 	return nil
 }
 
+// check validates a non-null value of a nested column (or of a child of
+// one) before anything is appended, so that Append fails atomically. The
+// sizes of the values seen are kept in pending until clearPending.
+func (c *arrowColumn) check(d *Datum, depth int) error {
+	if depth > maxTypeDepth {
+		return fmt.Errorf("fluss: values nested deeper than %d levels", maxTypeDepth)
+	}
+	switch c.kind {
+	case akFixedBinary:
+		if len(d.B) > c.width {
+			return fmt.Errorf("fluss: %d bytes do not fit %s", len(d.B), &c.t)
+		}
+	case akVar:
+		c.pending += len(d.B)
+		if len(c.values)+c.pending > math.MaxInt32 {
+			return errors.New("fluss: arrow batch exceeds 2 GiB of data")
+		}
+	case akFixed:
+		if c.conv == cvDecimalBig && len(minimalDecimalBytes(d.B)) > 16 {
+			return errors.New("fluss: decimal value wider than 128 bits")
+		}
+	case akList:
+		if d.Nested == nil {
+			return fmt.Errorf("%w (%s)", errNilNested, &c.t)
+		}
+		child := &c.children[0]
+		if c.isMap {
+			keys, values := d.Nested.Keys, d.Nested.Values
+			if len(keys) != len(values) {
+				return fmt.Errorf("fluss: map has %d keys and %d values", len(keys), len(values))
+			}
+			if err := c.checkCount(len(keys)); err != nil {
+				return err
+			}
+			kc, vc := &child.children[0], &child.children[1]
+			for j := range keys {
+				if keys[j].Null {
+					return fmt.Errorf("fluss: null key in entry %d of %s (Fluss map keys are never null)", j, &c.t)
+				}
+				if err := kc.check(&keys[j], depth+1); err != nil {
+					return fmt.Errorf("map entry %d key: %w", j, err)
+				}
+				if err := vc.checkNullable(&values[j], depth+1); err != nil {
+					return fmt.Errorf("map entry %d value: %w", j, err)
+				}
+			}
+			return nil
+		}
+		elems := d.Nested.Elems
+		if err := c.checkCount(len(elems)); err != nil {
+			return err
+		}
+		for j := range elems {
+			if err := child.checkNullable(&elems[j], depth+1); err != nil {
+				return fmt.Errorf("array element %d: %w", j, err)
+			}
+		}
+	case akStruct:
+		if d.Nested == nil {
+			return fmt.Errorf("%w (%s)", errNilNested, &c.t)
+		}
+		fields := d.Nested.Fields
+		if len(fields) != len(c.children) {
+			return fmt.Errorf("fluss: row value has %d fields, %s has %d", len(fields), &c.t, len(c.children))
+		}
+		for j := range fields {
+			if err := c.children[j].checkNullable(&fields[j], depth+1); err != nil {
+				return fmt.Errorf("row field %q: %w", c.t.Fields[j].Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+func (c *arrowColumn) checkNullable(d *Datum, depth int) error {
+	if d.Null {
+		if c.t.NotNull {
+			return fmt.Errorf("fluss: null value for %s", &c.t)
+		}
+		return nil
+	}
+	return c.check(d, depth)
+}
+
+// checkCount adds n elements to a list column's pending count.
+func (c *arrowColumn) checkCount(n int) error {
+	child := &c.children[0]
+	child.pending += n
+	if int64(child.length)+int64(child.pending) > math.MaxInt32 {
+		return errors.New("fluss: arrow batch exceeds 2^31 nested elements")
+	}
+	return nil
+}
+
+func (c *arrowColumn) clearPending() {
+	c.pending = 0
+	for i := range c.children {
+		c.children[i].clearPending()
+	}
+}
+
+// append adds value n, checked by Append. Top-level columns get their
+// length from the builder's count; children use appendChild.
 func (c *arrowColumn) append(n int, d *Datum) {
 	bit := byte(1) << (n & 7)
 	if n&7 == 0 {
@@ -239,6 +411,8 @@ func (c *arrowColumn) append(n int, d *Datum) {
 			for k := 0; k < c.width; k++ {
 				c.values = append(c.values, 0)
 			}
+		case akList, akStruct:
+			c.appendNestedNull()
 		}
 		return
 	}
@@ -258,8 +432,66 @@ func (c *arrowColumn) append(n int, d *Datum) {
 		}
 	case akFixed:
 		c.appendFixed(d)
+	case akList, akStruct:
+		c.appendNested(d)
 	}
 }
+
+// appendChild adds a value to a child column of a nested column.
+func (c *arrowColumn) appendChild(d *Datum) {
+	c.append(c.length, d)
+	c.length++
+}
+
+// appendNested writes the children of a non-null ARRAY, MAP or ROW value.
+func (c *arrowColumn) appendNested(d *Datum) {
+	switch c.kind {
+	case akList:
+		child := &c.children[0]
+		if c.isMap {
+			kc, vc := &child.children[0], &child.children[1]
+			for j := range d.Nested.Keys {
+				child.appendStructValid()
+				kc.appendChild(&d.Nested.Keys[j])
+				vc.appendChild(&d.Nested.Values[j])
+			}
+		} else {
+			for j := range d.Nested.Elems {
+				child.appendChild(&d.Nested.Elems[j])
+			}
+		}
+		c.offsets = leAppendU32(c.offsets, uint32(child.length))
+	case akStruct:
+		for j := range c.children {
+			c.children[j].appendChild(&d.Nested.Fields[j])
+		}
+	}
+}
+
+// appendStructValid adds a valid entry to a map's entries struct, whose
+// children the caller appends.
+func (c *arrowColumn) appendStructValid() {
+	n := c.length
+	c.length++
+	if n&7 == 0 {
+		c.validity = append(c.validity, 0)
+	}
+	c.validity[n>>3] |= 1 << (n & 7)
+}
+
+// appendNestedNull writes what a null list, map or struct needs besides its
+// validity bit: the previous offset again, or a null in every child.
+func (c *arrowColumn) appendNestedNull() {
+	if c.kind == akList {
+		c.offsets = leAppendU32(c.offsets, uint32(c.children[0].length))
+		return
+	}
+	for j := range c.children {
+		c.children[j].appendChild(&nullDatum)
+	}
+}
+
+var nullDatum = Datum{Null: true}
 
 func (c *arrowColumn) appendFixed(d *Datum) {
 	var v int64
@@ -345,8 +577,15 @@ func (b *ArrowLogBuilder) RawSize() int {
 func (b *ArrowLogBuilder) rawBodySize() int {
 	raw := 0
 	for i := range b.cols {
-		c := &b.cols[i]
-		raw += pad8(len(c.validity)) + pad8(len(c.values)) + pad8(len(c.offsets))
+		raw += b.cols[i].rawSize()
+	}
+	return raw
+}
+
+func (c *arrowColumn) rawSize() int {
+	raw := pad8(len(c.validity)) + pad8(len(c.values)) + pad8(len(c.offsetsBuffer()))
+	for i := range c.children {
+		raw += c.children[i].rawSize()
 	}
 	return raw
 }
@@ -356,14 +595,51 @@ func (b *ArrowLogBuilder) rawBodySize() int {
 func (b *ArrowLogBuilder) Reset() {
 	b.count = 0
 	for i := range b.cols {
-		c := &b.cols[i]
-		c.validity = c.validity[:0]
-		c.values = c.values[:0]
-		c.nulls = 0
-		if c.kind == akVar {
-			c.offsets = append(c.offsets[:0], 0, 0, 0, 0)
-		}
+		b.cols[i].reset()
 	}
+}
+
+func (c *arrowColumn) reset() {
+	c.validity = c.validity[:0]
+	c.values = c.values[:0]
+	c.nulls = 0
+	c.length = 0
+	c.pending = 0
+	if c.kind == akVar || c.kind == akList {
+		c.offsets = append(c.offsets[:0], 0, 0, 0, 0)
+	}
+	for i := range c.children {
+		c.children[i].reset()
+	}
+}
+
+// offsetsBuffer is the offsets buffer as Arrow Java writes it: empty for a
+// vector of no values (BaseVariableWidthVector and ListVector
+// setReaderAndWriterIndex), which only nested children can be.
+func (c *arrowColumn) offsetsBuffer() []byte {
+	if len(c.offsets) <= 4 {
+		return nil
+	}
+	return c.offsets
+}
+
+// collect appends the column's field nodes and buffers, depth first.
+func (c *arrowColumn) collect(nodes []arrowNode, bufs [][]byte) ([]arrowNode, [][]byte) {
+	nodes = append(nodes, arrowNode{length: int64(c.length), nulls: int64(c.nulls)})
+	bufs = append(bufs, c.validity)
+	switch c.kind {
+	case akVar:
+		bufs = append(bufs, c.offsetsBuffer(), c.values)
+	case akList:
+		bufs = append(bufs, c.offsetsBuffer())
+	case akStruct:
+	default:
+		bufs = append(bufs, c.values)
+	}
+	for i := range c.children {
+		nodes, bufs = c.children[i].collect(nodes, bufs)
+	}
+	return nodes, bufs
 }
 
 // AppendTo appends the finished batch (writer id and sequence -1) to dst.
@@ -372,20 +648,14 @@ func (b *ArrowLogBuilder) AppendTo(dst []byte) ([]byte, error) {
 	start := len(dst)
 	dst = append(dst, make([]byte, logV0HeaderSize)...)
 	if b.count > 0 {
-		b.bufs = b.bufs[:0]
+		bufs := b.bufs[:0]
 		nodes := b.nodes[:0]
-		raw := 0
 		for i := range b.cols {
-			c := &b.cols[i]
-			nodes = append(nodes, arrowNode{length: int64(b.count), nulls: int64(c.nulls)})
-			b.bufs = append(b.bufs, c.validity)
-			if c.kind == akVar {
-				b.bufs = append(b.bufs, c.offsets)
-			}
-			b.bufs = append(b.bufs, c.values)
-			raw += pad8(len(c.validity)) + pad8(len(c.values)) + pad8(len(c.offsets))
+			b.cols[i].length = b.count
+			nodes, bufs = b.cols[i].collect(nodes, bufs)
 		}
-		b.nodes = nodes
+		b.nodes, b.bufs = nodes, bufs
+		raw := b.rawBodySize()
 		var err error
 		dst, err = b.appendMessage(dst, nodes)
 		if err != nil {

@@ -201,7 +201,7 @@ func TestArrowBuilderRejectsBadConfig(t *testing.T) {
 	_, err = NewArrowLogBuilder(idNameSchema, 1<<16, ArrowCompressionNone, 0)
 	require.Error(t, err)
 	_, err = NewArrowLogBuilder(&Schema{Columns: []Column{{Name: "m", Type: DataType{Root: TypeMap}}}}, 1, ArrowCompressionNone, 0)
-	require.ErrorIs(t, err, ErrNestedNotImplemented)
+	require.ErrorContains(t, err, "MAP without key or value type")
 	shared, err := NewArrowCompressor(ArrowCompressionLZ4, 0)
 	require.NoError(t, err)
 	_, err = NewArrowLogBuilder(idNameSchema, 1, ArrowCompressionZstd, 0, WithArrowCompressor(shared))
@@ -255,77 +255,102 @@ func rowsFromArrowRecord(t *testing.T, s *Schema, rec arrow.RecordBatch) []Row {
 		out[i] = make(Row, len(s.Columns))
 	}
 	for c, col := range rec.Columns() {
-		ft := s.Columns[c].Type
 		for r := 0; r < col.Len(); r++ {
-			if col.IsNull(r) {
-				out[r][c] = NullDatum()
-				continue
-			}
-			var d Datum
-			switch a := col.(type) {
-			case *array.Boolean:
-				d = BoolDatum(a.Value(r))
-			case *array.Int8:
-				d = IntDatum(int64(a.Value(r)))
-			case *array.Int16:
-				d = IntDatum(int64(a.Value(r)))
-			case *array.Int32:
-				d = IntDatum(int64(a.Value(r)))
-			case *array.Int64:
-				d = IntDatum(a.Value(r))
-			case *array.Float32:
-				d = FloatDatum(float64(a.Value(r)))
-			case *array.Float64:
-				d = FloatDatum(a.Value(r))
-			case *array.String:
-				d = StringDatum(a.Value(r))
-			case *array.Binary:
-				d = BytesDatum(a.Value(r))
-			case *array.FixedSizeBinary:
-				d = BytesDatum(a.Value(r))
-			case *array.Date32:
-				d = IntDatum(int64(a.Value(r)))
-			case *array.Decimal128:
-				v := a.Value(r)
-				if ft.Precision <= 18 {
-					d = IntDatum(int64(v.LowBits()))
-				} else {
-					d = BytesDatum(bigToTwos(decimal128ToBig(v)))
-				}
-			case *array.Time32:
-				v := int64(a.Value(r))
-				if a.DataType().(*arrow.Time32Type).Unit == arrow.Second {
-					v *= 1000
-				}
-				d = IntDatum(v)
-			case *array.Time64:
-				v := int64(a.Value(r))
-				if a.DataType().(*arrow.Time64Type).Unit == arrow.Microsecond {
-					d = IntDatum(v / 1000)
-				} else {
-					d = IntDatum(v / 1_000_000)
-				}
-			case *array.Timestamp:
-				v := int64(a.Value(r))
-				switch a.DataType().(*arrow.TimestampType).Unit {
-				case arrow.Second:
-					d = TimestampDatum(v*1000, 0)
-				case arrow.Millisecond:
-					d = TimestampDatum(v, 0)
-				case arrow.Microsecond:
-					ms, rem := floorDivMod(v, 1000)
-					d = TimestampDatum(ms, int32(rem*1000))
-				default:
-					ms, rem := floorDivMod(v, 1_000_000)
-					d = TimestampDatum(ms, int32(rem))
-				}
-			default:
-				t.Fatalf("unexpected arrow array %T", col)
-			}
-			out[r][c] = d
+			out[r][c] = arrowGoDatum(t, &s.Columns[c].Type, col, r)
 		}
 	}
 	return out
+}
+
+// arrowGoDatum converts value r of an arrow-go array of Fluss type ft.
+func arrowGoDatum(t *testing.T, ft *DataType, col arrow.Array, r int) Datum {
+	if col.IsNull(r) {
+		return NullDatum()
+	}
+	var d Datum
+	switch a := col.(type) {
+	case *array.Boolean:
+		d = BoolDatum(a.Value(r))
+	case *array.Int8:
+		d = IntDatum(int64(a.Value(r)))
+	case *array.Int16:
+		d = IntDatum(int64(a.Value(r)))
+	case *array.Int32:
+		d = IntDatum(int64(a.Value(r)))
+	case *array.Int64:
+		d = IntDatum(a.Value(r))
+	case *array.Float32:
+		d = FloatDatum(float64(a.Value(r)))
+	case *array.Float64:
+		d = FloatDatum(a.Value(r))
+	case *array.String:
+		d = StringDatum(a.Value(r))
+	case *array.Binary:
+		d = BytesDatum(a.Value(r))
+	case *array.FixedSizeBinary:
+		d = BytesDatum(a.Value(r))
+	case *array.Date32:
+		d = IntDatum(int64(a.Value(r)))
+	case *array.Decimal128:
+		v := a.Value(r)
+		if ft.Precision <= 18 {
+			d = IntDatum(int64(v.LowBits()))
+		} else {
+			d = BytesDatum(bigToTwos(decimal128ToBig(v)))
+		}
+	case *array.Time32:
+		v := int64(a.Value(r))
+		if a.DataType().(*arrow.Time32Type).Unit == arrow.Second {
+			v *= 1000
+		}
+		d = IntDatum(v)
+	case *array.Time64:
+		v := int64(a.Value(r))
+		if a.DataType().(*arrow.Time64Type).Unit == arrow.Microsecond {
+			d = IntDatum(v / 1000)
+		} else {
+			d = IntDatum(v / 1_000_000)
+		}
+	case *array.Timestamp:
+		v := int64(a.Value(r))
+		switch a.DataType().(*arrow.TimestampType).Unit {
+		case arrow.Second:
+			d = TimestampDatum(v*1000, 0)
+		case arrow.Millisecond:
+			d = TimestampDatum(v, 0)
+		case arrow.Microsecond:
+			ms, rem := floorDivMod(v, 1000)
+			d = TimestampDatum(ms, int32(rem*1000))
+		default:
+			ms, rem := floorDivMod(v, 1_000_000)
+			d = TimestampDatum(ms, int32(rem))
+		}
+	case *array.Map:
+		lo, hi := a.ValueOffsets(r)
+		keys, items := a.Keys(), a.Items()
+		var ks, vs []Datum
+		for i := int(lo); i < int(hi); i++ {
+			ks = append(ks, arrowGoDatum(t, ft.Key, keys, i))
+			vs = append(vs, arrowGoDatum(t, ft.Value, items, i))
+		}
+		d = MapDatum(ks, vs)
+	case *array.List:
+		lo, hi := a.ValueOffsets(r)
+		var es []Datum
+		for i := int(lo); i < int(hi); i++ {
+			es = append(es, arrowGoDatum(t, ft.Elem, a.ListValues(), i))
+		}
+		d = ArrayDatum(es...)
+	case *array.Struct:
+		fs := make([]Datum, a.NumField())
+		for i := range fs {
+			fs[i] = arrowGoDatum(t, &ft.Fields[i].Type, a.Field(i), r)
+		}
+		d = RowDatum(fs...)
+	default:
+		t.Fatalf("unexpected arrow array %T", col)
+	}
+	return d
 }
 
 func decimal128ToBig(v decimal128.Num) *big.Int {

@@ -292,9 +292,6 @@ func (d *arrowDecoder) decode(msg []byte, types []DataType, count int) ([]Row, e
 	if m.rows != int64(count) {
 		return nil, corrupt("arrow batch has %d rows, header says %d", m.rows, count)
 	}
-	if len(m.nodes) != len(types) {
-		return nil, corrupt("arrow batch has %d columns, schema has %d", len(m.nodes), len(types))
-	}
 	if int64(count)*int64(len(types)) > maxArrowDecodeCells {
 		// Compressed buffers can claim any row count in a few bytes; this
 		// reader is for verification and refuses what real batches never are.
@@ -305,84 +302,225 @@ func (d *arrowDecoder) decode(msg []byte, types []DataType, count int) ([]Row, e
 	for r := range rows {
 		rows[r] = cells[r*len(types) : (r+1)*len(types) : (r+1)*len(types)]
 	}
-	bi := 0
+	st := arrowDecodeState{m: m, cells: int64(count) * int64(len(types))}
 	for ci := range types {
-		t := &types[ci]
-		node := m.nodes[ci]
-		if node.length != int64(count) {
-			return nil, corrupt("arrow column %d has %d values, want %d", ci, node.length, count)
-		}
-		kind, conv, width := arrowLayout(t)
-		validity, err := d.buffer(m, bi)
-		if err != nil {
+		if err := d.decodeColumn(&st, &types[ci], count, nil, rows, ci, 0); err != nil {
 			return nil, err
-		}
-		bi++
-		allNull := false
-		switch {
-		case len(validity) == 0 && node.nulls == 0:
-		case len(validity) == 0 && node.nulls == int64(count):
-			allNull = true
-		case len(validity) < (count+7)/8:
-			return nil, corrupt("arrow column %d validity bitmap of %d bytes", ci, len(validity))
-		}
-		isNull := func(r int) bool {
-			if allNull {
-				return true
-			}
-			return len(validity) > 0 && validity[r>>3]&(1<<(r&7)) == 0
-		}
-		var offsets []byte
-		if kind == akVar {
-			if offsets, err = d.buffer(m, bi); err != nil {
-				return nil, err
-			}
-			bi++
-			if len(offsets) < 4*(count+1) {
-				return nil, corrupt("arrow column %d offsets of %d bytes", ci, len(offsets))
-			}
-		}
-		values, err := d.buffer(m, bi)
-		if err != nil {
-			return nil, err
-		}
-		bi++
-		switch kind {
-		case akBool:
-			if len(values) < (count+7)/8 {
-				return nil, corrupt("arrow column %d values of %d bytes", ci, len(values))
-			}
-		case akFixed, akFixedBinary:
-			if int64(len(values)) < int64(count)*int64(width) {
-				return nil, corrupt("arrow column %d values of %d bytes", ci, len(values))
-			}
-		}
-		for r := 0; r < count; r++ {
-			if isNull(r) {
-				rows[r][ci] = Datum{Null: true}
-				continue
-			}
-			var dm Datum
-			switch kind {
-			case akBool:
-				if values[r>>3]&(1<<(r&7)) != 0 {
-					dm.I = 1
-				}
-			case akVar:
-				lo, hi := int64(int32(leU32(offsets, 4*r))), int64(int32(leU32(offsets, 4*r+4)))
-				if lo < 0 || hi < lo || hi > int64(len(values)) {
-					return nil, corrupt("arrow column %d row %d offsets %d..%d", ci, r, lo, hi)
-				}
-				dm.B = values[lo:hi:hi]
-			case akFixedBinary:
-				dm.B = values[r*width : (r+1)*width : (r+1)*width]
-			case akFixed:
-				decodeArrowFixed(&dm, conv, width, values[r*width:(r+1)*width], t)
-			}
-			rows[r][ci] = dm
 		}
 	}
+	if st.node != len(m.nodes) {
+		return nil, corrupt("arrow batch has %d field nodes, schema has %d", len(m.nodes), st.node)
+	}
 	return rows, nil
+}
+
+// arrowDecodeState walks the message's field nodes and buffers in order.
+type arrowDecodeState struct {
+	m     *arrowMessage
+	node  int
+	buf   int
+	cells int64 // datums decoded so far, bounded by maxArrowDecodeCells
+}
+
+// decodeColumn decodes the next field node, of type t and length values,
+// into out (nested columns and children) or into rows[r][ci] (top-level
+// scalar columns, out nil).
+func (d *arrowDecoder) decodeColumn(st *arrowDecodeState, t *DataType, length int, out []Datum, rows []Row, ci, depth int) error {
+	m := st.m
+	if depth > maxTypeDepth {
+		return corrupt("arrow column nested deeper than %d levels", maxTypeDepth)
+	}
+	if st.node >= len(m.nodes) {
+		return corrupt("arrow batch has %d field nodes, schema needs more", len(m.nodes))
+	}
+	node := m.nodes[st.node]
+	st.node++
+	if node.length != int64(length) {
+		return corrupt("arrow column %d has %d values, want %d", ci, node.length, length)
+	}
+	set := func(r int, v Datum) {
+		if out != nil {
+			out[r] = v
+		} else {
+			rows[r][ci] = v
+		}
+	}
+	kind, conv, width := arrowLayout(t)
+	validity, err := d.buffer(m, st.buf)
+	if err != nil {
+		return err
+	}
+	st.buf++
+	allNull := false
+	switch {
+	case len(validity) == 0 && node.nulls == 0:
+	case len(validity) == 0 && node.nulls == int64(length):
+		allNull = true
+	case len(validity) < (length+7)/8:
+		return corrupt("arrow column %d validity bitmap of %d bytes", ci, len(validity))
+	}
+	isNull := func(r int) bool {
+		if allNull {
+			return true
+		}
+		return len(validity) > 0 && validity[r>>3]&(1<<(r&7)) == 0
+	}
+	var offsets []byte
+	if kind == akVar || kind == akList {
+		if offsets, err = d.buffer(m, st.buf); err != nil {
+			return err
+		}
+		st.buf++
+		if length > 0 && len(offsets) < 4*(length+1) {
+			return corrupt("arrow column %d offsets of %d bytes", ci, len(offsets))
+		}
+	}
+	switch kind {
+	case akList:
+		return d.decodeList(st, t, length, offsets, isNull, set, ci, depth)
+	case akStruct:
+		return d.decodeStruct(st, t, length, isNull, set, ci, depth)
+	}
+	values, err := d.buffer(m, st.buf)
+	if err != nil {
+		return err
+	}
+	st.buf++
+	switch kind {
+	case akBool:
+		if len(values) < (length+7)/8 {
+			return corrupt("arrow column %d values of %d bytes", ci, len(values))
+		}
+	case akFixed, akFixedBinary:
+		if int64(len(values)) < int64(length)*int64(width) {
+			return corrupt("arrow column %d values of %d bytes", ci, len(values))
+		}
+	}
+	for r := 0; r < length; r++ {
+		if isNull(r) {
+			set(r, Datum{Null: true})
+			continue
+		}
+		var dm Datum
+		switch kind {
+		case akBool:
+			if values[r>>3]&(1<<(r&7)) != 0 {
+				dm.I = 1
+			}
+		case akVar:
+			lo, hi := int64(int32(leU32(offsets, 4*r))), int64(int32(leU32(offsets, 4*r+4)))
+			if lo < 0 || hi < lo || hi > int64(len(values)) {
+				return corrupt("arrow column %d row %d offsets %d..%d", ci, r, lo, hi)
+			}
+			dm.B = values[lo:hi:hi]
+		case akFixedBinary:
+			dm.B = values[r*width : (r+1)*width : (r+1)*width]
+		case akFixed:
+			decodeArrowFixed(&dm, conv, width, values[r*width:(r+1)*width], t)
+		}
+		set(r, dm)
+	}
+	return nil
+}
+
+// childLength checks that a child of n values may be decoded and returns n.
+func (st *arrowDecodeState) childLength(n int64, ci int) (int, error) {
+	if n < 0 || n > maxArrowDecodeCells-st.cells {
+		return 0, corrupt("arrow column %d: nested child of %d values is larger than this decoder accepts", ci, n)
+	}
+	st.cells += n
+	return int(n), nil
+}
+
+// decodeList decodes an ARRAY (List) or MAP (Map) column whose validity and
+// offsets were read.
+func (d *arrowDecoder) decodeList(st *arrowDecodeState, t *DataType, length int, offsets []byte, isNull func(int) bool, set func(int, Datum), ci, depth int) error {
+	if st.node >= len(st.m.nodes) {
+		return corrupt("arrow batch has %d field nodes, schema needs more", len(st.m.nodes))
+	}
+	n, err := st.childLength(st.m.nodes[st.node].length, ci)
+	if err != nil {
+		return err
+	}
+	prev := int64(0)
+	for r := 0; r <= length && length > 0; r++ {
+		o := int64(int32(leU32(offsets, 4*r)))
+		if o < prev || o > int64(n) {
+			return corrupt("arrow column %d offset %d = %d (child has %d values)", ci, r, o, n)
+		}
+		prev = o
+	}
+	child := make([]Datum, n)
+	var keys, values []Datum
+	if t.Root == TypeArray {
+		if err := d.decodeColumn(st, t.Elem, n, child, nil, ci, depth+1); err != nil {
+			return err
+		}
+	} else {
+		// the entries struct: validity, then key and value children
+		if st.node >= len(st.m.nodes) || st.m.nodes[st.node].length != int64(n) {
+			return corrupt("arrow column %d: map entries do not match its offsets", ci)
+		}
+		st.node++
+		if _, err := d.buffer(st.m, st.buf); err != nil {
+			return err
+		}
+		st.buf++
+		if _, err := st.childLength(int64(n), ci); err != nil {
+			return err
+		}
+		keys, values = child, make([]Datum, n)
+		if err := d.decodeColumn(st, t.Key, n, keys, nil, ci, depth+1); err != nil {
+			return err
+		}
+		if err := d.decodeColumn(st, t.Value, n, values, nil, ci, depth+1); err != nil {
+			return err
+		}
+	}
+	nested := make([]Nested, length)
+	for r := 0; r < length; r++ {
+		if isNull(r) {
+			set(r, Datum{Null: true})
+			continue
+		}
+		lo, hi := int32(leU32(offsets, 4*r)), int32(leU32(offsets, 4*r+4))
+		if t.Root == TypeArray {
+			nested[r].Elems = child[lo:hi:hi]
+		} else {
+			nested[r].Keys, nested[r].Values = keys[lo:hi:hi], values[lo:hi:hi]
+		}
+		set(r, Datum{Nested: &nested[r]})
+	}
+	return nil
+}
+
+// decodeStruct decodes a ROW (Struct) column whose validity was read.
+func (d *arrowDecoder) decodeStruct(st *arrowDecodeState, t *DataType, length int, isNull func(int) bool, set func(int, Datum), ci, depth int) error {
+	nf := len(t.Fields)
+	total, err := st.childLength(int64(length)*int64(nf), ci)
+	if err != nil {
+		return err
+	}
+	cells := make([]Datum, total)
+	col := make([]Datum, length)
+	for f := 0; f < nf; f++ {
+		if err := d.decodeColumn(st, &t.Fields[f].Type, length, col, nil, ci, depth+1); err != nil {
+			return err
+		}
+		for r := 0; r < length; r++ {
+			cells[r*nf+f] = col[r]
+		}
+	}
+	nested := make([]Nested, length)
+	for r := 0; r < length; r++ {
+		if isNull(r) {
+			set(r, Datum{Null: true})
+			continue
+		}
+		nested[r].Fields = cells[r*nf : (r+1)*nf : (r+1)*nf]
+		set(r, Datum{Nested: &nested[r]})
+	}
+	return nil
 }
 
 func decodeArrowFixed(d *Datum, conv arrowConv, width int, v []byte, t *DataType) {

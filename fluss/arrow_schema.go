@@ -9,7 +9,10 @@ import (
 // ArrowSchema returns the arrow-go schema Fluss readers use for an ARROW log
 // batch of schema (fluss-common utils/ArrowUtils.toArrowSchema): the same
 // field order and types ArrowLogBuilder writes, nullability from the Fluss
-// type, timestamps without a time zone. Use it to read ARROW batches with
+// type, timestamps without a time zone. Nested types get the children of
+// ArrowUtils.toArrowField: ARRAY a List of "element"; MAP a Map (keysSorted
+// false) of a non-null "entries" struct of "key" (non-null) and "value";
+// ROW a Struct of the row's fields. Use it to read ARROW batches with
 // arrow-go's IPC reader (prepend a schema message).
 func ArrowSchema(schema *Schema) (*arrow.Schema, error) {
 	if err := checkSchemaTypes(schema); err != nil {
@@ -75,6 +78,32 @@ func arrowDataType(t *DataType) (arrow.DataType, error) {
 		return arrow.FixedWidthTypes.Time64ns, nil
 	case TypeTimestamp, TypeTimestampLTZ:
 		return &arrow.TimestampType{Unit: unit(t.Precision)}, nil
+	case TypeArray:
+		et, err := arrowDataType(t.Elem)
+		if err != nil {
+			return nil, err
+		}
+		return arrow.ListOfField(arrow.Field{Name: "element", Type: et, Nullable: !t.Elem.NotNull}), nil
+	case TypeMap:
+		kt, err := arrowDataType(t.Key)
+		if err != nil {
+			return nil, err
+		}
+		vt, err := arrowDataType(t.Value)
+		if err != nil {
+			return nil, err
+		}
+		return arrow.MapOfFields(arrow.Field{Name: "key", Type: kt}, arrow.Field{Name: "value", Type: vt, Nullable: !t.Value.NotNull}), nil
+	case TypeRow:
+		fields := make([]arrow.Field, len(t.Fields))
+		for i := range t.Fields {
+			ft, err := arrowDataType(&t.Fields[i].Type)
+			if err != nil {
+				return nil, err
+			}
+			fields[i] = arrow.Field{Name: t.Fields[i].Name, Type: ft, Nullable: !t.Fields[i].Type.NotNull}
+		}
+		return arrow.StructOf(fields...), nil
 	}
-	return nil, ErrNestedNotImplemented
+	return nil, fmt.Errorf("fluss: no arrow type for %s", t)
 }

@@ -173,7 +173,7 @@ func TestKeyEncoderErrors(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, []byte{9}, out)
 	_, err = NewKeyEncoder(schemaOf(DataType{Root: TypeArray, Elem: &DataType{Root: TypeInt}}), []string{"f0"}, "")
-	require.ErrorIs(t, err, ErrNestedNotImplemented)
+	require.ErrorIs(t, err, ErrNestedKey)
 }
 
 func TestKeyColumns(t *testing.T) {

@@ -199,7 +199,36 @@ func requireRowEqual(t *testing.T, want, got Row, msgAndArgs ...any) {
 	require.Len(t, got, len(want), msgAndArgs...)
 	for j := range want {
 		if !want[j].Equal(got[j]) {
-			require.Failf(t, "datum differs", "column %d: want %+v, got %+v; %s", j, want[j], got[j], fmt.Sprint(msgAndArgs...))
+			require.Failf(t, "datum differs", "column %d: want %s, got %s; %s", j, datumDebug(want[j]), datumDebug(got[j]), fmt.Sprint(msgAndArgs...))
 		}
 	}
+}
+
+// datumDebug renders a datum, nested values included, for failure messages.
+func datumDebug(d Datum) string {
+	if d.Nested == nil {
+		return fmt.Sprintf("%+v", d)
+	}
+	var b strings.Builder
+	list := func(name string, ds []Datum) {
+		if ds == nil {
+			return
+		}
+		b.WriteString(name + "[")
+		for i, e := range ds {
+			if i > 0 {
+				b.WriteString(" ")
+			}
+			b.WriteString(datumDebug(e))
+		}
+		b.WriteString("]")
+	}
+	list("elems", d.Nested.Elems)
+	list("keys", d.Nested.Keys)
+	list("values", d.Nested.Values)
+	list("fields", d.Nested.Fields)
+	if b.Len() == 0 {
+		return "nested{}"
+	}
+	return b.String()
 }

@@ -39,6 +39,16 @@ func javaTypeSpec(t DataType) string {
 		s = fmt.Sprintf("TIMESTAMP(%d)", t.Precision)
 	case TypeTimestampLTZ:
 		s = fmt.Sprintf("TIMESTAMP_LTZ(%d)", t.Precision)
+	case TypeArray:
+		s = "ARRAY<" + javaTypeSpec(*t.Elem) + ">"
+	case TypeMap:
+		s = "MAP<" + javaTypeSpec(*t.Key) + "," + javaTypeSpec(*t.Value) + ">"
+	case TypeRow:
+		parts := make([]string, len(t.Fields))
+		for i, f := range t.Fields {
+			parts[i] = f.Name + ":" + javaTypeSpec(f.Type)
+		}
+		s = "ROW<" + strings.Join(parts, ",") + ">"
 	default:
 		s = t.Root.String()
 	}
@@ -59,20 +69,74 @@ func javaSchemaLine(s *Schema) string {
 func parseJavaSchemaLine(t *testing.T, line string) *Schema {
 	s := &Schema{}
 	for i, f := range strings.Fields(line) {
-		var dt DataType
-		if strings.HasSuffix(f, "!") {
-			dt.NotNull = true
-			f = strings.TrimSuffix(f, "!")
+		c := &javaCursor{s: f}
+		dt := parseJavaType(t, c)
+		require.Equal(t, len(f), c.i, "type spec %q", f)
+		s.Columns = append(s.Columns, Column{Name: fmt.Sprintf("f%d", i), Type: dt})
+	}
+	return s
+}
+
+// javaCursor is a position in a FlussGolden type spec or value.
+type javaCursor struct {
+	s string
+	i int
+}
+
+func (c *javaCursor) at(b byte) bool { return c.i < len(c.s) && c.s[c.i] == b }
+
+func (c *javaCursor) expect(t *testing.T, b byte) {
+	require.True(t, c.at(b), "want %q at %d of %q", b, c.i, c.s)
+	c.i++
+}
+
+func (c *javaCursor) token(stops string) string {
+	start := c.i
+	for c.i < len(c.s) && !strings.ContainsRune(stops, rune(c.s[c.i])) {
+		c.i++
+	}
+	return c.s[start:c.i]
+}
+
+func parseJavaType(t *testing.T, c *javaCursor) DataType {
+	name := c.token("(<!,>:")
+	var p []int
+	if c.at('(') {
+		c.expect(t, '(')
+		for _, a := range strings.Split(c.token(")"), ",") {
+			n, err := strconv.Atoi(a)
+			require.NoError(t, err)
+			p = append(p, n)
 		}
-		name, args, _ := strings.Cut(strings.TrimSuffix(f, ")"), "(")
-		var p []int
-		for _, a := range strings.Split(args, ",") {
-			if a != "" {
-				n, err := strconv.Atoi(a)
-				require.NoError(t, err)
-				p = append(p, n)
+		c.expect(t, ')')
+	}
+	var dt DataType
+	switch name {
+	case "ARRAY":
+		c.expect(t, '<')
+		dt = Array(parseJavaType(t, c))
+		c.expect(t, '>')
+	case "MAP":
+		c.expect(t, '<')
+		k := parseJavaType(t, c)
+		c.expect(t, ',')
+		v := parseJavaType(t, c)
+		c.expect(t, '>')
+		dt = Map(k, v)
+	case "ROW":
+		c.expect(t, '<')
+		var fields []Field
+		for !c.at('>') {
+			if len(fields) > 0 {
+				c.expect(t, ',')
 			}
+			fname := c.token(":")
+			c.expect(t, ':')
+			fields = append(fields, RowField(fname, parseJavaType(t, c)))
 		}
+		c.expect(t, '>')
+		dt = RowType(fields...)
+	default:
 		switch name {
 		case "TIME":
 			name = "TIME_WITHOUT_TIME_ZONE"
@@ -92,9 +156,12 @@ func parseJavaSchemaLine(t *testing.T, line string) *Schema {
 		case TypeTime, TypeTimestamp, TypeTimestampLTZ:
 			dt.Precision = p[0]
 		}
-		s.Columns = append(s.Columns, Column{Name: fmt.Sprintf("f%d", i), Type: dt})
 	}
-	return s
+	if c.at('!') {
+		c.expect(t, '!')
+		dt.NotNull = true
+	}
+	return dt
 }
 
 func hexOrDash(b []byte) string {
@@ -110,6 +177,24 @@ func javaCanonical(t *DataType, d Datum) string {
 		return "null"
 	}
 	switch t.Root {
+	case TypeArray:
+		parts := make([]string, len(d.Nested.Elems))
+		for i, e := range d.Nested.Elems {
+			parts[i] = javaCanonical(t.Elem, e)
+		}
+		return "[" + strings.Join(parts, ",") + "]"
+	case TypeMap:
+		parts := make([]string, len(d.Nested.Keys))
+		for i := range d.Nested.Keys {
+			parts[i] = javaCanonical(t.Key, d.Nested.Keys[i]) + "=" + javaCanonical(t.Value, d.Nested.Values[i])
+		}
+		return "{" + strings.Join(parts, ",") + "}"
+	case TypeRow:
+		parts := make([]string, len(d.Nested.Fields))
+		for i, f := range d.Nested.Fields {
+			parts[i] = javaCanonical(&t.Fields[i].Type, f)
+		}
+		return "(" + strings.Join(parts, ",") + ")"
 	case TypeFloat:
 		return strconv.FormatUint(uint64(math.Float32bits(float32(d.F))), 10)
 	case TypeDouble:
@@ -136,9 +221,59 @@ func javaRowLine(s *Schema, row Row) string {
 }
 
 func parseJavaDatum(t *testing.T, dt *DataType, v string) Datum {
-	if v == "null" {
+	c := &javaCursor{s: v}
+	d := parseJavaValue(t, c, dt)
+	require.Equal(t, len(v), c.i, "value %q", v)
+	return d
+}
+
+// parseJavaValue parses a scalar or nested value in FlussGolden's syntax.
+func parseJavaValue(t *testing.T, c *javaCursor, dt *DataType) Datum {
+	if strings.HasPrefix(c.s[c.i:], "null") {
+		c.i += 4
 		return NullDatum()
 	}
+	switch dt.Root {
+	case TypeArray:
+		c.expect(t, '[')
+		es := []Datum{}
+		for !c.at(']') {
+			if len(es) > 0 {
+				c.expect(t, ',')
+			}
+			es = append(es, parseJavaValue(t, c, dt.Elem))
+		}
+		c.expect(t, ']')
+		return ArrayDatum(es...)
+	case TypeMap:
+		c.expect(t, '{')
+		var ks, vs []Datum
+		for !c.at('}') {
+			if len(ks) > 0 {
+				c.expect(t, ',')
+			}
+			ks = append(ks, parseJavaValue(t, c, dt.Key))
+			c.expect(t, '=')
+			vs = append(vs, parseJavaValue(t, c, dt.Value))
+		}
+		c.expect(t, '}')
+		return MapDatum(ks, vs)
+	case TypeRow:
+		c.expect(t, '(')
+		fs := make([]Datum, len(dt.Fields))
+		for i := range fs {
+			if i > 0 {
+				c.expect(t, ',')
+			}
+			fs[i] = parseJavaValue(t, c, &dt.Fields[i].Type)
+		}
+		c.expect(t, ')')
+		return RowDatum(fs...)
+	}
+	return parseJavaScalar(t, dt, c.token(",]})="))
+}
+
+func parseJavaScalar(t *testing.T, dt *DataType, v string) Datum {
 	unhexDash := func(v string) []byte {
 		if v == "-" {
 			return []byte{}
@@ -194,8 +329,12 @@ func goOracleOutput(t *testing.T, s *Schema, rows []Row) string {
 	for i, c := range s.Columns {
 		all[i] = c.Name
 	}
-	ke, err := NewKeyEncoder(s, all, "")
-	require.NoError(t, err)
+	var ke *KeyEncoder
+	if err := checkSchemaKeyable(s); err == nil {
+		var err error
+		ke, err = NewKeyEncoder(s, all, "")
+		require.NoError(t, err)
+	}
 	kvc, err := NewKvBatchBuilder(s, 1, KvFormatCompacted)
 	require.NoError(t, err)
 	kvi, err := NewKvBatchBuilder(s, 1, KvFormatIndexed)
@@ -208,7 +347,9 @@ func goOracleOutput(t *testing.T, s *Schema, rows []Row) string {
 		ix, err := appendIndexedRow(nil, types, indexedVarCount(types), row)
 		require.NoError(t, err)
 		fmt.Fprintf(&out, "compacted %s\nindexed %s\n", hexOrDash(c), hexOrDash(ix))
-		if key, err := ke.Encode(nil, row); err == nil {
+		if ke == nil {
+			// nested schemas have no key (FlussGolden prints none)
+		} else if key, err := ke.Encode(nil, row); err == nil {
 			h := flussHashBytes(key)
 			fmt.Fprintf(&out, "key %s\nbucket %d %d", hexOrDash(key), h, flussMurmurInt(h))
 			for _, n := range []int{1, 3, 4, 16, 128} {
@@ -235,6 +376,16 @@ func goOracleOutput(t *testing.T, s *Schema, rows []Row) string {
 		fmt.Fprintf(&out, "%s %s\n", b.name, hexOrDash(bs))
 	}
 	return out.String()
+}
+
+// checkSchemaKeyable reports whether every column can be a key column.
+func checkSchemaKeyable(s *Schema) error {
+	for i := range s.Columns {
+		if err := checkScalarType(&s.Columns[i].Type); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // readJavaGolden splits testdata/java_golden.txt into its input (schema
@@ -269,7 +420,7 @@ func readJavaGolden(t *testing.T, path string) (input []string, output string) {
 func TestJavaGoldenRowsKeysBucketsAndBatches(t *testing.T) {
 	files, err := filepath.Glob("testdata/java_golden*.txt")
 	require.NoError(t, err)
-	require.Len(t, files, 4)
+	require.Len(t, files, 5)
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			input, javaOut := readJavaGolden(t, file)

@@ -10,9 +10,22 @@ import (
 // Fluss uses (no zigzag), the decimal byte form, and the checks that decide
 // whether a schema or a row can be encoded at all.
 
-// ErrNestedNotImplemented is returned for schemas with ARRAY, MAP or ROW
-// columns: Datum has no nested form yet, so no encoder accepts them.
-var ErrNestedNotImplemented = errors.New("fluss: ARRAY, MAP and ROW columns are not implemented")
+// ErrNestedKey is returned for ARRAY, MAP and ROW columns used as key
+// columns (primary key, bucket key): Fluss refuses them there
+// (TableDescriptor and Schema validation in 0.9.1), and no key encoding
+// exists for them.
+var ErrNestedKey = errors.New("fluss: ARRAY, MAP and ROW columns cannot be primary-key or bucket-key columns")
+
+// ErrNestedNotImplemented is the error key encoders returned for nested
+// columns before nested value columns were implemented.
+//
+// Deprecated: nested value columns are supported; key encoders return
+// ErrNestedKey, which this is an alias of.
+var ErrNestedNotImplemented = ErrNestedKey
+
+// maxTypeDepth bounds the nesting of ARRAY, MAP and ROW types the encoders
+// accept (recursion depth of the codecs).
+const maxTypeDepth = 64
 
 // compactDecimalPrecision is the largest DECIMAL precision whose unscaled
 // value is carried as an int64 (Fluss Decimal.MAX_COMPACT_PRECISION).
@@ -22,20 +35,58 @@ const compactDecimalPrecision = 18
 // milliseconds only (TimestampNtz/TimestampLtz.isCompact).
 const compactTimestampPrecision = 3
 
-// checkSchemaTypes reports whether every column of the schema is a scalar
-// type the encoders support, with sane precision and length parameters.
+// checkSchemaTypes reports whether every column of the schema is a type the
+// encoders support (scalars, and ARRAY, MAP and ROW of supported types),
+// with sane precision and length parameters.
 func checkSchemaTypes(s *Schema) error {
 	if s == nil || len(s.Columns) == 0 {
 		return errors.New("fluss: schema has no columns")
 	}
 	for i := range s.Columns {
-		if err := checkScalarType(&s.Columns[i].Type); err != nil {
+		if err := checkType(&s.Columns[i].Type, 0); err != nil {
 			return fmt.Errorf("column %q: %w", s.Columns[i].Name, err)
 		}
 	}
 	return nil
 }
 
+// checkType checks a value type, nested types included.
+func checkType(t *DataType, depth int) error {
+	if depth > maxTypeDepth {
+		return fmt.Errorf("fluss: types nested deeper than %d levels", maxTypeDepth)
+	}
+	switch t.Root {
+	case TypeArray:
+		if t.Elem == nil {
+			return errors.New("fluss: ARRAY without element type")
+		}
+		if err := checkType(t.Elem, depth+1); err != nil {
+			return fmt.Errorf("ARRAY element: %w", err)
+		}
+	case TypeMap:
+		if t.Key == nil || t.Value == nil {
+			return errors.New("fluss: MAP without key or value type")
+		}
+		if err := checkType(t.Key, depth+1); err != nil {
+			return fmt.Errorf("MAP key: %w", err)
+		}
+		if err := checkType(t.Value, depth+1); err != nil {
+			return fmt.Errorf("MAP value: %w", err)
+		}
+	case TypeRow:
+		for i := range t.Fields {
+			if err := checkType(&t.Fields[i].Type, depth+1); err != nil {
+				return fmt.Errorf("ROW field %q: %w", t.Fields[i].Name, err)
+			}
+		}
+	default:
+		return checkScalarType(t)
+	}
+	return nil
+}
+
+// checkScalarType checks a scalar type; nested types give ErrNestedKey (it
+// is what key columns are checked with).
 func checkScalarType(t *DataType) error {
 	switch t.Root {
 	case TypeBoolean, TypeTinyInt, TypeSmallInt, TypeInt, TypeBigInt, TypeFloat, TypeDouble,
@@ -54,7 +105,7 @@ func checkScalarType(t *DataType) error {
 			return fmt.Errorf("fluss: invalid %s", t)
 		}
 	case TypeArray, TypeMap, TypeRow:
-		return ErrNestedNotImplemented
+		return fmt.Errorf("%w (%s)", ErrNestedKey, t.Root)
 	default:
 		return fmt.Errorf("fluss: unsupported data type %s", t.Root)
 	}

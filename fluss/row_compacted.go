@@ -20,6 +20,8 @@ import (
 //	  DECIMAL p > 18              varint32 length + minimal big-endian two's complement
 //	  TIMESTAMP[_LTZ] p <= 3      varint64 epoch millis
 //	  TIMESTAMP[_LTZ] p > 3       varint64 epoch millis + varint32 nano-of-milli
+//	  ARRAY, MAP, ROW             varint32 length + BinaryArray / BinaryMap /
+//	                              CompactedRow (row_nested.go)
 //
 // The compacted key encoding (CompactedKeyEncoder) is the same field
 // encoding with no null bitset.
@@ -68,33 +70,69 @@ func appendCompactedField(dst []byte, t *DataType, d *Datum) []byte {
 // appendCompactedRow appends row as a CompactedRow. On error dst is
 // returned unchanged in length.
 func appendCompactedRow(dst []byte, types []DataType, row Row) ([]byte, error) {
-	if len(row) != len(types) {
-		return dst, errRowWidth(len(row), len(types))
+	return appendCompactedRowSeq(dst, colSeq(types), row, 0)
+}
+
+func appendCompactedRowSeq(dst []byte, types typeSeq, row []Datum, depth int) ([]byte, error) {
+	n := types.len()
+	if len(row) != n {
+		return dst, errRowWidth(len(row), n)
 	}
 	start := len(dst)
-	nb := (len(types) + 7) / 8
+	nb := (n + 7) / 8
 	for i := 0; i < nb; i++ {
 		dst = append(dst, 0)
 	}
-	for i := range types {
+	for i := 0; i < n; i++ {
+		t := types.at(i)
 		d := &row[i]
 		if d.Null {
-			if types[i].NotNull {
-				return dst[:start], errNullInNotNull(i, &types[i])
+			if t.NotNull {
+				return dst[:start], errNullInNotNull(i, t)
 			}
 			dst[start+(i>>3)] |= 1 << (i & 7)
 			continue
 		}
-		dst = appendCompactedField(dst, &types[i], d)
+		if t.IsNested() {
+			var err error
+			if dst, err = appendCompactedNested(dst, t, d, depth); err != nil {
+				return dst[:start], fmt.Errorf("field %d: %w", i, err)
+			}
+			continue
+		}
+		dst = appendCompactedField(dst, t, d)
 	}
+	return dst, nil
+}
+
+// appendCompactedNested appends a non-null ARRAY, MAP or ROW field: a
+// varint32 length, then the value's binary form. The form is built in place
+// and moved right by the length's size (CompactedRowWriter.write(length,
+// segments, offset) writes the length first).
+func appendCompactedNested(dst []byte, t *DataType, d *Datum, depth int) ([]byte, error) {
+	start := len(dst)
+	dst, err := appendNestedBinary(dst, t, d, KvFormatCompacted, depth+1)
+	if err != nil {
+		return dst[:start], err
+	}
+	n := len(dst) - start
+	if n > math.MaxInt32 {
+		return dst[:start], fmt.Errorf("fluss: %s value larger than 2 GiB", t.Root)
+	}
+	k := uvarint32Size(uint32(n))
+	dst = appendZeros(dst, k)
+	copy(dst[start+k:], dst[start:start+n])
+	appendUvarint32(dst[:start], uint32(n))
 	return dst, nil
 }
 
 // compactedReader decodes compacted fields from a byte slice; values that
 // are byte strings point into the input.
 type compactedReader struct {
-	b   []byte
-	pos int
+	b      []byte
+	pos    int
+	depth  int
+	budget *int // nested datums still allowed (nestedBudget); nil until needed
 }
 
 var errShortRow = errors.New("fluss: row bytes truncated")
@@ -197,6 +235,16 @@ func (r *compactedReader) field(t *DataType, d *Datum) error {
 			n, err = r.u32()
 			d.N = int32(n)
 		}
+	case TypeArray, TypeMap, TypeRow:
+		var b []byte
+		if b, err = r.lenPrefixed(); err != nil {
+			return err
+		}
+		if r.budget == nil {
+			budget := nestedBudget(len(r.b))
+			r.budget = &budget
+		}
+		return decodeNestedBinary(b, t, d, KvFormatCompacted, r.depth+1, r.budget)
 	default:
 		return fmt.Errorf("fluss: cannot decode %s", t)
 	}
@@ -205,19 +253,26 @@ func (r *compactedReader) field(t *DataType, d *Datum) error {
 
 // decodeCompactedRow decodes a whole CompactedRow (with null bitset).
 func decodeCompactedRow(b []byte, types []DataType, row Row) error {
-	nb := (len(types) + 7) / 8
+	return decodeCompactedRowSeq(b, colSeq(types), row, 0, nil)
+}
+
+// decodeCompactedRowSeq decodes a CompactedRow of types; budget is shared
+// by the nested values of a top-level row (nil: a new one).
+func decodeCompactedRowSeq(b []byte, types typeSeq, row []Datum, depth int, budget *int) error {
+	n := types.len()
+	nb := (n + 7) / 8
 	if len(b) < nb {
 		return errShortRow
 	}
-	r := compactedReader{b: b, pos: nb}
-	for i := range types {
+	r := compactedReader{b: b, pos: nb, depth: depth, budget: budget}
+	for i := 0; i < n; i++ {
 		if b[i>>3]&(1<<(i&7)) != 0 {
 			row[i] = Datum{Null: true}
 			continue
 		}
 		row[i] = Datum{}
-		if err := r.field(&types[i], &row[i]); err != nil {
-			return fmt.Errorf("decode compacted field %d (%s): %w", i, &types[i], err)
+		if err := r.field(types.at(i), &row[i]); err != nil {
+			return fmt.Errorf("decode compacted field %d (%s): %w", i, types.at(i), err)
 		}
 	}
 	if r.pos != len(b) {

@@ -18,6 +18,8 @@ import (
 //	  TIMESTAMP[_LTZ] p <= 3: 8 LE millis; p > 3: 8 LE millis + 4 LE nanos
 //	  CHAR(n), BINARY(n): exactly n bytes, zero padded (value must fit)
 //	  STRING, BYTES, DECIMAL p > 18: raw bytes (length in the list)
+//	  ARRAY, MAP, ROW: BinaryArray / BinaryMap / IndexedRow bytes (length in
+//	    the list; row_nested.go)
 
 // indexedVarLength reports whether a column takes a slot in the
 // variable-length list (IndexedRow.isFixedLength is false).
@@ -44,18 +46,23 @@ func indexedVarCount(types []DataType) int {
 // appendIndexedRow appends row as an IndexedRow; varCount must be
 // indexedVarCount(types). On error dst is returned unchanged in length.
 func appendIndexedRow(dst []byte, types []DataType, varCount int, row Row) ([]byte, error) {
-	if len(row) != len(types) {
-		return dst, errRowWidth(len(row), len(types))
+	return appendIndexedRowSeq(dst, colSeq(types), varCount, row, 0)
+}
+
+func appendIndexedRowSeq(dst []byte, types typeSeq, varCount int, row []Datum, depth int) ([]byte, error) {
+	nt := types.len()
+	if len(row) != nt {
+		return dst, errRowWidth(len(row), nt)
 	}
 	start := len(dst)
-	nb := (len(types) + 7) / 8
+	nb := (nt + 7) / 8
 	hdr := nb + 4*varCount
 	for i := 0; i < hdr; i++ {
 		dst = append(dst, 0)
 	}
 	slot := start + nb
-	for i := range types {
-		t := &types[i]
+	for i := 0; i < nt; i++ {
+		t := types.at(i)
 		d := &row[i]
 		if d.Null {
 			if t.NotNull {
@@ -109,8 +116,19 @@ func appendIndexedRow(dst []byte, types []DataType, varCount int, row Row) ([]by
 			lePutU32(dst, slot, uint32(len(d.B)))
 			slot += 4
 			dst = append(dst, d.B...)
+		case TypeArray, TypeMap, TypeRow:
+			at := len(dst)
+			var err error
+			if dst, err = appendNestedBinary(dst, t, d, KvFormatIndexed, depth+1); err != nil {
+				return dst[:start], fmt.Errorf("field %d: %w", i, err)
+			}
+			if len(dst)-at > math.MaxInt32 {
+				return dst[:start], fmt.Errorf("fluss: field %d: %s value larger than 2 GiB", i, t.Root)
+			}
+			lePutU32(dst, slot, uint32(len(dst)-at))
+			slot += 4
 		default:
-			return dst[:start], fmt.Errorf("fluss: column %d: %w", i, ErrNestedNotImplemented)
+			return dst[:start], fmt.Errorf("fluss: field %d: cannot encode %s", i, t)
 		}
 	}
 	return dst, nil
@@ -142,15 +160,22 @@ func indexedFixedSize(t *DataType) int {
 // CHAR values have trailing zero bytes removed (IndexedRow.getChar); BINARY
 // values keep their full fixed length.
 func decodeIndexedRow(b []byte, types []DataType, varCount int, row Row) error {
-	nb := (len(types) + 7) / 8
+	return decodeIndexedRowSeq(b, colSeq(types), varCount, row, 0, nil)
+}
+
+// decodeIndexedRowSeq decodes an IndexedRow of types; budget is shared by
+// the nested values of a top-level row (nil: a new one).
+func decodeIndexedRowSeq(b []byte, types typeSeq, varCount int, row []Datum, depth int, budget *int) error {
+	nt := types.len()
+	nb := (nt + 7) / 8
 	hdr := nb + 4*varCount
 	if len(b) < hdr {
 		return errShortRow
 	}
 	slot := nb
 	pos := hdr
-	for i := range types {
-		t := &types[i]
+	for i := 0; i < nt; i++ {
+		t := types.at(i)
 		if b[i>>3]&(1<<(i&7)) != 0 {
 			row[i] = Datum{Null: true}
 			continue
@@ -210,6 +235,14 @@ func decodeIndexedRow(b []byte, types []DataType, varCount int, row Row) error {
 				k--
 			}
 			d.B = v[:k]
+		case TypeArray, TypeMap, TypeRow:
+			if budget == nil {
+				bud := nestedBudget(len(b))
+				budget = &bud
+			}
+			if err := decodeNestedBinary(v, t, &d, KvFormatIndexed, depth+1, budget); err != nil {
+				return fmt.Errorf("decode indexed field %d (%s): %w", i, t, err)
+			}
 		default:
 			d.B = v
 		}

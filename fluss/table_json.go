@@ -144,8 +144,11 @@ func AppendDataTypeJSON(dst []byte, t DataType) ([]byte, error) {
 		if t.Key == nil || t.Value == nil {
 			return nil, errors.New("data type: MAP without key or value type")
 		}
+		// Fluss's MapType makes its key type NOT NULL, whatever it is given.
+		key := *t.Key
+		key.NotNull = true
 		dst = append(dst, `,"key_type":`...)
-		if dst, err = AppendDataTypeJSON(dst, *t.Key); err != nil {
+		if dst, err = AppendDataTypeJSON(dst, key); err != nil {
 			return nil, err
 		}
 		dst = append(dst, `,"value_type":`...)
@@ -326,6 +329,7 @@ func (jt *jsonDataType) toDataType() (DataType, error) {
 		t.Elem, err = nested(jt.ElementType, "element_type")
 	case TypeMap:
 		if t.Key, err = nested(jt.KeyType, "key_type"); err == nil {
+			t.Key.NotNull = true // DataTypes.MAP: keys are never null
 			t.Value, err = nested(jt.ValueType, "value_type")
 		}
 	case TypeRow:

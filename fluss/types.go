@@ -122,6 +122,29 @@ func TimestampLTZ(precision int) DataType {
 	return DataType{Root: TypeTimestampLTZ, Precision: precision}
 }
 
+// Array returns ARRAY<elem>.
+func Array(elem DataType) DataType { return DataType{Root: TypeArray, Elem: &elem} }
+
+// Map returns MAP<key, value>. The key type is made NOT NULL, as Fluss's
+// MapType constructor does: map keys are never null.
+func Map(key, value DataType) DataType {
+	key.NotNull = true
+	return DataType{Root: TypeMap, Key: &key, Value: &value}
+}
+
+// RowType returns ROW<fields...> (named RowType because Row is the type of
+// a record's values). Field ids may be left zero: AppendSchemaJSON numbers
+// them as Fluss's Schema.Builder does.
+func RowType(fields ...Field) DataType { return DataType{Root: TypeRow, Fields: fields} }
+
+// RowField returns a field of a ROW type.
+func RowField(name string, t DataType) Field { return Field{Name: name, Type: t} }
+
+// IsNested reports whether t is an ARRAY, MAP or ROW type.
+func (t *DataType) IsNested() bool {
+	return t.Root == TypeArray || t.Root == TypeMap || t.Root == TypeRow
+}
+
 // NonNull returns a copy of t that does not accept nulls.
 func (t DataType) NonNull() DataType { t.NotNull = true; return t }
 
@@ -279,7 +302,7 @@ type TableInfo struct {
 }
 
 // Datum is one value of a row. Which fields are meaningful depends on the
-// column's type; a Datum never allocates on its own, so a row can point into
+// column's type; a scalar Datum never allocates on its own, so a row can point into
 // the buffer it was decoded from.
 //
 //	BOOLEAN                      I (0 or 1)
@@ -291,12 +314,30 @@ type TableInfo struct {
 //	CHAR, STRING                 B (UTF-8)
 //	BINARY, BYTES                B
 //	TIMESTAMP, TIMESTAMP_LTZ     I (epoch milliseconds), N (nanos of milli)
+//	ARRAY                        Nested.Elems (one Datum per element)
+//	MAP                          Nested.Keys, Nested.Values (entry order kept)
+//	ROW                          Nested.Fields (one Datum per field)
+//
+// Nested values are the only ones that point to other memory of their own
+// (a *Nested); scalar datums leave Nested nil.
 type Datum struct {
-	I    int64
-	F    float64
-	B    []byte
-	N    int32
-	Null bool
+	I      int64
+	F      float64
+	B      []byte
+	N      int32
+	Null   bool
+	Nested *Nested
+}
+
+// Nested is the value of an ARRAY, MAP or ROW datum. Only the slices of the
+// datum's type are used: Elems for ARRAY; Keys and Values, of equal length,
+// for MAP (keys must not be null; duplicates are written as given); Fields
+// for ROW, one per field of the row type.
+type Nested struct {
+	Elems  []Datum
+	Keys   []Datum
+	Values []Datum
+	Fields []Datum
 }
 
 // Row is one record's values, in column order.
@@ -313,6 +354,18 @@ func TimestampDatum(millis int64, nanoOfMilli int32) Datum {
 	return Datum{I: millis, N: nanoOfMilli}
 }
 
+// ArrayDatum returns an ARRAY value; no elements is the empty array.
+func ArrayDatum(elems ...Datum) Datum { return Datum{Nested: &Nested{Elems: elems}} }
+
+// MapDatum returns a MAP value of the entries keys[i] → values[i]. The
+// slices must be of equal length (the encoders refuse them otherwise).
+func MapDatum(keys, values []Datum) Datum {
+	return Datum{Nested: &Nested{Keys: keys, Values: values}}
+}
+
+// RowDatum returns a ROW value with the given field values.
+func RowDatum(fields ...Datum) Datum { return Datum{Nested: &Nested{Fields: fields}} }
+
 // Float32 returns the value of a FLOAT datum.
 func (d Datum) Float32() float32 { return float32(d.F) }
 
@@ -322,8 +375,30 @@ func (d Datum) Equal(o Datum) bool {
 	if d.Null || o.Null {
 		return d.Null == o.Null
 	}
+	if d.Nested != nil || o.Nested != nil {
+		return d.Nested != nil && o.Nested != nil && d.Nested.Equal(o.Nested)
+	}
 	return d.I == o.I && d.N == o.N && math.Float64bits(d.F) == math.Float64bits(o.F) &&
 		string(d.B) == string(o.B)
+}
+
+// Equal reports whether two nested values hold equal elements, entries and
+// fields (nil and empty slices are equal).
+func (n *Nested) Equal(o *Nested) bool {
+	return datumsEqual(n.Elems, o.Elems) && datumsEqual(n.Keys, o.Keys) &&
+		datumsEqual(n.Values, o.Values) && datumsEqual(n.Fields, o.Fields)
+}
+
+func datumsEqual(a, b []Datum) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !a[i].Equal(b[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 func b2i(v bool) int64 {

@@ -13,6 +13,7 @@ import (
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
+	"github.com/fluss-kafka/gateway/schemaregistry"
 	"github.com/fluss-kafka/gateway/writer"
 )
 
@@ -27,6 +28,7 @@ type bridge struct {
 	parts   *partitionCache
 	pending *pendingWrites
 	ids     writerIDs
+	reg     *schemaregistry.Client // nil: no schema_registry configured
 	log     *slog.Logger
 	m       *gatewayMetrics
 
@@ -53,6 +55,7 @@ type convBatch struct {
 	headers []mapping.Header
 	rec     mapping.Record
 	handles []writer.Handle
+	framing framing // registry formats only
 }
 
 func newBridge(w *writer.Writer, parts *partitionCache, ids writerIDs, m *gatewayMetrics, log *slog.Logger) *bridge {
@@ -123,11 +126,13 @@ func (s *bridge) NextProducerID(ctx context.Context) (int64, error) {
 }
 
 // Produce implements kafkaproto.Sink. It runs on the Kafka connection's
-// read goroutine: it converts the batch, and when every Fluss partition it
-// needs is known it appends the rows at once. Otherwise (a partition to
-// look up or create: up to three Fluss calls and a poll) the converted
-// batch waits in its Kafka partition's queue, in arrival order, and a
-// goroutine resolves and appends it, so the connection keeps reading.
+// read goroutine: it converts the batch, and when every writer schema
+// (schema-registry formats) and every Fluss partition it needs is known it
+// appends the rows at once. Otherwise (a schema to fetch from the
+// registry, a partition to look up or create: up to three Fluss calls and
+// a poll) the batch waits in its Kafka partition's queue, in arrival
+// order, and a goroutine fetches, converts, resolves and appends it, so the
+// connection keeps reading.
 func (s *bridge) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) (kafkaproto.PartitionWrite, error) {
 	st := s.state.Load()
 	if st == nil {
@@ -138,15 +143,18 @@ func (s *bridge) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) 
 		return nil, kafkaproto.ErrUnknownTopicOrPartition
 	}
 	cb := s.getBatch(len(req.Records))
-	if err := s.convert(route, req, cb); err != nil {
-		s.putBatch(cb)
-		s.m.rejected(route.Name(), len(req.Records))
-		return nil, err
-	}
+	schemasMissing := s.frame(route, req, cb)
 	tp := topicPartition{req.Topic, req.Partition}
-	if !s.pending.busy(tp) && s.resolveCached(st, route, cb) {
-		defer s.putBatch(cb)
-		return s.write(ctx, st, route, req, cb)
+	if !schemasMissing {
+		if err := s.convert(route, req, cb); err != nil {
+			s.putBatch(cb)
+			s.m.rejected(route.Name(), len(req.Records))
+			return nil, err
+		}
+		if !s.pending.busy(tp) && s.resolveCached(st, route, cb) {
+			defer s.putBatch(cb)
+			return s.write(ctx, st, route, req, cb)
+		}
 	}
 
 	// The request's context ends when the handler returns; keep its deadline.
@@ -161,6 +169,19 @@ func (s *bridge) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) 
 		defer cancel()
 		stop := context.AfterFunc(s.stopped, cancel)
 		defer stop()
+		if schemasMissing {
+			if err := s.resolveSchemas(jctx, route.Name(), cb); err != nil {
+				s.log.Warn("produce: schema lookup failed; the producer will retry", slog.String("topic", req.Topic),
+					slog.Int("partition", int(req.Partition)), slog.Any("err", err))
+				c.Complete(failedResult(err))
+				return
+			}
+			if err := s.convert(route, req, cb); err != nil {
+				s.m.rejected(route.Name(), len(req.Records))
+				c.Complete(failedResult(err))
+				return
+			}
+		}
 		if err := s.resolvePartitions(jctx, st, route, cb); err != nil {
 			s.log.Warn("produce: partition resolution failed", slog.String("topic", req.Topic),
 				slog.Int("partition", int(req.Partition)), slog.Any("err", err))
@@ -230,6 +251,9 @@ func (s *bridge) convert(route *mapping.Route, req *kafkaproto.PartitionProduce,
 			Timestamp: kr.Timestamp,
 			Key:       kr.Key,
 			Value:     kr.Value,
+		}
+		if len(cb.framing.values) > i {
+			rec.SerializedValue, rec.SerializedKey = cb.framing.values[i], cb.framing.keys[i]
 		}
 		if len(kr.Headers) > 0 {
 			start := len(cb.headers)

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fluss-kafka/gateway/schemaregistry"
 )
 
 // gatewayMetrics are the metrics of the wiring itself; the components
@@ -14,6 +16,7 @@ type gatewayMetrics struct {
 	routeDLQ      *prometheus.CounterVec
 	routeLatency  *prometheus.HistogramVec
 	reloads       *prometheus.CounterVec
+	registryDown  *prometheus.CounterVec
 	routes        prometheus.Gauge
 }
 
@@ -36,6 +39,10 @@ func newGatewayMetrics(reg prometheus.Registerer) *gatewayMetrics {
 			Help:    "Time from handing a Kafka batch to the write path until Fluss acknowledged all its records (acks 1/all), per route.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
 		}, []string{"route"}),
+		registryDown: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fluss_gateway_route_schema_registry_unavailable_total",
+			Help: "Kafka batches refused with a retriable error because the schema registry could not be reached for a writer schema (nothing of them written; the producer retries).",
+		}, []string{"route"}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fluss_gateway_config_reloads_total",
 			Help: "Configuration reloads by result (success or failure; a failed reload keeps the old routes).",
@@ -45,7 +52,7 @@ func newGatewayMetrics(reg prometheus.Registerer) *gatewayMetrics {
 			Help: "Routes currently bound to their tables.",
 		}),
 	}
-	reg.MustRegister(m.routeRecords, m.routeRejected, m.routeDLQ, m.routeLatency, m.reloads, m.routes)
+	reg.MustRegister(m.routeRecords, m.routeRejected, m.routeDLQ, m.routeLatency, m.reloads, m.registryDown, m.routes)
 	return m
 }
 
@@ -73,4 +80,30 @@ func (m *gatewayMetrics) reloaded(ok bool) {
 	} else {
 		m.reloads.WithLabelValues("failure").Inc()
 	}
+}
+
+func (m *gatewayMetrics) registryUnavailable(route string) {
+	m.registryDown.WithLabelValues(route).Inc()
+}
+
+// registerRegistryStats exports the schema-registry client's counters.
+func registerRegistryStats(reg prometheus.Registerer, c *schemaregistry.Client) {
+	counter := func(name, help string, v func(schemaregistry.Stats) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
+			func() float64 { return float64(v(c.Stats())) })
+	}
+	reg.MustRegister(
+		counter("fluss_gateway_schema_registry_lookups_total", "Writer-schema lookups (by id, GUID, globalId or contentId).",
+			func(s schemaregistry.Stats) uint64 { return s.Lookups }),
+		counter("fluss_gateway_schema_registry_cache_hits_total", "Lookups answered from the schema cache.",
+			func(s schemaregistry.Stats) uint64 { return s.CacheHits }),
+		counter("fluss_gateway_schema_registry_fetches_total", "Schema fetches from the registry (one per id, however many ask at once).",
+			func(s schemaregistry.Stats) uint64 { return s.Fetches }),
+		counter("fluss_gateway_schema_registry_unknown_total", "Fetches the registry answered with 'not found' (those records are bad).",
+			func(s schemaregistry.Stats) uint64 { return s.FetchUnknown }),
+		counter("fluss_gateway_schema_registry_unavailable_total", "Fetches that failed because the registry could not be reached or failed (retriable).",
+			func(s schemaregistry.Stats) uint64 { return s.FetchUnavailable }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fluss_gateway_schema_registry_cached_schemas", Help: "Schemas in the cache."},
+			func() float64 { return float64(c.Stats().CachedSchemas) }),
+	)
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
+	"github.com/fluss-kafka/gateway/schemaregistry"
 	"github.com/fluss-kafka/gateway/writer"
 )
 
@@ -76,6 +77,13 @@ func New(cfg *configs.Config, log *slog.Logger) (*Gateway, error) {
 	g.w = w
 	g.tables = newTableRegistry(w)
 	g.bridge = newBridge(w, newPartitionCache(client), client, g.m, log.With(slog.String("component", "bridge")))
+	if set.registry != nil {
+		if g.bridge.reg, err = schemaregistry.New(*set.registry); err != nil {
+			client.Close()
+			return nil, fmt.Errorf("schema_registry: %w", err)
+		}
+		registerRegistryStats(reg, g.bridge.reg)
+	}
 	for i, l := range set.listeners {
 		name := l.name
 		srv, err := kafkaproto.New(l.kafka, g.bridge,
@@ -102,7 +110,8 @@ type settings struct {
 	shutdown  time.Duration
 	logLevel  slog.Level
 	logJSON   bool
-	routes    []mapping.RouteSpec // compiled and bound by bindRoutes
+	routes    []mapping.RouteSpec    // compiled and bound by bindRoutes
+	registry  *schemaregistry.Config // nil: no schema_registry
 }
 
 // listenerSettings is one Kafka listener.
@@ -156,6 +165,13 @@ func settingsFrom(cfg *configs.Config) (settings, error) {
 	set.shutdown = cfg.Shutdown.Deadline
 	set.logLevel, set.logJSON = logLevel(cfg.Logging)
 	set.routes = cfg.Routes
+	if r := cfg.SchemaRegistry; len(r.URLs) > 0 {
+		rc := schemaregistry.DefaultConfig()
+		rc.URLs, rc.ApicurioURL = r.URLs, r.ApicurioURL
+		rc.Username, rc.Password, rc.BearerToken = r.Username, r.Password, r.BearerToken
+		rc.CAFile, rc.RequestTimeout = r.CAFile, r.RequestTimeout
+		set.registry = &rc
+	}
 	return set, nil
 }
 

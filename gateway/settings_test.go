@@ -81,6 +81,7 @@ func wiringChanges(t *testing.T) map[string]keyChange {
 	saslBase := []set{{"listeners.0.sasl", map[string]any{"users": users}}}
 	flussSASL := []set{{"fluss.sasl", map[string]any{"username": "u", "password": "p"}}}
 	route := func(key string, v any) []set { return []set{{"routes.0." + key, v}} }
+	registry := []set{{"schema_registry.urls", []any{"http://127.0.0.1:8081/apis/ccompat/v7"}}}
 	one := func(path string, v any) keyChange { return keyChange{change: []set{{path, v}}} }
 	return map[string]keyChange{
 		"listeners[].name":                  one("listeners.0.name", "other"),
@@ -140,6 +141,17 @@ func wiringChanges(t *testing.T) map[string]keyChange {
 		"routes[].value.columns":            {change: route("value.columns", map[string]any{"c": "a.b"})},
 		"routes[].value.unknown_fields":     {change: route("value.unknown_fields", "reject")},
 		"routes[].value.missing_fields":     {change: route("value.missing_fields", "reject")},
+		"routes[].value.framing":            {base: append(route("value", map[string]any{"format": "avro"}), registry...), change: route("value.framing", "apicurio")},
+		"routes[].value.subject":            {base: append(route("value", map[string]any{"format": "avro"}), registry...), change: route("value.subject", "events-value")},
+		"routes[].key.framing":              {base: append(route("key", map[string]any{"format": "avro"}), registry...), change: route("key.framing", "apicurio")},
+		"routes[].key.subject":              {base: append(route("key", map[string]any{"format": "avro"}), registry...), change: route("key.subject", "events-key")},
+		"schema_registry.urls":              one("schema_registry.urls", []any{"http://127.0.0.1:8081"}),
+		"schema_registry.apicurio_url":      {base: registry, change: []set{{"schema_registry.apicurio_url", "http://127.0.0.1:8081/apis/registry/v3"}}},
+		"schema_registry.username":          {base: registry, change: []set{{"schema_registry.username", "u"}, {"schema_registry.password", "p"}}},
+		"schema_registry.password":          {base: append(registry, set{"schema_registry.username", "u"}, set{"schema_registry.password", "p"}), change: []set{{"schema_registry.password", "q"}}},
+		"schema_registry.bearer_token":      {base: registry, change: []set{{"schema_registry.bearer_token", "t"}}},
+		"schema_registry.ca_file":           {base: registry, change: []set{{"schema_registry.ca_file", certA}}},
+		"schema_registry.request_timeout":   {base: registry, change: []set{{"schema_registry.request_timeout", "9s"}}},
 		"routes[].key.format":               {change: route("key", map[string]any{"format": "json"})},
 		"routes[].key.column":               {base: route("key", map[string]any{"format": "string", "column": "k"}), change: route("key.column", "other")},
 		"routes[].key.columns":              {base: route("key", map[string]any{"format": "json"}), change: route("key.columns", map[string]any{"id": "a.b"})},

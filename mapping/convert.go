@@ -25,12 +25,16 @@ type Converter struct {
 	valueFormat   ValueFormat
 	valueCol      int
 	valueTree     *jsonNode
+	valueFraming  Framing
+	valueDec      registryDecoder // registry formats
 	rejectUnknown bool
 	rejectMissing bool
 
-	keyFormat KeyFormat
-	keyCol    int
-	keyTree   *jsonNode
+	keyFormat  KeyFormat
+	keyCol     int
+	keyTree    *jsonNode
+	keyFraming Framing
+	keyDec     registryDecoder // registry formats
 
 	meta      metaCols
 	timeParts []timePart
@@ -114,6 +118,10 @@ func (c *Converter) Convert(rec *Record, out *Converted) error {
 			if col, reason := c.walkDocument(&s, c.valueTree, c.rejectUnknown, out); reason != "" {
 				return c.recordError(rec, col, "value: "+reason)
 			}
+		case ValueAvro, ValueProtobuf, ValueJSONSchema:
+			if col, reason := c.decodeSerialized(c.valueDec, &rec.SerializedValue, out); reason != "" {
+				return c.recordError(rec, col, "value: "+reason)
+			}
 		}
 	}
 
@@ -136,6 +144,13 @@ func (c *Converter) Convert(rec *Record, out *Converted) error {
 		}
 		s := jsonScanner{data: rec.Key}
 		if col, reason := c.walkDocument(&s, c.keyTree, false, out); reason != "" {
+			return c.recordError(rec, col, "key: "+reason)
+		}
+	case KeyAvro, KeyProtobuf, KeyJSONSchema:
+		if rec.Key == nil {
+			return c.recordError(rec, "", "record has no key, but the route reads the key as "+string(c.keyFormat))
+		}
+		if col, reason := c.decodeSerialized(c.keyDec, &rec.SerializedKey, out); reason != "" {
 			return c.recordError(rec, col, "key: "+reason)
 		}
 	}
@@ -225,6 +240,7 @@ func (out *Converted) reset(n int) {
 	clear(out.seen)
 	out.Key = out.Key[:0]
 	out.arena.reset()
+	out.nested.reset()
 	out.Bucket = 0
 }
 

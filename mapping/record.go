@@ -28,6 +28,10 @@ type Record struct {
 	// Value is nil for a tombstone (null value).
 	Value   []byte
 	Headers []Header
+	// SerializedValue and SerializedKey are the value and key of a route
+	// whose format is a schema-registry one (Converter.FramingOptions),
+	// resolved by the caller; unused otherwise.
+	SerializedValue, SerializedKey Serialized
 }
 
 // Header is one Kafka record header; a nil Value is a null header value.
@@ -61,6 +65,7 @@ type Converted struct {
 	Bucket int32
 
 	arena     arena
+	nested    nestedArena
 	bucketKey []byte
 	partBuf   []byte
 	seen      []bool
@@ -88,4 +93,38 @@ func (a *arena) alloc(n int) []byte {
 func (a *arena) shrink(b []byte, used int) []byte {
 	a.buf = a.buf[:len(a.buf)-(len(b)-used)]
 	return b[:used:used]
+}
+
+// nestedArena hands out the values of nested columns (ARRAY, MAP, ROW)
+// that stay valid until reset, without an allocation per value once warm:
+// like arena, a full chunk is left to the values that point into it and a
+// new one is started.
+type nestedArena struct {
+	nested []fluss.Nested
+	datums []fluss.Datum
+}
+
+func (a *nestedArena) reset() {
+	clear(a.nested)
+	clear(a.datums)
+	a.nested, a.datums = a.nested[:0], a.datums[:0]
+}
+
+// newNested returns a zeroed Nested.
+func (a *nestedArena) newNested() *fluss.Nested {
+	if len(a.nested) == cap(a.nested) {
+		a.nested = make([]fluss.Nested, 0, max(16, 2*cap(a.nested)))
+	}
+	a.nested = a.nested[:len(a.nested)+1]
+	return &a.nested[len(a.nested)-1]
+}
+
+// datumSlice returns n zeroed datums (len n, cap n).
+func (a *nestedArena) datumSlice(n int) []fluss.Datum {
+	if cap(a.datums)-len(a.datums) < n {
+		a.datums = make([]fluss.Datum, 0, max(n, 2*cap(a.datums), 64))
+	}
+	start := len(a.datums)
+	a.datums = a.datums[:start+n]
+	return a.datums[start : start+n : start+n]
 }

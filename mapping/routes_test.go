@@ -71,7 +71,7 @@ func TestNewRoutesErrors(t *testing.T) {
 		{"value format", []RouteSpec{{Topic: "a", Table: tblA, Value: ValueSpec{Format: "xml"}}}, `value.format: "xml" is not one of raw, string, json`},
 		{"unknown policy", []RouteSpec{{Topic: "a", Table: tblA, Value: ValueSpec{UnknownFields: "drop"}}}, `value.unknown_fields: "drop" is not one of ignore, reject`},
 		{"missing policy", []RouteSpec{{Topic: "a", Table: tblA, Value: ValueSpec{MissingFields: "zero"}}}, `value.missing_fields: "zero" is not one of null, reject`},
-		{"key format", []RouteSpec{{Topic: "a", Table: tblA, Key: KeySpec{Format: "avro"}}}, `key.format: "avro" is not one of none, raw, string, json`},
+		{"key format", []RouteSpec{{Topic: "a", Table: tblA, Key: KeySpec{Format: "xml"}}}, `key.format: "xml" is not one of none, raw, string, json`},
 		{"value path", []RouteSpec{{Topic: "a", Table: tblA, Value: ValueSpec{Paths: map[string]string{"c": "$."}}}}, `value.columns.c: "$." is not a JSON path`},
 		{"key path", []RouteSpec{{Topic: "a", Table: tblA, Key: KeySpec{Format: KeyJSON, Paths: map[string]string{"c": "a..b"}}}}, `key.columns.c: "a..b" is not a JSON path`},
 		{"headers", []RouteSpec{{Topic: "a", Table: tblA, Metadata: MetadataSpec{HeadersFormat: "xml"}}}, `metadata.headers_format: "xml" is not one of json, map`},

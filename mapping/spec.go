@@ -52,6 +52,12 @@ const (
 	ValueRaw    ValueFormat = "raw"
 	ValueString ValueFormat = "string"
 	ValueJSON   ValueFormat = "json"
+	// Schema-registry formats: the value carries (in its first bytes or a
+	// header) the id of its writer schema in a registry; fields fill
+	// columns by name, as for json.
+	ValueAvro       ValueFormat = "avro"
+	ValueProtobuf   ValueFormat = "protobuf"
+	ValueJSONSchema ValueFormat = "json_schema"
 )
 
 // FieldPolicy is what an unknown or a missing JSON field does.
@@ -80,6 +86,12 @@ type ValueSpec struct {
 	// MissingFields is FieldNull (default) or FieldReject; NOT NULL columns
 	// always reject.
 	MissingFields FieldPolicy `yaml:"missing_fields"`
+	// Framing is how a schema-registry format's producers mark the schema
+	// (FramingConfluent by default); only for avro, protobuf, json_schema.
+	Framing Framing `yaml:"framing"`
+	// Subject is the registry subject whose latest schema `gateway
+	// validate` checks the route against; optional, registry formats only.
+	Subject string `yaml:"subject"`
 }
 
 // KeyFormat is how a record key is read.
@@ -91,6 +103,10 @@ const (
 	KeyRaw    KeyFormat = "raw"
 	KeyString KeyFormat = "string"
 	KeyJSON   KeyFormat = "json"
+	// Schema-registry formats, as for values.
+	KeyAvro       KeyFormat = "avro"
+	KeyProtobuf   KeyFormat = "protobuf"
+	KeyJSONSchema KeyFormat = "json_schema"
 )
 
 // KeySpec is the key mapping of a route.
@@ -103,6 +119,9 @@ type KeySpec struct {
 	// Default: each primary-key column from the top-level field of its
 	// name. YAML key "columns".
 	Paths map[string]string `yaml:"columns"`
+	// Framing and Subject as for the value.
+	Framing Framing `yaml:"framing"`
+	Subject string  `yaml:"subject"`
 }
 
 // HeadersFormat is how headers are stored in one column.
@@ -328,11 +347,11 @@ func (s *RouteSpec) check(add func(field, format string, args ...any)) {
 			add("value.column", "required for value.format %s", v.Format)
 		}
 		if len(v.Paths) > 0 {
-			add("value.columns", "only applies to value.format json")
+			add("value.columns", "only applies to value.format json, avro, protobuf and json_schema")
 		}
-	case ValueJSON:
+	case ValueJSON, ValueAvro, ValueProtobuf, ValueJSONSchema:
 		if v.Column != "" {
-			add("value.column", "only applies to value.format raw and string; json fills columns by name")
+			add("value.column", "only applies to value.format raw and string; %s fills columns by name", v.Format)
 		}
 		for _, col := range sortedKeys(v.Paths) {
 			if _, err := splitPath(v.Paths[col]); err != nil {
@@ -340,8 +359,9 @@ func (s *RouteSpec) check(add func(field, format string, args ...any)) {
 			}
 		}
 	default:
-		add("value.format", "%q is not one of raw, string, json", v.Format)
+		add("value.format", "%q is not one of raw, string, json, avro, protobuf, json_schema", v.Format)
 	}
+	checkRegistry("value", string(v.Format), v.Framing, v.Subject, add)
 	if v.UnknownFields != FieldIgnore && v.UnknownFields != FieldReject {
 		add("value.unknown_fields", "%q is not one of ignore, reject", v.UnknownFields)
 	}
@@ -360,11 +380,11 @@ func (s *RouteSpec) check(add func(field, format string, args ...any)) {
 			add("key.column", "required for key.format %s", k.Format)
 		}
 		if len(k.Paths) > 0 {
-			add("key.columns", "only applies to key.format json")
+			add("key.columns", "only applies to key.format json, avro, protobuf and json_schema")
 		}
-	case KeyJSON:
+	case KeyJSON, KeyAvro, KeyProtobuf, KeyJSONSchema:
 		if k.Column != "" {
-			add("key.column", "only applies to key.format raw and string; json fills columns by name")
+			add("key.column", "only applies to key.format raw and string; %s fills columns by name", k.Format)
 		}
 		for _, col := range sortedKeys(k.Paths) {
 			if _, err := splitPath(k.Paths[col]); err != nil {
@@ -372,8 +392,9 @@ func (s *RouteSpec) check(add func(field, format string, args ...any)) {
 			}
 		}
 	default:
-		add("key.format", "%q is not one of none, raw, string, json", k.Format)
+		add("key.format", "%q is not one of none, raw, string, json, avro, protobuf, json_schema", k.Format)
 	}
+	checkRegistry("key", string(k.Format), k.Framing, k.Subject, add)
 
 	m := s.Metadata
 	if m.HeadersFormat != HeadersJSON && m.HeadersFormat != HeadersMap {

@@ -282,12 +282,12 @@ func buildPlan(r *Route, info *fluss.TableInfo) (*Converter, []error) {
 			}
 			c.keyCol = i
 		}
-	case KeyJSON:
+	case KeyJSON, KeyAvro, KeyProtobuf, KeyJSONSchema:
 		c.keyTree = &jsonNode{fields: map[string]*jsonField{}}
 		paths := s.Key.Paths
 		if len(paths) == 0 {
 			if !c.pk {
-				p.fail("", "key.format json on a log table needs key.columns (there is no primary key to default to)")
+				p.fail("", "key.format %s on a log table needs key.columns (there is no primary key to default to)", s.Key.Format)
 			}
 			paths = map[string]string{}
 			for _, name := range d.Schema.PrimaryKey {
@@ -303,6 +303,21 @@ func buildPlan(r *Route, info *fluss.TableInfo) (*Converter, []error) {
 			}
 			path, _ := splitPath(paths[name])
 			c.keyTree.add(path, i)
+		}
+		if s.Key.Format != KeyJSON {
+			c.keyFraming = s.Key.Framing
+			tree := c.keyTree
+			dec, err := newRegistryDecoder(string(s.Key.Format), registryTarget{
+				columns: d.Schema.Columns, tree: tree,
+				walkJSON: func(data []byte, out *Converted) (string, string) {
+					js := jsonScanner{data: data}
+					return c.walkDocument(&js, tree, false, out)
+				},
+			})
+			if err != nil {
+				p.failErr("", "key.format "+string(s.Key.Format), err)
+			}
+			c.keyDec = dec
 		}
 	}
 
@@ -320,7 +335,8 @@ func buildPlan(r *Route, info *fluss.TableInfo) (*Converter, []error) {
 			}
 			c.valueCol = i
 		}
-	case ValueJSON:
+	case ValueJSON, ValueAvro, ValueProtobuf, ValueJSONSchema:
+		registry := s.Value.Format != ValueJSON
 		c.valueTree = &jsonNode{fields: map[string]*jsonField{}}
 		for _, name := range sortedKeys(s.Value.Paths) {
 			i := p.column(name, "value.columns")
@@ -332,7 +348,9 @@ func buildPlan(r *Route, info *fluss.TableInfo) (*Converter, []error) {
 			if c.source[i] != srcNone && c.source[i] != srcKey {
 				continue
 			}
-			if !p.checkScalar(i, "a JSON value") {
+			// Registry decoders check each column against the writer
+			// schema's field when they compile it (nested columns too).
+			if !registry && !p.checkScalar(i, "a JSON value") {
 				continue
 			}
 			path := []string{col.Name}
@@ -344,6 +362,21 @@ func buildPlan(r *Route, info *fluss.TableInfo) (*Converter, []error) {
 			if c.source[i] == srcNone {
 				c.source[i] = srcValue
 			}
+		}
+		if registry {
+			c.valueFraming = s.Value.Framing
+			tree, reject := c.valueTree, c.rejectUnknown
+			dec, err := newRegistryDecoder(string(s.Value.Format), registryTarget{
+				columns: d.Schema.Columns, tree: tree, rejectUnknown: reject,
+				walkJSON: func(data []byte, out *Converted) (string, string) {
+					js := jsonScanner{data: data}
+					return c.walkDocument(&js, tree, reject, out)
+				},
+			})
+			if err != nil {
+				p.failErr("", "value.format "+string(s.Value.Format), err)
+			}
+			c.valueDec = dec
 		}
 	}
 

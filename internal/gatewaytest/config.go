@@ -24,6 +24,8 @@ type Config struct {
 
 	LogLevel string // logging.level
 	Deadline string // shutdown.deadline
+
+	SchemaRegistry string // schema_registry.urls (one URL); "" for none
 }
 
 // YAML renders the configuration with the given loopback ports.
@@ -34,6 +36,9 @@ func (c Config) YAML(kafkaPort, adminPort int) string {
 	section(&b, "", "request_timeout", c.RequestTimeout, "dial_timeout", c.DialTimeout)
 	section(&b, "writer", "linger", c.Linger, "batch_size", c.BatchSize, "buffer_memory", c.BufferMemory,
 		"delivery_timeout", c.DeliveryTimeout)
+	if c.SchemaRegistry != "" {
+		fmt.Fprintf(&b, "schema_registry:\n  urls: [%q]\n  request_timeout: 2s\n", c.SchemaRegistry)
+	}
 	fmt.Fprintf(&b, "admin:\n  address: 127.0.0.1:%d\n", adminPort)
 	b.WriteString("logging:\n")
 	section(&b, "", "level", c.LogLevel)

@@ -29,10 +29,11 @@ var product = []struct {
 	{"fluss/internal/pb", nil, "Fluss protobuf messages (generated)"},
 	{"fluss", []string{"fluss/internal/frame", "fluss/internal/pb"}, "Fluss client: RPC, metadata, admin, record encoders; knows nothing of Kafka"},
 	{"kafkaproto", nil, "Kafka producer protocol server; knows nothing of Fluss"},
-	{"mapping", []string{"fluss"}, "Kafka record → Fluss row conversion (routes)"},
+	{"schemaregistry", nil, "schema-registry client and record framings (Confluent, Apicurio)"},
+	{"mapping", []string{"fluss", "schemaregistry"}, "Kafka record → Fluss row conversion (routes; JSON and registry formats)"},
 	{"writer", []string{"fluss"}, "accumulator (per-bucket batches, memory budget) and sender (per-server, per-table requests)"},
-	{"configs", []string{"fluss", "kafkaproto", "mapping", "writer"}, "YAML → config structs, defaults taken from the components"},
-	{"gateway", []string{"configs", "fluss", "kafkaproto", "mapping", "writer"}, "the bridge (route, convert, append, ack) and the gateway's lifetime"},
+	{"configs", []string{"fluss", "kafkaproto", "mapping", "schemaregistry", "writer"}, "YAML → config structs, defaults taken from the components"},
+	{"gateway", []string{"configs", "fluss", "kafkaproto", "mapping", "schemaregistry", "writer"}, "the bridge (route, convert, append, ack) and the gateway's lifetime"},
 	{"cmd/gateway", []string{"configs", "gateway"}, "main: flags, config file, signals"},
 }
 

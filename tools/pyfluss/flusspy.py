@@ -146,9 +146,21 @@ def arrow_column_to_json(col: pa.Array) -> list[Any]:
     if pa.types.is_date32(t):
         days = col.cast(pa.int32()).to_pylist()
         return [None if x is None else (dt.date(1970, 1, 1) + dt.timedelta(days=x)).isoformat() for x in days]
+    # Nested columns are converted child by child, so that their timestamps and times are exact too.
+    # The children of list and map arrays are taken whole, with the parent's offsets into them.
     if pa.types.is_map(t):
-        return [None if x is None else [{"key": py_to_json(k), "value": py_to_json(v)} for k, v in x]
-                for x in col.to_pylist()]
+        keys, items, offs = arrow_column_to_json(col.keys), arrow_column_to_json(col.items), col.offsets.to_pylist()
+        valid = col.is_valid().to_pylist()
+        return [[{"key": keys[j], "value": items[j]} for j in range(offs[i], offs[i + 1])] if valid[i] else None
+                for i in range(len(col))]
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        values, offs = arrow_column_to_json(col.values), col.offsets.to_pylist()
+        valid = col.is_valid().to_pylist()
+        return [values[offs[i]:offs[i + 1]] if valid[i] else None for i in range(len(col))]
+    if pa.types.is_struct(t):
+        fields = [(t.field(f).name, arrow_column_to_json(col.field(f))) for f in range(t.num_fields)]
+        valid = col.is_valid().to_pylist()
+        return [{name: vals[i] for name, vals in fields} if valid[i] else None for i in range(len(col))]
     return [py_to_json(x) for x in col.to_pylist()]
 
 

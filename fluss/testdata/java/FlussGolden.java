@@ -5,20 +5,44 @@
  * decodes. Run with: java -cp fluss-server-0.9.1-incubating.jar FlussGolden.java MODE ...
  *
  * stdin, line 1: column types, space separated, e.g. "INTEGER! STRING DECIMAL(38,10) TIMESTAMP(6)"
- *                ("!" = NOT NULL). Following lines: one row each, fields space separated:
+ *                ("!" = NOT NULL), nested ones as "ARRAY<T>", "MAP<K,V>", "ROW<name:T,name:T>"
+ *                (e.g. "ARRAY<ROW<a:INTEGER!,b:STRING>>!"). Following lines: one row each, fields
+ *                space separated:
  *                "null" | integer | float/double as IEEE bits (unsigned decimal) |
  *                decimal: unscaled long (p<=18) or big-endian two's complement hex (p>18) |
- *                strings and bytes as hex ("-" for empty) | timestamps "millis:nanoOfMilli".
+ *                strings and bytes as hex ("-" for empty) | timestamps "millis:nanoOfMilli" |
+ *                arrays "[v,v]" | maps "{k=v,k=v}" (entry order kept) | rows "(v,v)".
  * MODE encode         prints per row "compacted HEX", "indexed HEX", and if no field is null
  *                     "key HEX" and "bucket HASH MURMUR B1 B3 B4 B16 B128"; then "kv_compacted HEX",
  *                     "kv_indexed HEX" (row i: key {i,1}, every third record a delete) and
  *                     "log_indexed HEX" (append-only), all with schema id 1.
+ *                     (Schemas with ARRAY, MAP or ROW columns print no key and bucket lines.)
+ * MODE encode-arrow   prints "log_arrow HEX": one ARROW log batch of the rows (append-only,
+ *                     schema id 1, no compression) from ArrowWriterPool + MemoryLogRecordsArrowBuilder.
  * MODE read FORMAT FILE SCHEMA_ID
  *                     decodes the log batches in FILE (ARROW, INDEXED or COMPACTED) and prints
  *                     one line per record: change type and the canonical fields.
+ * MODE decode FORMAT  reads rows in FORMAT (COMPACTED or INDEXED) as hex, one a line after the
+ *                     schema line, and prints each one's canonical fields (CompactedRow, IndexedRow).
  */
 
 import org.apache.fluss.bucketing.BucketingFunction;
+import org.apache.fluss.compression.ArrowCompressionInfo;
+import org.apache.fluss.memory.MemorySegment;
+import org.apache.fluss.record.MemoryLogRecordsArrowBuilder;
+import org.apache.fluss.row.DataGetters;
+import org.apache.fluss.row.GenericArray;
+import org.apache.fluss.row.GenericMap;
+import org.apache.fluss.row.InternalArray;
+import org.apache.fluss.row.InternalMap;
+import org.apache.fluss.row.arrow.ArrowWriter;
+import org.apache.fluss.row.arrow.ArrowWriterPool;
+import org.apache.fluss.row.compacted.CompactedRow;
+import org.apache.fluss.shaded.arrow.org.apache.arrow.memory.BufferAllocator;
+import org.apache.fluss.shaded.arrow.org.apache.arrow.memory.RootAllocator;
+import org.apache.fluss.types.ArrayType;
+import org.apache.fluss.types.DataField;
+import org.apache.fluss.types.MapType;
 import org.apache.fluss.memory.UnmanagedPagedOutputView;
 import org.apache.fluss.metadata.KvFormat;
 import org.apache.fluss.metadata.LogFormat;
@@ -63,7 +87,9 @@ import java.math.BigInteger;
 import java.nio.file.Files;
 import java.nio.file.Paths;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 
 public class FlussGolden {
@@ -79,7 +105,7 @@ public class FlussGolden {
         }
         RowType rowType = RowType.of(types, names);
         StringBuilder out = new StringBuilder();
-        if (args[0].equals("encode")) {
+        if (args[0].equals("encode") || args[0].equals("encode-arrow")) {
             List<GenericRow> rows = new ArrayList<>();
             String line;
             while ((line = in.readLine()) != null) {
@@ -87,7 +113,25 @@ public class FlussGolden {
                     rows.add(parseRow(line.trim().split(" +"), types));
                 }
             }
-            encode(rowType, types, rows, out);
+            if (args[0].equals("encode")) {
+                encode(rowType, types, rows, out);
+            } else {
+                encodeArrow(rowType, rows, out);
+            }
+        } else if (args[0].equals("decode")) {
+            String line;
+            while ((line = in.readLine()) != null) {
+                if (line.isBlank()) {
+                    continue;
+                }
+                byte[] b = unhex(line.trim());
+                BinaryRow row = args[1].equals("INDEXED") ? new IndexedRow(types) : new CompactedRow(types);
+                row.pointTo(MemorySegment.wrap(b), 0, b.length);
+                for (int i = 0; i < types.length; i++) {
+                    out.append(i == 0 ? "" : " ").append(canonical(row, i, types[i]));
+                }
+                out.append('\n');
+            }
         } else if (args[0].equals("read")) {
             byte[] data = Files.readAllBytes(Paths.get(args[2]));
             read(rowType, types, LogFormat.valueOf(args[1]), Integer.parseInt(args[3]), data, out);
@@ -98,17 +142,56 @@ public class FlussGolden {
         System.out.flush();
     }
 
-    static DataType parseType(String s) {
-        boolean notNull = s.endsWith("!");
-        if (notNull) {
-            s = s.substring(0, s.length() - 1);
+    /** A position in a type spec or a nested value. */
+    static final class Cursor {
+        final String s;
+        int i;
+
+        Cursor(String s) {
+            this.s = s;
         }
-        String name = s;
+
+        boolean at(char c) {
+            return i < s.length() && s.charAt(i) == c;
+        }
+
+        void expect(char c) {
+            if (!at(c)) {
+                throw new IllegalArgumentException("want '" + c + "' at " + i + " of " + s);
+            }
+            i++;
+        }
+
+        /** Reads up to (not including) the next character of stops. */
+        String token(String stops) {
+            int start = i;
+            while (i < s.length() && stops.indexOf(s.charAt(i)) < 0) {
+                i++;
+            }
+            return s.substring(start, i);
+        }
+
+        void end() {
+            if (i != s.length()) {
+                throw new IllegalArgumentException("trailing text at " + i + " of " + s);
+            }
+        }
+    }
+
+    static DataType parseType(String s) {
+        Cursor c = new Cursor(s);
+        DataType t = parseType(c);
+        c.end();
+        return t;
+    }
+
+    static DataType parseType(Cursor c) {
+        String name = c.token("(<!,>:");
         int[] p = new int[0];
-        int open = s.indexOf('(');
-        if (open >= 0) {
-            name = s.substring(0, open);
-            String[] parts = s.substring(open + 1, s.length() - 1).split(",");
+        if (c.at('(')) {
+            c.expect('(');
+            String[] parts = c.token(")").split(",");
+            c.expect(')');
             p = new int[parts.length];
             for (int i = 0; i < parts.length; i++) {
                 p[i] = Integer.parseInt(parts[i].trim());
@@ -132,9 +215,44 @@ public class FlussGolden {
             case "TIME": t = DataTypes.TIME(p[0]); break;
             case "TIMESTAMP": t = DataTypes.TIMESTAMP(p[0]); break;
             case "TIMESTAMP_LTZ": t = DataTypes.TIMESTAMP_LTZ(p[0]); break;
-            default: throw new IllegalArgumentException("unknown type " + s);
+            case "ARRAY": {
+                c.expect('<');
+                DataType e = parseType(c);
+                c.expect('>');
+                t = DataTypes.ARRAY(e);
+                break;
+            }
+            case "MAP": {
+                c.expect('<');
+                DataType k = parseType(c);
+                c.expect(',');
+                DataType v = parseType(c);
+                c.expect('>');
+                t = DataTypes.MAP(k, v);
+                break;
+            }
+            case "ROW": {
+                c.expect('<');
+                List<DataField> fields = new ArrayList<>();
+                while (!c.at('>')) {
+                    if (!fields.isEmpty()) {
+                        c.expect(',');
+                    }
+                    String fname = c.token(":");
+                    c.expect(':');
+                    fields.add(DataTypes.FIELD(fname, parseType(c)));
+                }
+                c.expect('>');
+                t = DataTypes.ROW(fields.toArray(new DataField[0]));
+                break;
+            }
+            default: throw new IllegalArgumentException("unknown type " + name);
         }
-        return notNull ? t.copy(false) : t;
+        if (c.at('!')) {
+            c.expect('!');
+            return t.copy(false);
+        }
+        return t;
     }
 
     static GenericRow parseRow(String[] f, DataType[] types) {
@@ -143,7 +261,9 @@ public class FlussGolden {
         }
         GenericRow row = new GenericRow(types.length);
         for (int i = 0; i < types.length; i++) {
-            row.setField(i, f[i].equals("null") ? null : parseValue(f[i], types[i]));
+            Cursor c = new Cursor(f[i]);
+            row.setField(i, parseAny(c, types[i]));
+            c.end();
         }
         return row;
     }
@@ -168,6 +288,59 @@ public class FlussGolden {
             sb.append(String.format("%02x", x & 0xff));
         }
         return sb.toString();
+    }
+
+    /** Parses a scalar or nested value at c (see the header for the syntax). */
+    static Object parseAny(Cursor c, DataType t) {
+        if (c.s.startsWith("null", c.i)) {
+            c.i += 4;
+            return null;
+        }
+        switch (t.getTypeRoot()) {
+            case ARRAY: {
+                DataType et = ((ArrayType) t).getElementType();
+                List<Object> elems = new ArrayList<>();
+                c.expect('[');
+                while (!c.at(']')) {
+                    if (!elems.isEmpty()) {
+                        c.expect(',');
+                    }
+                    elems.add(parseAny(c, et));
+                }
+                c.expect(']');
+                return new GenericArray(elems.toArray());
+            }
+            case MAP: {
+                MapType mt = (MapType) t;
+                Map<Object, Object> m = new LinkedHashMap<>();
+                c.expect('{');
+                while (!c.at('}')) {
+                    if (!m.isEmpty()) {
+                        c.expect(',');
+                    }
+                    Object k = parseAny(c, mt.getKeyType());
+                    c.expect('=');
+                    m.put(k, parseAny(c, mt.getValueType()));
+                }
+                c.expect('}');
+                return new GenericMap(m);
+            }
+            case ROW: {
+                RowType rt = (RowType) t;
+                GenericRow r = new GenericRow(rt.getFieldCount());
+                c.expect('(');
+                for (int i = 0; i < rt.getFieldCount(); i++) {
+                    if (i > 0) {
+                        c.expect(',');
+                    }
+                    r.setField(i, parseAny(c, rt.getTypeAt(i)));
+                }
+                c.expect(')');
+                return r;
+            }
+            default:
+                return parseValue(c.token(",]})="), t);
+        }
     }
 
     static Object parseValue(String v, DataType t) {
@@ -204,11 +377,41 @@ public class FlussGolden {
         }
     }
 
-    static String canonical(InternalRow row, int i, DataType t) {
+    static String canonical(DataGetters row, int i, DataType t) {
         if (row.isNullAt(i)) {
             return "null";
         }
         switch (t.getTypeRoot()) {
+            case ARRAY: {
+                DataType et = ((ArrayType) t).getElementType();
+                InternalArray a = row.getArray(i);
+                StringBuilder sb = new StringBuilder("[");
+                for (int j = 0; j < a.size(); j++) {
+                    sb.append(j == 0 ? "" : ",").append(canonical(a, j, et));
+                }
+                return sb.append(']').toString();
+            }
+            case MAP: {
+                MapType mt = (MapType) t;
+                InternalMap m = row.getMap(i);
+                InternalArray ks = m.keyArray();
+                InternalArray vs = m.valueArray();
+                StringBuilder sb = new StringBuilder("{");
+                for (int j = 0; j < m.size(); j++) {
+                    sb.append(j == 0 ? "" : ",").append(canonical(ks, j, mt.getKeyType()))
+                            .append('=').append(canonical(vs, j, mt.getValueType()));
+                }
+                return sb.append('}').toString();
+            }
+            case ROW: {
+                RowType rt = (RowType) t;
+                InternalRow r = row.getRow(i, rt.getFieldCount());
+                StringBuilder sb = new StringBuilder("(");
+                for (int j = 0; j < rt.getFieldCount(); j++) {
+                    sb.append(j == 0 ? "" : ",").append(canonical(r, j, rt.getTypeAt(j)));
+                }
+                return sb.append(')').toString();
+            }
             case BOOLEAN: return row.getBoolean(i) ? "1" : "0";
             case TINYINT: return Byte.toString(row.getByte(i));
             case SMALLINT: return Short.toString(row.getShort(i));
@@ -223,7 +426,13 @@ public class FlussGolden {
                 BigInteger u = row.getDecimal(i, d.getPrecision(), d.getScale()).toBigDecimal().unscaledValue();
                 return d.getPrecision() <= 18 ? u.toString() : hex(u.toByteArray());
             }
-            case CHAR: return hex(row.getChar(i, ((CharType) t).getLength()).toBytes());
+            case CHAR: {
+                // ColumnarArray.getChar (Arrow arrays) reads CHAR(n) as exactly n bytes and fails
+                // on shorter values; array elements are read with getString, as BinaryArray does.
+                BinaryString v = row instanceof InternalArray
+                        ? row.getString(i) : row.getChar(i, ((CharType) t).getLength());
+                return hex(v.toBytes());
+            }
             case STRING: return hex(row.getString(i).toBytes());
             case BINARY: return hex(row.getBinary(i, ((BinaryType) t).getLength()));
             case BYTES: return hex(row.getBytes(i));
@@ -259,9 +468,38 @@ public class FlussGolden {
         return enc.finishRow();
     }
 
+    static boolean scalar(DataType[] types) {
+        for (DataType t : types) {
+            switch (t.getTypeRoot()) {
+                case ARRAY:
+                case MAP:
+                case ROW:
+                    return false;
+                default:
+            }
+        }
+        return true;
+    }
+
+    static void encodeArrow(RowType rowType, List<GenericRow> rows, StringBuilder out) throws Exception {
+        try (BufferAllocator allocator = new RootAllocator(Integer.MAX_VALUE);
+                ArrowWriterPool pool = new ArrowWriterPool(allocator)) {
+            ArrowWriter writer = pool.getOrCreateWriter(
+                    1L, 1, Integer.MAX_VALUE, rowType, ArrowCompressionInfo.NO_COMPRESSION);
+            MemoryLogRecordsArrowBuilder builder = MemoryLogRecordsArrowBuilder.builder(
+                    1, writer, new UnmanagedPagedOutputView(256), true);
+            for (GenericRow row : rows) {
+                builder.append(ChangeType.APPEND_ONLY, row);
+            }
+            builder.close();
+            out.append("log_arrow ").append(hex(bytesOf(builder.build()))).append('\n');
+        }
+    }
+
     static void encode(RowType rowType, DataType[] types, List<GenericRow> rows, StringBuilder out)
             throws Exception {
-        CompactedKeyEncoder keyEncoder = new CompactedKeyEncoder(rowType);
+        boolean keyed = scalar(types);
+        CompactedKeyEncoder keyEncoder = keyed ? new CompactedKeyEncoder(rowType) : null;
         BucketingFunction fluss = BucketingFunction.of(null);
         KvRecordBatchBuilder kvc = KvRecordBatchBuilder.builder(
                 1, Integer.MAX_VALUE, new UnmanagedPagedOutputView(256), KvFormat.COMPACTED);
@@ -279,7 +517,7 @@ public class FlussGolden {
             for (int i = 0; i < types.length; i++) {
                 anyNull |= row.isNullAt(i);
             }
-            if (!anyNull) {
+            if (keyed && !anyNull) {
                 byte[] key = keyEncoder.encodeKey(row);
                 int h = MurmurHashUtils.hashBytes(key);
                 out.append("key ").append(hex(key)).append('\n');

@@ -1,0 +1,129 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/fluss-kafka/gateway/kafkaproto"
+	"github.com/fluss-kafka/gateway/mapping"
+	"github.com/fluss-kafka/gateway/schemaregistry"
+)
+
+// framing holds, per record of a batch whose route reads a schema-registry
+// format, its value and key as mapping needs them (mapping.Serialized).
+type framing struct {
+	values, keys []mapping.Serialized
+}
+
+func (f *framing) reset(n int) {
+	clear(f.values[:cap(f.values)])
+	clear(f.keys[:cap(f.keys)])
+	f.values = growSerialized(f.values, n)
+	f.keys = growSerialized(f.keys, n)
+}
+
+func growSerialized(s []mapping.Serialized, n int) []mapping.Serialized {
+	if cap(s) < n {
+		return make([]mapping.Serialized, n)
+	}
+	return s[:n]
+}
+
+// headerLookup finds a record header by key (the last one wins, as Kafka
+// clients read headers).
+func headerLookup(hs []kafkaproto.Header) func(string) ([]byte, bool) {
+	return func(key string) ([]byte, bool) {
+		for i := len(hs) - 1; i >= 0; i-- {
+			if hs[i].Key == key {
+				return hs[i].Value, true
+			}
+		}
+		return nil, false
+	}
+}
+
+// frame parses the framing of every record's registry-format value and key
+// and fills in the writer schemas the registry client has cached. It
+// reports whether some schema still has to be fetched (resolveSchemas).
+// A framing that does not parse, or a schema the registry said it does not
+// know, makes that record bad (Serialized.Err), not the batch.
+func (s *bridge) frame(route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) (missing bool) {
+	conv := route.Converter()
+	vOpts, vReg := conv.FramingOptions(false)
+	kOpts, kReg := conv.FramingOptions(true)
+	cb.framing.reset(len(req.Records))
+	if !vReg && !kReg {
+		return false
+	}
+	one := func(data []byte, hs []kafkaproto.Header, opts schemaregistry.Options, out *mapping.Serialized) {
+		if data == nil {
+			return // a tombstone, or no key: mapping decides
+		}
+		ref, payload, err := schemaregistry.ParseFraming(data, headerLookup(hs), opts)
+		if err != nil {
+			out.Err = err
+			return
+		}
+		out.Ref, out.Payload = ref, payload
+		if s.reg == nil {
+			out.Err = errors.New("no schema_registry is configured")
+			return
+		}
+		schema, err, ok := s.reg.Cached(ref)
+		switch {
+		case !ok:
+			missing = true
+		case err != nil:
+			out.Err = err
+		default:
+			out.Schema = schema
+		}
+	}
+	for i := range req.Records {
+		kr := &req.Records[i]
+		if vReg {
+			one(kr.Value, kr.Headers, vOpts, &cb.framing.values[i])
+		}
+		if kReg {
+			one(kr.Key, kr.Headers, kOpts, &cb.framing.keys[i])
+		}
+	}
+	return missing
+}
+
+// errRegistryUnavailable wraps a registry failure that a producer retry may
+// get past: the whole batch is refused with a retriable code, nothing of it
+// written.
+var errRegistryUnavailable = errors.New("schema registry unavailable")
+
+// resolveSchemas fetches the writer schemas frame did not find cached. It
+// may block on the registry, honouring ctx. An unknown schema marks its
+// record bad; an unavailable registry fails the whole batch (retriable).
+func (s *bridge) resolveSchemas(ctx context.Context, route string, cb *convBatch) error {
+	fetch := func(out *mapping.Serialized) error {
+		if out.Err != nil || out.Schema != nil || out.Payload == nil {
+			return nil // resolved, bad, or nothing to decode (no key, a tombstone)
+		}
+		schema, err := s.reg.Resolve(ctx, out.Ref)
+		switch {
+		case err == nil:
+			out.Schema = schema
+		case errors.Is(err, schemaregistry.ErrUnknownSchema):
+			out.Err = err
+		default:
+			s.m.registryUnavailable(route)
+			return fmt.Errorf("%w: %w: look up %v: %w", kafkaproto.ErrRequestTimedOut, errRegistryUnavailable, out.Ref, err)
+		}
+		return nil
+	}
+	for i := range cb.framing.values {
+		if err := fetch(&cb.framing.values[i]); err != nil {
+			return err
+		}
+		if err := fetch(&cb.framing.keys[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}

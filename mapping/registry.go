@@ -1,0 +1,144 @@
+package mapping
+
+import (
+	"fmt"
+
+	"github.com/fluss-kafka/gateway/fluss"
+	"github.com/fluss-kafka/gateway/schemaregistry"
+)
+
+// Framing is how a route's producers mark the registry schema of a value
+// or key (the serializers in use differ where the bytes alone are
+// ambiguous; see package schemaregistry).
+type Framing string
+
+// Framings.
+const (
+	// FramingConfluent (the default): Confluent's serializers — a
+	// __value_schema_id / __key_schema_id header or a 00 + 4-byte id
+	// prefix; Protobuf values carry message indexes. Apicurio 3.x's
+	// default (00 + 4-byte contentId) and Apicurio headers are read too.
+	FramingConfluent Framing = "confluent"
+	// FramingApicurio: Apicurio's serdes — Apicurio headers or a 00 +
+	// 4-byte contentId prefix; Protobuf values start with Apicurio's type
+	// ref instead of message indexes.
+	FramingApicurio Framing = "apicurio"
+	// FramingApicurioGlobalID8: Apicurio 2.x with headers disabled: a
+	// 00 + 8-byte globalId prefix.
+	FramingApicurioGlobalID8 Framing = "apicurio-global-id-8"
+)
+
+// registryFormat reports whether a value or key format is a
+// schema-registry format.
+func registryFormat(format string) bool {
+	switch format {
+	case string(ValueAvro), string(ValueProtobuf), string(ValueJSONSchema):
+		return true
+	}
+	return false
+}
+
+// checkRegistry checks the registry settings of the value or key (what).
+func checkRegistry(what, format string, f Framing, subject string, add func(field, format string, args ...any)) {
+	if !registryFormat(format) {
+		if f != "" {
+			add(what+".framing", "only applies to %s.format avro, protobuf and json_schema", what)
+		}
+		if subject != "" {
+			add(what+".subject", "only applies to %s.format avro, protobuf and json_schema", what)
+		}
+		return
+	}
+	switch f {
+	case "", FramingConfluent, FramingApicurio, FramingApicurioGlobalID8:
+	default:
+		add(what+".framing", "%q is not one of confluent, apicurio, apicurio-global-id-8", f)
+	}
+}
+
+// framingOptions are what ParseFraming needs for a registry format.
+func framingOptions(format string, f Framing, key bool) schemaregistry.Options {
+	o := schemaregistry.Options{Key: key}
+	protobuf := format == string(ValueProtobuf)
+	switch f {
+	case FramingApicurio:
+		o.TypeRef = protobuf
+	case FramingApicurioGlobalID8:
+		o.TypeRef = protobuf
+		o.PrefixKind, o.PrefixWidth = schemaregistry.GlobalID, 8
+	default:
+		o.MessageIndexes = protobuf
+	}
+	return o
+}
+
+// Serialized is a registry-framed value or key as the caller resolved it
+// before Convert: the caller parses the framing (FramingOptions says how)
+// and looks the writer schema up in the registry, so that Convert does no
+// I/O. Err set means the record is bad (its framing does not parse, or the
+// registry does not know its schema): Convert reports it as a record error.
+type Serialized struct {
+	Ref     schemaregistry.Ref
+	Schema  *schemaregistry.Schema
+	Payload []byte // the bytes after the framing
+	Err     error
+}
+
+// FramingOptions reports whether the route's value (key=false) or key is
+// in a schema-registry format, and how to parse its framing.
+func (c *Converter) FramingOptions(key bool) (schemaregistry.Options, bool) {
+	if key {
+		if !registryFormat(string(c.keyFormat)) {
+			return schemaregistry.Options{}, false
+		}
+		return framingOptions(string(c.keyFormat), c.keyFraming, true), true
+	}
+	if !registryFormat(string(c.valueFormat)) {
+		return schemaregistry.Options{}, false
+	}
+	return framingOptions(string(c.valueFormat), c.valueFraming, false), true
+}
+
+// A registryDecoder fills a route's columns from registry-serialized
+// payloads of one format, with the writer schema each record names. It is
+// safe for concurrent use (it may cache what it compiles per writer
+// schema). decode sets out.Row[i] and out.seen[i] for every column it
+// fills; it reports a record error as the column (or "") and the reason.
+type registryDecoder interface {
+	decode(s *Serialized, out *Converted) (col, reason string)
+}
+
+// registryTarget is what a decoder writes: the table's columns, the field
+// tree (column name or value.columns path → columns) and the unknown-field
+// policy.
+type registryTarget struct {
+	columns       []fluss.Column
+	tree          *jsonNode
+	rejectUnknown bool
+	// walkJSON fills the tree's columns from a JSON document as the json
+	// format does (json_schema payloads are JSON text).
+	walkJSON func(data []byte, out *Converted) (col, reason string)
+}
+
+func newRegistryDecoder(format string, t registryTarget) (registryDecoder, error) {
+	switch format {
+	case string(ValueAvro):
+		return newAvroDecoder(t)
+	case string(ValueProtobuf):
+		return newProtobufDecoder(t)
+	case string(ValueJSONSchema):
+		return newJSONSchemaDecoder(t)
+	}
+	return nil, fmt.Errorf("mapping: %q is not a schema-registry format", format)
+}
+
+// decodeSerialized runs a registry decoder on one value or key.
+func (c *Converter) decodeSerialized(dec registryDecoder, s *Serialized, out *Converted) (string, string) {
+	if s.Err != nil {
+		return "", s.Err.Error()
+	}
+	if s.Schema == nil {
+		return "", "no writer schema resolved for the record (the gateway did not look it up)"
+	}
+	return dec.decode(s, out)
+}
