@@ -2,8 +2,10 @@ package gateway
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -170,4 +172,69 @@ func TestRegistryDownIsRetriable(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.drain(t.Context()))
 	assert.Equal(t, 1, w.Incomplete(), "the retry is written once the registry answers")
+}
+
+// TestValidateChecksSubjectsLatestSchema: `gateway validate` checks a route
+// naming a subject against that subject's latest schema: a field that
+// cannot fill its column is reported with the column; a fitting schema
+// passes; an unknown subject is reported.
+func TestValidateChecksSubjectsLatestSchema(t *testing.T) {
+	reg := srfake.New()
+	defer reg.Close()
+	reg.SeedSchema("good-value", 1, 21, sr.Schema{Schema: eventAvro})
+	reg.SeedSchema("bad-value", 1, 22, sr.Schema{Schema: `{"type": "record", "name": "E", "fields": [{"name": "id", "type": "boolean"}]}`})
+	info := &fluss.TableInfo{TableID: 7, Path: fluss.TablePath{Database: "db", Table: "events"}, Descriptor: fluss.TableDescriptor{
+		Schema:      fluss.Schema{Columns: []fluss.Column{{Name: "id", Type: fluss.BigInt()}, {Name: "name", Type: fluss.String()}}},
+		BucketCount: 1,
+	}}
+	route := func(topic, subject string) mapping.RouteSpec {
+		return mapping.RouteSpec{Topic: topic, Table: info.Path, Value: mapping.ValueSpec{Format: mapping.ValueAvro, Subject: subject}}
+	}
+	rc := schemaregistry.DefaultConfig()
+	rc.URLs = []string{reg.URL()}
+	client, err := schemaregistry.New(rc)
+	require.NoError(t, err)
+	bind := func(specs ...mapping.RouteSpec) *mapping.Routes {
+		rs, err := mapping.NewRoutes(specs)
+		require.NoError(t, err)
+		bound, err := rs.Bind(map[fluss.TablePath]*fluss.TableInfo{info.Path: info})
+		require.NoError(t, err)
+		return bound
+	}
+	require.NoError(t, checkSubjects(t.Context(), client, bind(route("a", "good-value"), route("b", ""))))
+	err = checkSubjects(t.Context(), client, bind(route("a", "bad-value"), route("b", "missing-value")))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `route "a"`)
+	assert.Contains(t, err.Error(), `column "id"`)
+	assert.Contains(t, err.Error(), `route "b": value.subject "missing-value"`)
+}
+
+// TestRegistryGUIDHeader: Confluent Platform 8's header mode — the raw Avro
+// payload with the schema GUID in the __value_schema_id header — resolves
+// through the registry's /schemas/guids/ and lands (srfake issues GUIDs;
+// Apicurio 3.3.3 does not).
+func TestRegistryGUIDHeader(t *testing.T) {
+	reg := srfake.New()
+	defer reg.Close()
+	reg.SeedSchema("events-value", 1, 11, sr.Schema{Schema: eventAvro})
+	s, w, _ := registryBridge(t, reg)
+	latest, err := s.reg.LatestSchema(t.Context(), "events-value")
+	require.NoError(t, err)
+	require.NotEmpty(t, latest.GUID, "srfake lists the schema's GUID")
+	guid, err := hex.DecodeString(strings.ReplaceAll(latest.GUID, "-", ""))
+	require.NoError(t, err)
+	payload, err := avro.Marshal(avro.MustParse(eventAvro), map[string]any{"id": int64(5), "name": "guid"})
+	require.NoError(t, err)
+	req := &kafkaproto.PartitionProduce{Topic: "events", Acks: -1, ProducerID: -1, BaseSequence: -1, Records: []kafkaproto.Record{{
+		Value: payload, Headers: []kafkaproto.Header{{Key: "__value_schema_id", Value: append([]byte{1}, guid...)}},
+	}}}
+	pw, err := s.Produce(t.Context(), req)
+	require.NoError(t, err)
+	require.NoError(t, s.drain(t.Context()))
+	assert.Equal(t, 1, w.Incomplete(), "the record resolved by GUID is appended")
+	select {
+	case <-pw.Done():
+		t.Fatalf("completed before Fluss acked: %v", pw.Result().Err)
+	default:
+	}
 }

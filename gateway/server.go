@@ -507,5 +507,40 @@ func Validate(ctx context.Context, cfg *configs.Config) (*mapping.Routes, error)
 	}
 	defer client.Close()
 	routes, _, err := bindRoutes(ctx, client, set.routes, false)
-	return routes, err
+	if err != nil || set.registry == nil {
+		return routes, err
+	}
+	reg, err := schemaregistry.New(*set.registry)
+	if err != nil {
+		return nil, fmt.Errorf("schema_registry: %w", err)
+	}
+	defer reg.Close()
+	return routes, checkSubjects(ctx, reg, routes)
+}
+
+// checkSubjects checks each route that names a value or key subject
+// against that subject's latest schema in the registry.
+func checkSubjects(ctx context.Context, reg *schemaregistry.Client, routes *mapping.Routes) error {
+	var errs []error
+	for _, r := range routes.All() {
+		spec := r.Spec()
+		for _, sub := range []struct {
+			what, subject string
+			key           bool
+		}{{"value", spec.Value.Subject, false}, {"key", spec.Key.Subject, true}} {
+			if sub.subject == "" {
+				continue
+			}
+			schema, err := reg.LatestSchema(ctx, sub.subject)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("route %q: %s.subject %q: %w", r.Name(), sub.what, sub.subject, err))
+				continue
+			}
+			if err := r.Converter().CheckWriterSchema(schema, sub.key); err != nil {
+				errs = append(errs, fmt.Errorf("route %q (table %s): latest schema of %s.subject %q (id %d): %w",
+					r.Name(), r.Table(), sub.what, sub.subject, schema.ID, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }

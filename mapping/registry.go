@@ -142,3 +142,58 @@ func (c *Converter) decodeSerialized(dec registryDecoder, s *Serialized, out *Co
 	}
 	return dec.decode(s, out)
 }
+
+// A schemaChecker compiles a writer schema against the route's columns
+// without a record: what `gateway validate` does with a subject's latest
+// schema.
+type schemaChecker interface {
+	check(s *schemaregistry.Schema) error
+}
+
+// CheckWriterSchema reports whether records written with s would convert:
+// the schema compiles and every field the route maps fits its column. key
+// selects the key's format. It is nil for formats that are not
+// schema-registry ones.
+func (c *Converter) CheckWriterSchema(s *schemaregistry.Schema, key bool) error {
+	dec := c.valueDec
+	if key {
+		dec = c.keyDec
+	}
+	ch, ok := dec.(schemaChecker)
+	if !ok || s == nil {
+		return nil
+	}
+	return ch.check(s)
+}
+
+func checkFailure(col, reason string) error {
+	if col != "" {
+		return fmt.Errorf("column %q: %s", col, reason)
+	}
+	return fmt.Errorf("%s", reason)
+}
+
+func (d *avroDecoder) check(s *schemaregistry.Schema) error {
+	if p := d.compile(s); p.failReason != "" {
+		return checkFailure(p.failCol, p.failReason)
+	}
+	return nil
+}
+
+func (d *protobufDecoder) check(s *schemaregistry.Schema) error {
+	ps := d.schema(s)
+	if ps.err != "" {
+		return checkFailure("", ps.err)
+	}
+	if p := buildPBPlan(ps.file, &schemaregistry.Ref{}, &d.t); p.err != "" {
+		return checkFailure(p.errCol, p.err)
+	}
+	return nil
+}
+
+func (d *jsonSchemaDecoder) check(s *schemaregistry.Schema) error {
+	if c := compileJSONSchema(s); c.err != nil {
+		return checkFailure("", c.err.Error())
+	}
+	return nil
+}
