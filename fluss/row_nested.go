@@ -59,8 +59,9 @@ import (
 // typeSeq is a list of field types: a schema's columns, or a ROW type's
 // fields, so the row codecs serve both without copying the types. It walks
 // the DataTypes in place with a stride (the size of DataType for columns, of
-// Field for a ROW's fields): a branch per field to tell the two apart costs
-// the scalar row encoders about 15%.
+// Field for a ROW's fields); a branch per field to tell the two apart (and
+// its bounds checks) made the scalar IndexedRow encoder about 15% slower.
+// Indexes are always in [0, n), so at never leaves the slice.
 type typeSeq struct {
 	base   unsafe.Pointer // the first DataType, nil when n == 0
 	stride uintptr
