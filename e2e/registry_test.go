@@ -428,3 +428,77 @@ func TestProtobufRoutePythonSerializer(t *testing.T) {
 		}
 	}
 }
+
+const profileAvro = `{
+  "type": "record", "name": "Profile", "namespace": "shop",
+  "fields": [
+    {"name": "id", "type": "long"},
+    {"name": "tags", "type": {"type": "array", "items": "string"}},
+    {"name": "address", "type": {"type": "record", "name": "Address", "fields": [
+      {"name": "street", "type": "string"}, {"name": "city", "type": "string"}]}},
+    {"name": "scores", "type": {"type": "map", "values": "long"}},
+    {"name": "visits", "type": {"type": "array", "items": {"type": "record", "name": "Visit", "fields": [
+      {"name": "page", "type": "string"}, {"name": "ms", "type": "int"}]}}}
+  ]
+}`
+
+// TestAvroNestedIntoFlussNestedColumns: Avro records, arrays and maps
+// (Python AvroSerializer, Apicurio) land in Fluss ROW, ARRAY and MAP
+// columns, read back with pyfluss.
+func TestAvroNestedIntoFlussNestedColumns(t *testing.T) {
+	e := newEnv(t)
+	registry := registrytest.URL(t)
+	profiles := e.createTable(t, table{name: "avro_profiles", buckets: 1, columns: []fluss.Column{
+		col("id", fluss.BigInt()),
+		col("tags", fluss.Array(fluss.String())),
+		col("address", fluss.RowType(fluss.RowField("street", fluss.String()), fluss.RowField("city", fluss.String()))),
+		col("scores", fluss.Map(fluss.String(), fluss.BigInt())),
+		col("visits", fluss.Array(fluss.RowType(fluss.RowField("page", fluss.String()), fluss.RowField("ms", fluss.Int())))),
+		col("city", fluss.String()),
+	}})
+	topic := uniqueName("avro-profiles")
+	g := startGateway(t, gatewayConfig{Bootstrap: e.bootstrap, Registry: registry, Routes: fmt.Sprintf(`
+  - topic: %s
+    table: %s
+    value:
+      format: avro
+      columns: {city: address.city}
+`, topic, profiles)})
+	var recs []map[string]any
+	for i := range 5 {
+		tags := []string{}
+		for j := range i {
+			tags = append(tags, fmt.Sprintf("t%d", j))
+		}
+		recs = append(recs, map[string]any{"id": i, "tags": tags,
+			"address": map[string]any{"street": fmt.Sprintf("%d Main St", i), "city": fmt.Sprintf("city%d", i)},
+			"scores":  map[string]any{"a": i, "b": 10 * i},
+			"visits":  []any{map[string]any{"page": "/home", "ms": i}, map[string]any{"page": "/buy", "ms": 2 * i}}})
+	}
+	res := serdeProduce(t, g.KafkaAddr, registry, topic, "avro", profileAvro, recs)
+	require.Zero(t, res.ErrorCount, "%+v", res.Errors)
+	rows := e.scanLog(t, profiles)
+	require.Len(t, rows, 5)
+	for _, r := range rows {
+		i := num(t, r.Row, "id")
+		tags := []string{}
+		for j := range i {
+			tags = append(tags, fmt.Sprintf("t%d", j))
+		}
+		wantTags, _ := json.Marshal(tags)
+		assert.JSONEq(t, string(wantTags), string(r.Row["tags"]), "tags of %d", i)
+		assert.JSONEq(t, fmt.Sprintf(`{"street": "%d Main St", "city": "city%d"}`, i, i), string(r.Row["address"]))
+		var scores []struct {
+			Key   string `json:"key"`
+			Value int64  `json:"value"`
+		}
+		require.NoError(t, json.Unmarshal(r.Row["scores"], &scores))
+		got := map[string]int64{}
+		for _, kv := range scores {
+			got[kv.Key] = kv.Value
+		}
+		assert.Equal(t, map[string]int64{"a": i, "b": 10 * i}, got)
+		assert.JSONEq(t, fmt.Sprintf(`[{"page": "/home", "ms": %d}, {"page": "/buy", "ms": %d}]`, i, 2*i), string(r.Row["visits"]))
+		assert.Equal(t, fmt.Sprintf("city%d", i), str(t, r.Row, "city"), "a path into the nested record")
+	}
+}
