@@ -502,3 +502,24 @@ func TestAvroNestedIntoFlussNestedColumns(t *testing.T) {
 		assert.Equal(t, fmt.Sprintf("city%d", i), str(t, r.Row, "city"), "a path into the nested record")
 	}
 }
+
+// TestJSONIntoNestedColumns: a plain json route fills ARRAY, MAP and ROW
+// columns from JSON arrays and objects, read back with pyfluss.
+func TestJSONIntoNestedColumns(t *testing.T) {
+	e := newEnv(t)
+	tbl := e.createTable(t, table{name: "json_nested", buckets: 1, columns: []fluss.Column{
+		col("id", fluss.BigInt()),
+		col("tags", fluss.Array(fluss.String())),
+		col("scores", fluss.Map(fluss.String(), fluss.BigInt())),
+		col("address", fluss.RowType(fluss.RowField("street", fluss.String()), fluss.RowField("city", fluss.String()))),
+	}})
+	topic := uniqueName("json-nested")
+	g := startGateway(t, gatewayConfig{Bootstrap: e.bootstrap, Routes: fmt.Sprintf("  - topic: %s\n    table: %s\n", topic, tbl)})
+	cl := newProducer(t, g.KafkaAddr)
+	produceAll(t, cl, &kgo.Record{Topic: topic, Value: []byte(`{"id": 1, "tags": ["x", "y"], "scores": {"a": 5}, "address": {"street": "1 Rue", "city": "Lyon"}}`)})
+	rows := e.scanLog(t, tbl)
+	require.Len(t, rows, 1)
+	assert.JSONEq(t, `["x", "y"]`, string(rows[0].Row["tags"]))
+	assert.JSONEq(t, `[{"key": "a", "value": 5}]`, string(rows[0].Row["scores"]))
+	assert.JSONEq(t, `{"street": "1 Rue", "city": "Lyon"}`, string(rows[0].Row["address"]))
+}

@@ -354,7 +354,13 @@ func (c *Converter) walkObject(s *jsonScanner, node *jsonNode, depth int, reject
 func (c *Converter) assign(cols []int, v jsonValue, out *Converted) (string, string) {
 	for _, i := range cols {
 		t := &c.schema.Columns[i].Type
-		d, reason := jsonDatum(t, v, &out.arena)
+		var d fluss.Datum
+		var reason string
+		if t.IsNested() {
+			d, reason = jsonNestedDatum(t, v, out, 1)
+		} else {
+			d, reason = jsonDatum(t, v, &out.arena)
+		}
 		if reason != "" {
 			return c.colName(i), reason
 		}

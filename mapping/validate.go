@@ -350,9 +350,7 @@ func buildPlan(r *Route, info *fluss.TableInfo) (*Converter, []error) {
 			}
 			// Registry decoders check each column against the writer
 			// schema's field when they compile it (nested columns too).
-			if !registry && !p.checkScalar(i, "a JSON value") {
-				continue
-			}
+			// JSON values fill nested columns too (jsonNestedDatum).
 			path := []string{col.Name}
 			if ps, ok := s.Value.Paths[col.Name]; ok {
 				path, _ = splitPath(ps)
