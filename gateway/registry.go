@@ -56,6 +56,25 @@ func (s *bridge) frame(route *mapping.Route, req *kafkaproto.PartitionProduce, c
 	if !vReg && !kReg {
 		return false
 	}
+	// Records of one batch nearly always name the same schema: remember the
+	// last answer instead of asking the cache (and building its key) again.
+	type memo struct {
+		kind   schemaregistry.IDKind
+		id     int64
+		guid   string
+		schema *schemaregistry.Schema
+		err    error
+		ok     bool
+	}
+	var last memo
+	cached := func(ref schemaregistry.Ref) (*schemaregistry.Schema, error, bool) {
+		if last.ok && last.kind == ref.Kind && last.id == ref.ID && last.guid == ref.GUID {
+			return last.schema, last.err, true
+		}
+		schema, err, ok := s.reg.Cached(ref)
+		last = memo{kind: ref.Kind, id: ref.ID, guid: ref.GUID, schema: schema, err: err, ok: ok}
+		return schema, err, ok
+	}
 	one := func(data []byte, hs []kafkaproto.Header, opts schemaregistry.Options, out *mapping.Serialized) {
 		if data == nil {
 			return // a tombstone, or no key: mapping decides
@@ -70,7 +89,7 @@ func (s *bridge) frame(route *mapping.Route, req *kafkaproto.PartitionProduce, c
 			out.Err = errors.New("no schema_registry is configured")
 			return
 		}
-		schema, err, ok := s.reg.Cached(ref)
+		schema, err, ok := cached(ref)
 		switch {
 		case !ok:
 			missing = true
