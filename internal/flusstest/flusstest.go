@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/fluss-kafka/gateway/internal/localservice"
 )
 
 // shared is the test binary's cluster: the only mutable package state (see
@@ -80,6 +82,7 @@ func StartCluster(tb testing.TB, opts ...Option) *Cluster {
 
 // binaryCluster resolves and owns the test binary's cluster.
 type binaryCluster struct {
+	svc  localservice.Binary
 	env  func(string) (string, bool)
 	pid  int
 	run  runner
@@ -87,68 +90,49 @@ type binaryCluster struct {
 	seq  atomic.Int64
 
 	// mu guards every field below.
-	mu         sync.Mutex
-	opts       options
-	mainCalled bool
-	resolved   bool
-	addr       string
-	err        error
-	cluster    *Cluster // nil unless this process started it or EnvCluster names it
-	started    bool     // this process started cluster and must stop it
+	mu      sync.Mutex
+	opts    options
+	cluster *Cluster // nil unless this process started it or EnvCluster names it
 }
 
 func newBinaryCluster(env func(string) (string, bool), pid int, run runner, dial func(string) error) *binaryCluster {
-	return &binaryCluster{env: env, pid: pid, run: run, dial: dial, opts: buildOptions(nil)}
+	b := &binaryCluster{env: env, pid: pid, run: run, dial: dial, opts: buildOptions(nil)}
+	b.svc = localservice.Binary{Label: "flusstest", Env: env, EnvService: EnvBootstrap, Check: b.check, Start: b.start}
+	return b
 }
 
 func (b *binaryCluster) main(runTests func() int, opts []Option) int {
 	b.mu.Lock()
-	b.mainCalled = true
 	b.opts = buildOptions(opts)
 	b.mu.Unlock()
-	code := runTests()
-	if err := b.stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "flusstest: %v\n", err)
-		if code == 0 {
-			code = 1
-		}
-	}
-	return code
+	return b.svc.Main(runTests)
 }
 
-func (b *binaryCluster) hasMain() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.mainCalled
-}
+func (b *binaryCluster) hasMain() bool { return b.svc.HasMain() }
 
 // bootstrap resolves the cluster once; a failure is remembered so that every
 // test fails fast with the same reason. started says whether this call started
 // the cluster.
-func (b *binaryCluster) bootstrap() (addr string, started bool, err error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.resolved {
-		return b.addr, false, b.err
+func (b *binaryCluster) bootstrap() (addr string, started bool, err error) { return b.svc.Get() }
+
+// check checks the address in EnvBootstrap.
+func (b *binaryCluster) check(addr string) (string, error) {
+	addr = strings.TrimSpace(addr)
+	if err := b.dial(addr); err != nil {
+		return "", fmt.Errorf("%s=%s: %w", EnvBootstrap, addr, err)
 	}
-	b.resolved = true
-	b.addr, started, b.err = b.resolveLocked()
-	return b.addr, started, b.err
+	return addr, nil
 }
 
-func (b *binaryCluster) resolveLocked() (string, bool, error) {
-	if addr, ok := b.env(EnvBootstrap); ok && strings.TrimSpace(addr) != "" {
-		addr = strings.TrimSpace(addr)
-		if err := b.dial(addr); err != nil {
-			return "", false, fmt.Errorf("%s=%s: %w", EnvBootstrap, addr, err)
-		}
-		return addr, false, nil
-	}
+// start starts the binary's cluster, which stop stops.
+func (b *binaryCluster) start() (addr string, stop func() error, err error) {
 	script, err := b.script()
 	if err != nil {
-		return "", false, err
+		return "", nil, err
 	}
+	b.mu.Lock()
 	o := b.opts
+	b.mu.Unlock()
 	if o.version == "" {
 		o.version, _ = b.env(EnvVersion)
 	}
@@ -156,20 +140,20 @@ func (b *binaryCluster) resolveLocked() (string, bool, error) {
 	defer cancel()
 	c, err := startCluster(ctx, b.run, script, clusterName("bin", b.pid, 0), b.pid, o)
 	if err != nil {
-		return "", false, fmt.Errorf("%s is unset, and %w", EnvBootstrap, err)
+		return "", nil, fmt.Errorf("%s is unset, and %w", EnvBootstrap, err)
 	}
+	b.mu.Lock()
 	b.cluster = c
-	b.started = true
-	return c.Bootstrap(), true, nil
+	b.mu.Unlock()
+	stop = func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+		defer cancel()
+		return c.Stop(ctx)
+	}
+	return c.Bootstrap(), stop, nil
 }
 
-func (b *binaryCluster) script() (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("find %s: %w", scriptRelPath, err)
-	}
-	return findScript(b.env, wd)
-}
+func (b *binaryCluster) script() (string, error) { return flussScript.Find(b.env) }
 
 // controlled returns the binary's cluster as one the script can act on.
 func (b *binaryCluster) controlled() (*Cluster, error) {
@@ -215,17 +199,7 @@ func (b *binaryCluster) startPrivate(testName string, o options) (*Cluster, erro
 }
 
 // stop stops the cluster this process started, if any.
-func (b *binaryCluster) stop() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if !b.started {
-		return nil
-	}
-	b.started = false
-	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
-	defer cancel()
-	return b.cluster.Stop(ctx)
-}
+func (b *binaryCluster) stop() error { return b.svc.Stop() }
 
 // dialCheck checks that addr (or the first reachable of a comma-separated
 // list) accepts TCP connections.

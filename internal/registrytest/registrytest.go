@@ -9,13 +9,12 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/fluss-kafka/gateway/internal/localservice"
 )
 
 // Environment variables read by the package.
@@ -67,22 +66,9 @@ func URL(tb testing.TB) string {
 
 // runner runs the script with args and returns its stdout; the error
 // carries the script's stderr. Tests replace it.
-type runner func(ctx context.Context, script string, args ...string) ([]byte, error)
+type runner = localservice.Runner
 
-func runScript(ctx context.Context, script string, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, script, args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &stdout
-	cmd.Stderr = &stderr
-	// The registry's JVM never holds these pipes (the script redirects
-	// them), but do not hang on a stray child either.
-	cmd.WaitDelay = 10 * time.Second
-	if err := cmd.Run(); err != nil {
-		return stdout.Bytes(), fmt.Errorf("%s %s: %w\n%s", script, strings.Join(args, " "), err,
-			strings.TrimSpace(stderr.String()))
-	}
-	return stdout.Bytes(), nil
-}
+var runScript = localservice.RunScript
 
 // probe checks that base answers GET base/subjects with 200.
 func probe(base string) error {
@@ -106,110 +92,70 @@ func probe(base string) error {
 
 // binaryRegistry resolves and owns the test binary's registry.
 type binaryRegistry struct {
+	svc   localservice.Binary
 	env   func(string) (string, bool)
 	pid   int
 	run   runner
 	probe func(base string) error
-
-	// mu guards every field below.
-	mu         sync.Mutex
-	mainCalled bool
-	resolved   bool
-	base       string
-	err        error
-	script     string // set when this process started the registry
-	name       string // its script instance name
-	started    bool   // this process started it and must stop it
 }
 
 func newBinaryRegistry(env func(string) (string, bool), pid int, run runner, probe func(string) error) *binaryRegistry {
-	return &binaryRegistry{env: env, pid: pid, run: run, probe: probe}
+	b := &binaryRegistry{env: env, pid: pid, run: run, probe: probe}
+	b.svc = localservice.Binary{Label: "registrytest", Env: env, EnvService: EnvURL, Check: b.check, Start: b.start}
+	return b
 }
 
-func (b *binaryRegistry) main(runTests func() int) int {
-	b.mu.Lock()
-	b.mainCalled = true
-	b.mu.Unlock()
-	code := runTests()
-	if err := b.stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "registrytest: %v\n", err)
-		if code == 0 {
-			code = 1
-		}
-	}
-	return code
-}
+func (b *binaryRegistry) main(runTests func() int) int { return b.svc.Main(runTests) }
 
-func (b *binaryRegistry) hasMain() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.mainCalled
-}
+func (b *binaryRegistry) hasMain() bool { return b.svc.HasMain() }
 
 // url resolves the registry once; a failure is remembered so that every test
 // fails fast with the same reason. started says whether this call started it.
-func (b *binaryRegistry) url() (base string, started bool, err error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.resolved {
-		return b.base, false, b.err
+func (b *binaryRegistry) url() (base string, started bool, err error) { return b.svc.Get() }
+
+// check checks the URL in EnvURL, v.
+func (b *binaryRegistry) check(v string) (string, error) {
+	base := strings.TrimSuffix(strings.TrimSpace(v), "/")
+	if err := checkURL(base); err != nil {
+		return "", fmt.Errorf("%s=%s: %w", EnvURL, v, err)
 	}
-	b.resolved = true
-	b.base, started, b.err = b.resolveLocked()
-	return b.base, started, b.err
+	if err := b.probe(base); err != nil {
+		return "", fmt.Errorf("%s=%s does not answer: %w", EnvURL, v, err)
+	}
+	return base, nil
 }
 
-func (b *binaryRegistry) resolveLocked() (string, bool, error) {
-	if v, ok := b.env(EnvURL); ok && strings.TrimSpace(v) != "" {
-		base := strings.TrimSuffix(strings.TrimSpace(v), "/")
-		if err := checkURL(base); err != nil {
-			return "", false, fmt.Errorf("%s=%s: %w", EnvURL, v, err)
-		}
-		if err := b.probe(base); err != nil {
-			return "", false, fmt.Errorf("%s=%s does not answer: %w", EnvURL, v, err)
-		}
-		return base, false, nil
-	}
-	wd, err := os.Getwd()
+// start starts the binary's registry, which stop stops.
+func (b *binaryRegistry) start() (base string, stop func() error, err error) {
+	script, err := registryScript.Find(b.env)
 	if err != nil {
-		return "", false, fmt.Errorf("find %s: %w", scriptRelPath, err)
-	}
-	script, err := findScript(b.env, wd)
-	if err != nil {
-		return "", false, err
+		return "", nil, err
 	}
 	name := fmt.Sprintf("gotest-%d", b.pid)
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	out, err := b.run(ctx, script, "start", "-s", name, "-o", strconv.Itoa(b.pid))
 	if err != nil {
-		return "", false, fmt.Errorf("%s is unset, and starting a registry failed: %w", EnvURL, err)
+		return "", nil, fmt.Errorf("%s is unset, and starting a registry failed: %w", EnvURL, err)
 	}
-	base, err := parseURL(out)
+	stop = func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+		defer cancel()
+		if _, err := b.run(ctx, script, "stop", "-s", name); err != nil {
+			return fmt.Errorf("stop schema registry %s: %w", name, err)
+		}
+		return nil
+	}
+	base, err = parseURL(out)
 	if err != nil {
 		// It may run all the same: stop it rather than leave it to the watcher.
-		b.script, b.name, b.started = script, name, true
-		return "", false, fmt.Errorf("%s is unset, and the started registry: %w", EnvURL, err)
+		return "", stop, fmt.Errorf("%s is unset, and the started registry: %w", EnvURL, err)
 	}
-	b.script, b.name, b.started = script, name, true
-	return base, true, nil
+	return base, stop, nil
 }
 
 // stop stops the registry this process started, if any.
-func (b *binaryRegistry) stop() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if !b.started {
-		return nil
-	}
-	b.started = false
-	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
-	defer cancel()
-	if _, err := b.run(ctx, b.script, "stop", "-s", b.name); err != nil {
-		return fmt.Errorf("stop schema registry %s: %w", b.name, err)
-	}
-	return nil
-}
+func (b *binaryRegistry) stop() error { return b.svc.Stop() }
 
 // parseURL finds the SCHEMA_REGISTRY_URL=... line in the script's stdout.
 func parseURL(out []byte) (string, error) {
@@ -239,24 +185,11 @@ func checkURL(v string) error {
 	return nil
 }
 
+// registryScript is scripts/registry-local.sh.
+var registryScript = localservice.Script{RelPath: scriptRelPath, EnvScript: EnvScript, EnvService: EnvURL}
+
 // findScript returns the path of scripts/registry-local.sh: env
 // REGISTRY_LOCAL_SCRIPT, else the first one found walking up from dir.
 func findScript(env func(string) (string, bool), dir string) (string, error) {
-	if p, ok := env(EnvScript); ok && p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("%s: %w", EnvScript, err)
-		}
-		return p, nil
-	}
-	for d := dir; ; {
-		p := filepath.Join(d, scriptRelPath)
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			return "", fmt.Errorf("no %s in %s or any parent directory (set %s or %s)", scriptRelPath, dir, EnvURL, EnvScript)
-		}
-		d = parent
-	}
+	return registryScript.FindFrom(env, dir)
 }
