@@ -7,6 +7,7 @@ import "github.com/fluss-kafka/gateway/internal/gatewaytest"
 type writerSettings struct {
 	Linger, BatchSize, BufferMemory string
 	LogLevel                        string // logging.level; default warn
+	SchemaRegistry                  string // schema_registry.urls (the bench's fake registry); "" for none
 }
 
 // gatewayConfig is the gateway's configuration for a bench: the writer at
@@ -24,6 +25,8 @@ func gatewayConfig(bootstrap string, w writerSettings, routes string) gatewaytes
 		BufferMemory: w.BufferMemory,
 		LogLevel:     level,
 		Deadline:     "30s",
+
+		SchemaRegistry: w.SchemaRegistry,
 	}
 }
 

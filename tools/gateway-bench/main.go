@@ -6,11 +6,15 @@
 //
 //	go run ./tools/gateway-bench -bootstrap 127.0.0.1:9123
 //	go run ./tools/gateway-bench -records 1000000 -runs json/1/lz4,json/4/lz4
+//	go run ./tools/gateway-bench -runs json/1/lz4,avro/1/lz4
 //
 // A run is workload/topics/codec: json (≈200-byte JSON values, 6 columns, into
 // an ARROW+ZSTD log table), upsert (string key + JSON value into a
-// primary-key table, half the records update an earlier key) or raw (the
-// value bytes into a BYTES column); 1 or more topics, each its own table;
+// primary-key table, half the records update an earlier key), raw (the
+// value bytes into a BYTES column) or avro (the json workload's fields as
+// Confluent-framed Avro, hamba/avro, ≈140 bytes; the writer schema is served
+// by an in-process fake registry, srfake, that the gateway's
+// schema_registry.urls points at); 1 or more topics, each its own table;
 // Kafka codec none, gzip, snappy, lz4 or zstd. Per run it prints records/s,
 // Kafka wire MB/s (Produce request bytes), p50/p99 produce latency (from
 // Produce to the promise), the gateway's CPU seconds per million records and
@@ -29,12 +33,15 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
+	"github.com/twmb/franz-go/pkg/sr/srfake"
 
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/internal/gatewaytest"
@@ -128,7 +135,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.StringVar(&o.bootstrap, "bootstrap", os.Getenv("FLUSS_BOOTSTRAP"), "Fluss bootstrap host:port (default env FLUSS_BOOTSTRAP)")
 	fs.IntVar(&o.records, "records", 300_000, "Kafka records per run (the baseline writes as many rows)")
 	runs := fs.String("runs", "json/1/none,json/1/lz4,json/1/zstd,json/4/lz4,upsert/1/lz4,raw/1/lz4",
-		"comma-separated runs workload/topics/codec; workloads json, upsert, raw; codecs none, gzip, snappy, lz4, zstd")
+		"comma-separated runs workload/topics/codec, e.g. avro/1/lz4; workloads json, upsert, raw, avro; codecs none, gzip, snappy, lz4, zstd")
 	fs.IntVar(&o.producers, "producers", 4, "concurrent Kafka producers (franz-go clients); the baseline uses as many goroutines")
 	fs.IntVar(&o.buckets, "buckets", 4, "buckets per table (= Kafka partitions per topic)")
 	fs.IntVar(&o.payloadLen, "payload", 110, "length of the JSON payload field; 110 gives ≈200-byte values")
@@ -249,6 +256,11 @@ func run(ctx context.Context, args []string) error {
 		BufferMemory: strconv.Itoa(o.bufferMemory),
 		LogLevel:     o.logLevel,
 	}
+	if slices.ContainsFunc(o.runs, func(r runSpec) bool { return r.workload == workloadAvro }) {
+		reg := startRegistry()
+		defer reg.Close()
+		w.SchemaRegistry = reg.URL()
+	}
 	g, err := gatewaytest.Start(ctx, bin, dir, gatewayConfig(o.bootstrap, w, routes.String()))
 	if err != nil {
 		return err
@@ -286,6 +298,14 @@ func run(ctx context.Context, args []string) error {
 	printSummary(results, idle, final, n, first, g.LogPath)
 	succeeded = true
 	return nil
+}
+
+// startRegistry starts the in-process registry of the avro workload, with
+// its writer schema seeded (the gateway fetches it once and caches it).
+func startRegistry() *srfake.Registry {
+	reg := srfake.New()
+	reg.SeedSchema(avroSubject, 1, avroSchemaID, sr.Schema{Schema: avroSchemaText})
+	return reg
 }
 
 func createTable(ctx context.Context, c *fluss.Client, p fluss.TablePath, d *fluss.TableDescriptor) (*fluss.TableInfo, error) {

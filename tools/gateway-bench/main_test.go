@@ -1,13 +1,16 @@
 package main
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"os"
 	"strconv"
 	"testing"
 
+	"github.com/hamba/avro/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/sr"
 	"gopkg.in/yaml.v3"
 
 	"github.com/fluss-kafka/gateway/fluss"
@@ -43,9 +46,9 @@ func TestExpectedSplitsRecordsOverTables(t *testing.T) {
 }
 
 func TestParseRuns(t *testing.T) {
-	runs, err := parseRuns("json/1/none, upsert/2/zstd")
+	runs, err := parseRuns("json/1/none, upsert/2/zstd,avro/1/lz4")
 	require.NoError(t, err)
-	assert.Equal(t, []runSpec{{workloadJSON, 1, "none"}, {workloadUpsert, 2, "zstd"}}, runs)
+	assert.Equal(t, []runSpec{{workloadJSON, 1, "none"}, {workloadUpsert, 2, "zstd"}, {workloadAvro, 1, "lz4"}}, runs)
 	for _, bad := range []string{"json/1", "xml/1/none", "json/0/none", "json/1/brotli", "json/x/lz4"} {
 		_, err := parseRuns(bad)
 		assert.Error(t, err, bad)
@@ -100,6 +103,75 @@ func TestGatewayYAMLIsValidYAMLWithRoutes(t *testing.T) {
 	assert.Equal(t, "d.b", cfg.Routes[1].Table)
 	assert.Equal(t, "id", cfg.Routes[1].Key["column"])
 	assert.Equal(t, "raw", cfg.Routes[2].Value["format"])
+}
+
+// TestAvroWorkload: the avro route reads Avro values from the registry the
+// configuration names; each value is 00 + the seeded schema id + the Avro
+// binary of the json workload's fields, the registry serves that schema
+// under that id, and the baseline row is the json workload's row.
+func TestAvroWorkload(t *testing.T) {
+	reg := startRegistry()
+	defer reg.Close()
+	out := gatewayYAML("127.0.0.1:9123", 1000, 1001, writerSettings{SchemaRegistry: reg.URL()},
+		workloadAvro.route("a", fluss.TablePath{Database: "d", Table: "a"}))
+	var cfg struct {
+		SchemaRegistry struct{ URLs []string } `yaml:"schema_registry"`
+		Routes         []struct {
+			Topic, Table string
+			Value        map[string]string
+		}
+	}
+	require.NoError(t, yaml.Unmarshal([]byte(out), &cfg), out)
+	assert.Equal(t, []string{reg.URL()}, cfg.SchemaRegistry.URLs)
+	require.Len(t, cfg.Routes, 1)
+	assert.Equal(t, map[string]string{"format": "avro", "subject": avroSubject}, cfg.Routes[0].Value)
+	assert.Equal(t, workloadJSON.descriptor(4), workloadAvro.descriptor(4))
+	assert.False(t, workloadAvro.keyed())
+
+	cl, err := sr.NewClient(sr.URLs(reg.URL()))
+	require.NoError(t, err)
+	served, err := cl.SchemaByID(t.Context(), avroSchemaID)
+	require.NoError(t, err)
+	assert.Equal(t, sr.TypeAvro, served.Type)
+	writer := avro.MustParse(served.Schema)
+	latest, err := cl.SchemaByVersion(t.Context(), avroSubject, -1)
+	require.NoError(t, err)
+	assert.Equal(t, avroSchemaID, latest.ID)
+	var names []string
+	for _, f := range writer.(*avro.RecordSchema).Fields() {
+		names = append(names, f.Name())
+	}
+	var columns []string
+	for _, c := range eventColumns {
+		columns = append(columns, c.Name)
+	}
+	assert.Equal(t, columns, names, "the writer schema has the six event columns, in order")
+
+	gen := newGenerator(110, 0)
+	for _, k := range []int64{0, 1, 99_999} {
+		v, err := gen.kafkaValue(workloadAvro, nil, k)
+		require.NoError(t, err)
+		require.Greater(t, len(v), 5)
+		assert.Equal(t, byte(0), v[0], "Confluent magic byte")
+		assert.Equal(t, uint32(avroSchemaID), binary.BigEndian.Uint32(v[1:5]))
+		assert.InDelta(t, 140, len(v), 15, "the json fields, Avro-encoded")
+		var got map[string]any
+		require.NoError(t, avro.Unmarshal(writer, v[5:], &got))
+		var want map[string]any
+		require.NoError(t, json.Unmarshal(gen.value(nil, k), &want))
+		require.Len(t, got, 6)
+		for name, w := range want {
+			switch g := got[name].(type) {
+			case int64:
+				assert.Equal(t, w, float64(g), name)
+			default:
+				assert.Equal(t, w, g, name)
+			}
+		}
+		avroRow, _ := gen.row(workloadAvro, make(fluss.Row, 6), nil, k)
+		jsonRow, _ := gen.row(workloadJSON, make(fluss.Row, 6), nil, k)
+		assert.Equal(t, jsonRow, avroRow, "the baseline writes the same rows")
+	}
 }
 
 func TestReadProcStatOfSelf(t *testing.T) {

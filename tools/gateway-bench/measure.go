@@ -178,7 +178,14 @@ func produceThroughGateway(ctx context.Context, o *options, g *gatewaytest.Proce
 						time.Sleep(d)
 					}
 				}
-				rec := &kgo.Record{Topic: pr.topics[k%int64(len(pr.topics))], Value: gen.value(make([]byte, 0, 256), k)}
+				value, err := gen.kafkaValue(pr.workload, make([]byte, 0, 256), k)
+				if err != nil {
+					errMu.Lock()
+					firstErr = errors.Join(firstErr, fmt.Errorf("record %d: %w", k, err))
+					errMu.Unlock()
+					break
+				}
+				rec := &kgo.Record{Topic: pr.topics[k%int64(len(pr.topics))], Value: value}
 				if pr.workload.keyed() {
 					rec.Key = gen.key(make([]byte, 0, 20), k)
 				}

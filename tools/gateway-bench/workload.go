@@ -1,10 +1,13 @@
 package main
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"strings"
+
+	"github.com/hamba/avro/v2"
 
 	"github.com/fluss-kafka/gateway/fluss"
 )
@@ -18,17 +21,18 @@ const (
 	workloadJSON   workload = "json"   // JSON values -> log table (ARROW, ZSTD)
 	workloadUpsert workload = "upsert" // string key + JSON value -> primary-key table
 	workloadRaw    workload = "raw"    // value bytes -> BYTES column of a log table
+	workloadAvro   workload = "avro"   // Confluent-framed Avro values (schema registry) -> log table, as json
 )
 
 func parseWorkload(s string) (workload, error) {
 	switch w := workload(s); w {
-	case workloadJSON, workloadUpsert, workloadRaw:
+	case workloadJSON, workloadUpsert, workloadRaw, workloadAvro:
 		return w, nil
 	}
-	return "", fmt.Errorf("unknown workload %q (json, upsert, raw)", s)
+	return "", fmt.Errorf("unknown workload %q (json, upsert, raw, avro)", s)
 }
 
-// eventColumns are the six columns of the JSON workloads.
+// eventColumns are the six columns of the JSON and Avro workloads.
 var eventColumns = []fluss.Column{
 	{Name: "id", Type: fluss.BigInt().NonNull()},
 	{Name: "user_id", Type: fluss.BigInt()},
@@ -41,7 +45,7 @@ var eventColumns = []fluss.Column{
 func (w workload) descriptor(buckets int) *fluss.TableDescriptor {
 	d := &fluss.TableDescriptor{BucketCount: buckets, Properties: map[string]string{}}
 	switch w {
-	case workloadJSON:
+	case workloadJSON, workloadAvro:
 		d.Schema = fluss.Schema{Columns: eventColumns}
 	case workloadUpsert:
 		d.Schema = fluss.Schema{Columns: eventColumns, PrimaryKey: []string{"id"}}
@@ -63,6 +67,8 @@ func (w workload) route(topic string, table fluss.TablePath) string {
 		return head + "    key:\n      format: string\n      column: id\n    value:\n      format: json\n"
 	case workloadRaw:
 		return head + "    value:\n      format: raw\n      column: payload\n"
+	case workloadAvro:
+		return head + "    value:\n      format: avro\n      subject: " + avroSubject + "\n"
 	default:
 		return head + "    value:\n      format: json\n"
 	}
@@ -92,8 +98,37 @@ func (w workload) expectedOffsets(ids []int64) int64 {
 	return n
 }
 
-// generator makes the record values: ~200-byte JSON objects whose payload
-// is drawn from a word list, so codecs find realistic redundancy.
+// The Avro workload's writer schema: the six event columns, none nullable
+// (every JSON value has all six fields too). It is seeded into the bench's
+// in-process registry under avroSubject with id avroSchemaID; values are
+// framed 00 + the 4-byte id (Confluent's serializers).
+const (
+	avroSubject    = "gwbench-events-value"
+	avroSchemaID   = 1
+	avroSchemaText = `{"type": "record", "name": "Event", "namespace": "gwbench", "fields": [
+  {"name": "id", "type": "long"},
+  {"name": "user_id", "type": "long"},
+  {"name": "event", "type": "string"},
+  {"name": "amount", "type": "double"},
+  {"name": "ok", "type": "boolean"},
+  {"name": "payload", "type": "string"}]}`
+)
+
+var avroSchema = avro.MustParse(avroSchemaText)
+
+// avroEvent is record k for the Avro encoder (hamba/avro, by the tags).
+type avroEvent struct {
+	ID      int64   `avro:"id"`
+	UserID  int64   `avro:"user_id"`
+	Event   string  `avro:"event"`
+	Amount  float64 `avro:"amount"`
+	OK      bool    `avro:"ok"`
+	Payload string  `avro:"payload"`
+}
+
+// generator makes the record values: ~200-byte JSON objects (or the same
+// fields as Avro) whose payload is drawn from a word list, so codecs find
+// realistic redundancy.
 type generator struct {
 	payloads [][]byte
 	events   [][]byte
@@ -165,13 +200,35 @@ func (g *generator) value(dst []byte, k int64) []byte {
 	return dst
 }
 
+// avroValue appends record k's Confluent-framed Avro value to dst: 00, the
+// schema id (big-endian uint32), then the Avro binary of the same fields
+// as value. Safe for concurrent use.
+func (g *generator) avroValue(dst []byte, k int64) ([]byte, error) {
+	id, user, event, amount, ok, payload := g.fields(k)
+	b, err := avro.Marshal(avroSchema, &avroEvent{ID: id, UserID: user, Event: string(event), Amount: amount, OK: ok, Payload: string(payload)})
+	if err != nil {
+		return dst, err
+	}
+	dst = binary.BigEndian.AppendUint32(append(dst, 0), avroSchemaID)
+	return append(dst, b...), nil
+}
+
+// kafkaValue appends record k's Kafka value for workload w to dst.
+func (g *generator) kafkaValue(w workload, dst []byte, k int64) ([]byte, error) {
+	if w == workloadAvro {
+		return g.avroValue(dst, k)
+	}
+	return g.value(dst, k), nil
+}
+
 // key appends record k's Kafka key (the decimal id) to dst.
 func (g *generator) key(dst []byte, k int64) []byte {
 	return strconv.AppendInt(dst, g.id(k), 10)
 }
 
-// row fills row (len ≥ 6) with record k as the gateway would convert it;
-// buf receives the raw value for workloadRaw and is returned.
+// row fills row (len ≥ 6) with record k as the gateway would convert it
+// (the same row for json, upsert and avro); buf receives the raw value for
+// workloadRaw and is returned.
 func (g *generator) row(w workload, row fluss.Row, buf []byte, k int64) (fluss.Row, []byte) {
 	if w == workloadRaw {
 		buf = g.value(buf[:0], k)
