@@ -395,6 +395,10 @@ func (s *bridge) putBatch(cb *convBatch) {
 	cb.rec = mapping.Record{}
 	cb.handles = nil
 	clear(cb.headers)
+	// The payloads point into the request frame: do not pin it.
+	clear(cb.framing.values)
+	clear(cb.framing.keys)
+	cb.framing.values, cb.framing.keys = cb.framing.values[:0], cb.framing.keys[:0]
 	s.batches.Put(cb)
 }
 

@@ -17,10 +17,10 @@ type framing struct {
 }
 
 func (f *framing) reset(n int) {
-	clear(f.values[:cap(f.values)])
-	clear(f.keys[:cap(f.keys)])
 	f.values = growSerialized(f.values, n)
 	f.keys = growSerialized(f.keys, n)
+	clear(f.values)
+	clear(f.keys)
 }
 
 func growSerialized(s []mapping.Serialized, n int) []mapping.Serialized {
@@ -52,10 +52,11 @@ func (s *bridge) frame(route *mapping.Route, req *kafkaproto.PartitionProduce, c
 	conv := route.Converter()
 	vOpts, vReg := conv.FramingOptions(false)
 	kOpts, kReg := conv.FramingOptions(true)
-	cb.framing.reset(len(req.Records))
 	if !vReg && !kReg {
+		cb.framing.values, cb.framing.keys = cb.framing.values[:0], cb.framing.keys[:0]
 		return false
 	}
+	cb.framing.reset(len(req.Records))
 	// Records of one batch nearly always name the same schema: remember the
 	// last answer instead of asking the cache (and building its key) again.
 	type memo struct {
