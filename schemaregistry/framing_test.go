@@ -9,8 +9,9 @@ import (
 	"testing"
 )
 
-// hx decodes hex with spaces allowed, as the byte dumps are written in
-// shared/docs/schema-registry-feasibility.md.
+// hx decodes hex with spaces allowed, as byte dumps of serializer output
+// (Confluent's Python and Go serializers, Apicurio's Java serdes) are
+// usually written.
 func hx(t testing.TB, s string) []byte {
 	t.Helper()
 	b, err := hex.DecodeString(strings.ReplaceAll(s, " ", ""))
