@@ -6,25 +6,21 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/fluss-kafka/gateway/internal/registrytest"
 )
 
-// TestRealRegistry_OnlyWithSCHEMA_REGISTRY_URL runs against a real registry's
-// Confluent-compatible API when SCHEMA_REGISTRY_URL is set (for Apicurio:
-// http://127.0.0.1:8081/apis/ccompat/v7, which also enables the native
-// globalId/contentId checks). It is skipped when the variable is unset; CI
-// wiring decides whether it must be set.
-func TestRealRegistry_OnlyWithSCHEMA_REGISTRY_URL(t *testing.T) {
-	base := os.Getenv("SCHEMA_REGISTRY_URL")
-	if base == "" {
-		t.Skip("SCHEMA_REGISTRY_URL is not set: no real registry to test against")
-	}
+// TestRealRegistry runs against a real registry's Confluent-compatible API:
+// SCHEMA_REGISTRY_URL, or an Apicurio started for the test binary (its
+// ccompat URL, which also enables the native globalId/contentId checks).
+func TestRealRegistry(t *testing.T) {
+	base := registrytest.URL(t)
 	ctx := t.Context()
 	admin, err := sr.NewClient(sr.URLs(base))
 	if err != nil {
@@ -47,7 +43,9 @@ func TestRealRegistry_OnlyWithSCHEMA_REGISTRY_URL(t *testing.T) {
 		t.Fatalf("register: %v", err)
 	}
 
-	c := newClient(t, Config{URLs: []string{base}})
+	// A loaded machine's registry can take seconds to answer a first
+	// request of a kind (class loading); this test is about answers, not speed.
+	c := newClient(t, Config{URLs: []string{base}, RequestTimeout: 30 * time.Second})
 	s, err := c.SchemaByID(ctx, user.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +86,7 @@ func TestRealRegistry_OnlyWithSCHEMA_REGISTRY_URL(t *testing.T) {
 	// the record's fault.
 	if u, err := url.Parse(base); err == nil && u.Path != "" && u.Path != "/" {
 		u.Path = ""
-		wrong := newClient(t, Config{URLs: []string{u.String()}})
+		wrong := newClient(t, Config{URLs: []string{u.String()}, RequestTimeout: 30 * time.Second})
 		if _, err := wrong.SchemaByID(ctx, user.ID); !errors.Is(err, ErrUnavailable) {
 			t.Errorf("base URL without its API path: %v, want ErrUnavailable", err)
 		}

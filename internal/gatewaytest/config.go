@@ -37,7 +37,7 @@ func (c Config) YAML(kafkaPort, adminPort int) string {
 	section(&b, "writer", "linger", c.Linger, "batch_size", c.BatchSize, "buffer_memory", c.BufferMemory,
 		"delivery_timeout", c.DeliveryTimeout)
 	if c.SchemaRegistry != "" {
-		fmt.Fprintf(&b, "schema_registry:\n  urls: [%q]\n  request_timeout: 2s\n", c.SchemaRegistry)
+		fmt.Fprintf(&b, "schema_registry:\n  urls: [%q]\n  request_timeout: 10s\n", c.SchemaRegistry)
 	}
 	fmt.Fprintf(&b, "admin:\n  address: 127.0.0.1:%d\n", adminPort)
 	b.WriteString("logging:\n")
