@@ -283,7 +283,7 @@ func apicurioRun(t *testing.T, serde *apicurioSerde, framing, apiVersion string,
 	if framing != "" {
 		route = fmt.Sprintf("{format: avro, framing: %s}", framing)
 	}
-	g := startGateway(t, gatewayConfig{Bootstrap: e.bootstrap, Registry: registry, Routes: fmt.Sprintf(`
+	g := startGateway(t, gatewayConfig{Bootstrap: e.Bootstrap, Registry: registry, Routes: fmt.Sprintf(`
   - topic: %s
     table: %s
     value: %s

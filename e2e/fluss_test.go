@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -13,33 +11,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fluss-kafka/gateway/fluss"
+	"github.com/fluss-kafka/gateway/internal/flussdb"
 	"github.com/fluss-kafka/gateway/internal/flusstest"
 )
 
-// env is one test's view of the cluster: its address, an admin client and a
-// database of its own, dropped at cleanup.
-type env struct {
-	bootstrap string
-	client    *fluss.Client
-	db        string
-}
+// env is one test's database on the cluster (internal/flussdb).
+type env struct{ *flussdb.DB }
 
-func newEnv(t *testing.T) *env {
-	t.Helper()
-	addr := flusstest.Bootstrap(t)
-	c, err := fluss.NewClient(fluss.Config{Bootstrap: strings.Split(addr, ","), RequestTimeout: 30 * time.Second})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, c.Close()) })
-	db := uniqueName("e2e")
-	ctx := testContext(t)
-	require.NoError(t, c.CreateDatabase(ctx, db, false))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		require.NoError(t, c.DropDatabase(ctx, db, true, true))
-	})
-	return &env{bootstrap: addr, client: c, db: db}
-}
+func newEnv(t *testing.T) *env { return &env{flussdb.New(t, "e2e")} }
 
 // table is a table description for createTable.
 type table struct {
@@ -55,42 +34,21 @@ type table struct {
 // bucket has a leader. It returns "db.table".
 func (e *env) createTable(t *testing.T, tb table) string {
 	t.Helper()
-	ctx := testContext(t)
-	path := fluss.TablePath{Database: e.db, Table: tb.name}
-	d := &fluss.TableDescriptor{
+	return e.CreateTable(t, tb.name, &fluss.TableDescriptor{
 		Schema:        fluss.Schema{Columns: tb.columns, PrimaryKey: tb.primaryKey},
 		PartitionKeys: tb.partition,
 		BucketCount:   tb.buckets,
 		Properties:    tb.properties,
-	}
-	if len(tb.partition) == 0 {
-		require.NoError(t, e.client.CreateTableReady(ctx, path, d, 0), "create table %s", path)
-	} else {
-		require.NoError(t, e.client.CreateTable(ctx, path, d, false), "create table %s", path)
-	}
-	return path.String()
+	})
 }
 
 func col(name string, typ fluss.DataType) fluss.Column { return fluss.Column{Name: name, Type: typ} }
 
 // scannedRow is one row of flusspy scan-log.
-type scannedRow struct {
-	Partition  *string                    `json:"partition"`
-	Bucket     int32                      `json:"bucket"`
-	Offset     int64                      `json:"offset"`
-	ChangeType string                     `json:"change_type"`
-	Row        map[string]json.RawMessage `json:"row"`
-}
+type scannedRow = flussdb.ScannedRow
 
 // scanLog reads every row of the table out of Fluss with pyfluss.
-func (e *env) scanLog(t *testing.T, table string) []scannedRow {
-	t.Helper()
-	var out struct {
-		Rows []scannedRow `json:"rows"`
-	}
-	flusstest.PyFlussJSON(t, &out, e.bootstrap, "scan-log", "--table", table)
-	return out.Rows
-}
+func (e *env) scanLog(t *testing.T, table string) []scannedRow { return e.ScanLog(t, table) }
 
 // lookup reads the rows of the given keys with pyfluss (nil for a key without a row).
 func (e *env) lookup(t *testing.T, table string, keys []map[string]any) []map[string]json.RawMessage {
@@ -100,7 +58,7 @@ func (e *env) lookup(t *testing.T, table string, keys []map[string]any) []map[st
 	var out struct {
 		Rows []map[string]json.RawMessage `json:"rows"`
 	}
-	flusstest.PyFlussJSON(t, &out, e.bootstrap, "lookup", "--table", table, "--keys-json", string(kj))
+	flusstest.PyFlussJSON(t, &out, e.Bootstrap, "lookup", "--table", table, "--keys-json", string(kj))
 	require.Len(t, out.Rows, len(keys))
 	return out.Rows
 }
@@ -155,19 +113,10 @@ func produceAll(t *testing.T, cl *kgo.Client, recs ...*kgo.Record) {
 	require.NoError(t, cl.ProduceSync(ctx, recs...).FirstErr())
 }
 
-func testContext(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
+func testContext(t *testing.T) context.Context { return flussdb.Context(t) }
 
 // uniqueName returns a Fluss-valid name unique to this run.
-func uniqueName(prefix string) string {
-	var b [5]byte
-	_, _ = rand.Read(b[:])
-	return prefix + "_" + hex.EncodeToString(b[:])
-}
+func uniqueName(prefix string) string { return flussdb.UniqueName(prefix) }
 
 // fetchedRow is one row read with the Go client's FetchLog.
 type fetchedRow struct {
@@ -183,14 +132,14 @@ func (e *env) fetchLog(t *testing.T, table string) ([]fetchedRow, *fluss.Schema)
 	t.Helper()
 	ctx := testContext(t)
 	db, name, _ := strings.Cut(table, ".")
-	info, err := e.client.TableInfo(ctx, fluss.TablePath{Database: db, Table: name})
+	info, err := e.Client.TableInfo(ctx, fluss.TablePath{Database: db, Table: name})
 	require.NoError(t, err)
 	schema := &info.Descriptor.Schema
 	var out []fetchedRow
 	for b := range int32(info.Descriptor.BucketCount) {
 		next := int64(0)
 		for {
-			got, err := e.client.FetchLog(ctx, &fluss.FetchLogRequest{TableID: info.TableID,
+			got, err := e.Client.FetchLog(ctx, &fluss.FetchLogRequest{TableID: info.TableID,
 				Buckets: []fluss.FetchBucket{{PartitionID: fluss.NoPartition, Bucket: b, Offset: next}}})
 			require.NoError(t, err)
 			require.Len(t, got, 1)

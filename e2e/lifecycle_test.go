@@ -59,7 +59,7 @@ func TestReloadAddsRoute(t *testing.T) {
 	e := newEnv(t)
 	first := e.createTable(t, loadTable("first", 1))
 	second := e.createTable(t, loadTable("second", 1))
-	g := startGateway(t, gatewayConfig{Bootstrap: e.bootstrap, Routes: jsonRoute("first", first)})
+	g := startGateway(t, gatewayConfig{Bootstrap: e.Bootstrap, Routes: jsonRoute("first", first)})
 
 	require.Equal(t, kerr.UnknownTopicOrPartition.Code, metadataError(t, g.KafkaAddr, "second"), "no route for topic second yet")
 
@@ -86,7 +86,7 @@ func TestReloadAddsRoute(t *testing.T) {
 	}
 
 	// A route to a table that does not exist is refused as a whole.
-	g.RequireRewriteRoutes(t, jsonRoute("first", first)+jsonRoute("second", second)+jsonRoute("third", e.db+".missing"))
+	g.RequireRewriteRoutes(t, jsonRoute("first", first)+jsonRoute("second", second)+jsonRoute("third", e.Name+".missing"))
 	g.RequireSignal(t, syscall.SIGHUP)
 	require.NoError(t, waitFor(t.Context(), 30*time.Second, func() bool {
 		return g.RequireMetrics(t).Sum("fluss_gateway_config_reloads_total", `result="failure"`) == 1
@@ -105,7 +105,7 @@ func TestReloadAddsRoute(t *testing.T) {
 func TestSIGTERMDuringLoadLosesNoAckedRecord(t *testing.T) {
 	e := newEnv(t)
 	tbl := e.createTable(t, loadTable("load", 2))
-	g := startGateway(t, gatewayConfig{Bootstrap: e.bootstrap, Routes: jsonRoute("load", tbl)})
+	g := startGateway(t, gatewayConfig{Bootstrap: e.Bootstrap, Routes: jsonRoute("load", tbl)})
 	cl, err := kgo.NewClient(kgo.SeedBrokers(g.KafkaAddr), kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(2000))
 	require.NoError(t, err)
 
@@ -178,8 +178,8 @@ func TestTwoInstances(t *testing.T) {
 	tbl := e.createTable(t, loadTable("shared", 3))
 	routes := jsonRoute("shared", tbl)
 	gateways := []*gatewaytest.Process{
-		startGateway(t, gatewayConfig{Bootstrap: e.bootstrap, Routes: routes}),
-		startGateway(t, gatewayConfig{Bootstrap: e.bootstrap, Routes: routes}),
+		startGateway(t, gatewayConfig{Bootstrap: e.Bootstrap, Routes: routes}),
+		startGateway(t, gatewayConfig{Bootstrap: e.Bootstrap, Routes: routes}),
 	}
 	const producersPerGateway, perProducer = 3, 400
 
@@ -251,7 +251,7 @@ func TestTwoInstances(t *testing.T) {
 func TestSmallBufferBackPressure(t *testing.T) {
 	e := newEnv(t)
 	tbl := e.createTable(t, loadTable("pressure", 2))
-	g := startGateway(t, gatewayConfig{Bootstrap: e.bootstrap, Routes: jsonRoute("pressure", tbl),
+	g := startGateway(t, gatewayConfig{Bootstrap: e.Bootstrap, Routes: jsonRoute("pressure", tbl),
 		Buffer: "64KiB", BatchSize: "16KiB", Linger: "5ms"})
 	const producers, perProducer = 4, 5000
 	var wg sync.WaitGroup
@@ -295,7 +295,7 @@ func TestValidateCommand(t *testing.T) {
 	require.NoError(t, err)
 	validate := func(routes string) (string, error) {
 		path := filepath.Join(t.TempDir(), "gateway.yaml")
-		cfg := gatewayConfig{Bootstrap: e.bootstrap, Routes: routes}
+		cfg := gatewayConfig{Bootstrap: e.Bootstrap, Routes: routes}
 		require.NoError(t, os.WriteFile(path, []byte(cfg.yaml(freePort(t), freePort(t))), 0o600))
 		out, err := exec.Command(bin, "validate", "-config", path).CombinedOutput()
 		return string(out), err
@@ -306,13 +306,13 @@ func TestValidateCommand(t *testing.T) {
 	assert.Contains(t, out, "route good -> "+tbl+": ok")
 
 	out, err = validate(jsonRoute("good", tbl) +
-		fmt.Sprintf("  - topic: missing\n    table: %s.nope\n", e.db) +
+		fmt.Sprintf("  - topic: missing\n    table: %s.nope\n", e.Name) +
 		fmt.Sprintf("  - topic: badcol\n    table: %s\n    metadata:\n      timestamp: no_such_column\n", tbl))
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit, out)
 	assert.Equal(t, 1, exit.ExitCode())
 	assert.Contains(t, out, "missing")
-	assert.Contains(t, out, e.db+".nope")
+	assert.Contains(t, out, e.Name+".nope")
 	assert.Contains(t, out, "badcol")
 	assert.Contains(t, out, "no_such_column")
 	t.Logf("validate output:\n%s", out)

@@ -212,7 +212,7 @@ func TestAvroRoutePythonSerializer(t *testing.T) {
 	registry := registrytest.URL(t)
 	orders := e.createTable(t, orderTable("avro_orders"))
 	topic := uniqueName("avro-orders")
-	g := startGateway(t, gatewayConfig{Bootstrap: e.bootstrap, Registry: registry, Routes: fmt.Sprintf(`
+	g := startGateway(t, gatewayConfig{Bootstrap: e.Bootstrap, Registry: registry, Routes: fmt.Sprintf(`
   - topic: %s
     table: %s
     value: {format: avro}
@@ -283,7 +283,7 @@ func TestAvroRouteRegistryDown(t *testing.T) {
 	proxy, proxied := newRegistryProxy(t, registry)
 	orders := e.createTable(t, orderTable("avro_down"))
 	topic := uniqueName("avro-down")
-	g := startGateway(t, gatewayConfig{Bootstrap: e.bootstrap, Registry: proxied, Routes: fmt.Sprintf(`
+	g := startGateway(t, gatewayConfig{Bootstrap: e.Bootstrap, Registry: proxied, Routes: fmt.Sprintf(`
   - topic: %s
     table: %s
     value: {format: avro}
@@ -339,7 +339,7 @@ func TestJSONSchemaRoutePythonSerializer(t *testing.T) {
 		col("id", fluss.BigInt()), col("name", fluss.String()), col("city", fluss.String()),
 	}})
 	topic := uniqueName("js-people")
-	g := startGateway(t, gatewayConfig{Bootstrap: e.bootstrap, Registry: registry, Routes: fmt.Sprintf(`
+	g := startGateway(t, gatewayConfig{Bootstrap: e.Bootstrap, Registry: registry, Routes: fmt.Sprintf(`
   - topic: %s
     table: %s
     value:
@@ -395,7 +395,7 @@ func TestProtobufRoutePythonSerializer(t *testing.T) {
 		col("note", fluss.String()), col("status", fluss.String()), col("score", fluss.Double()),
 	}})
 	topic := uniqueName("pb-orders")
-	g := startGateway(t, gatewayConfig{Bootstrap: e.bootstrap, Registry: registry, Routes: fmt.Sprintf(`
+	g := startGateway(t, gatewayConfig{Bootstrap: e.Bootstrap, Registry: registry, Routes: fmt.Sprintf(`
   - topic: %s
     table: %s
     value: {format: protobuf}
@@ -457,7 +457,7 @@ func TestAvroNestedIntoFlussNestedColumns(t *testing.T) {
 		col("city", fluss.String()),
 	}})
 	topic := uniqueName("avro-profiles")
-	g := startGateway(t, gatewayConfig{Bootstrap: e.bootstrap, Registry: registry, Routes: fmt.Sprintf(`
+	g := startGateway(t, gatewayConfig{Bootstrap: e.Bootstrap, Registry: registry, Routes: fmt.Sprintf(`
   - topic: %s
     table: %s
     value:
@@ -514,7 +514,7 @@ func TestJSONIntoNestedColumns(t *testing.T) {
 		col("address", fluss.RowType(fluss.RowField("street", fluss.String()), fluss.RowField("city", fluss.String()))),
 	}})
 	topic := uniqueName("json-nested")
-	g := startGateway(t, gatewayConfig{Bootstrap: e.bootstrap, Routes: fmt.Sprintf("  - topic: %s\n    table: %s\n", topic, tbl)})
+	g := startGateway(t, gatewayConfig{Bootstrap: e.Bootstrap, Routes: fmt.Sprintf("  - topic: %s\n    table: %s\n", topic, tbl)})
 	cl := newProducer(t, g.KafkaAddr)
 	produceAll(t, cl, &kgo.Record{Topic: topic, Value: []byte(`{"id": 1, "tags": ["x", "y"], "scores": {"a": 5}, "address": {"street": "1 Rue", "city": "Lyon"}}`)})
 	rows := e.scanLog(t, tbl)

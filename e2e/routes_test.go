@@ -127,7 +127,7 @@ func ltz(ms int64) string {
 func TestRoutes(t *testing.T) {
 	e := newEnv(t)
 	tables := createRouteTables(t, e)
-	g := startGateway(t, gatewayConfig{Bootstrap: e.bootstrap, Routes: tables.routes()})
+	g := startGateway(t, gatewayConfig{Bootstrap: e.Bootstrap, Routes: tables.routes()})
 	cl := newProducer(t, g.KafkaAddr)
 
 	// What each subtest got acknowledged, for the metrics check.

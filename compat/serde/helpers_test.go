@@ -2,13 +2,10 @@ package serde_test
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fluss-kafka/gateway/fluss"
-	"github.com/fluss-kafka/gateway/internal/flusstest"
+	"github.com/fluss-kafka/gateway/internal/flussdb"
 	"github.com/fluss-kafka/gateway/internal/gatewaytest"
 )
 
@@ -79,51 +76,24 @@ var orderColumns = []fluss.Column{
 	{Name: "status", Type: fluss.String()},
 }
 
-// env is one test's Fluss: the cluster's address, an admin client and a
-// database of its own, dropped at cleanup.
-type env struct {
-	bootstrap string
-	client    *fluss.Client
-	db        string
-}
+// env is one test's database on the cluster (internal/flussdb).
+type env struct{ *flussdb.DB }
 
-func newEnv(t *testing.T) *env {
-	t.Helper()
-	addr := flusstest.Bootstrap(t)
-	c, err := fluss.NewClient(fluss.Config{Bootstrap: strings.Split(addr, ","), RequestTimeout: 30 * time.Second})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, c.Close()) })
-	db := uniqueName("compat_serde")
-	require.NoError(t, c.CreateDatabase(testContext(t), db, false))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		require.NoError(t, c.DropDatabase(ctx, db, true, true))
-	})
-	return &env{bootstrap: addr, client: c, db: db}
-}
+func newEnv(t *testing.T) *env { return &env{flussdb.New(t, "compat_serde")} }
 
 // createOrderTable creates a log table of orderColumns in the env's
 // database, waits until its buckets have leaders, and returns "db.table".
 func (e *env) createOrderTable(t *testing.T, name string) string {
 	t.Helper()
-	path := fluss.TablePath{Database: e.db, Table: name}
-	d := &fluss.TableDescriptor{Schema: fluss.Schema{Columns: orderColumns}, BucketCount: 2}
-	require.NoError(t, e.client.CreateTableReady(testContext(t), path, d, 0), "create table %s", path)
-	return path.String()
+	return e.CreateTable(t, name, &fluss.TableDescriptor{Schema: fluss.Schema{Columns: orderColumns}, BucketCount: 2})
 }
 
 // scanLog reads every row of the table out of Fluss with pyfluss.
 func (e *env) scanLog(t *testing.T, table string) []map[string]json.RawMessage {
 	t.Helper()
-	var out struct {
-		Rows []struct {
-			Row map[string]json.RawMessage `json:"row"`
-		} `json:"rows"`
-	}
-	flusstest.PyFlussJSON(t, &out, e.bootstrap, "scan-log", "--table", table)
-	rows := make([]map[string]json.RawMessage, len(out.Rows))
-	for i, r := range out.Rows {
+	scanned := e.ScanLog(t, table)
+	rows := make([]map[string]json.RawMessage, len(scanned))
+	for i, r := range scanned {
 		rows[i] = r.Row
 	}
 	return rows
@@ -136,7 +106,7 @@ func startGateway(t *testing.T, e *env, registry, topic, table, format string) *
 	bin, err := gatewaytest.Binary(true)
 	require.NoError(t, err)
 	return gatewaytest.StartTest(t, bin, gatewaytest.Config{
-		Bootstrap:       e.bootstrap,
+		Bootstrap:       e.Bootstrap,
 		SchemaRegistry:  registry,
 		RequestTimeout:  "30s",
 		DialTimeout:     "10s",
@@ -264,16 +234,7 @@ func decode[T any](t *testing.T, row map[string]json.RawMessage, col string) T {
 	return v
 }
 
-func testContext(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
+func testContext(t *testing.T) context.Context { return flussdb.Context(t) }
 
 // uniqueName returns a Fluss-valid name unique to this run.
-func uniqueName(prefix string) string {
-	var b [5]byte
-	_, _ = rand.Read(b[:])
-	return prefix + "_" + hex.EncodeToString(b[:])
-}
+func uniqueName(prefix string) string { return flussdb.UniqueName(prefix) }
