@@ -73,8 +73,7 @@ func (c *Config) validateSchemaRegistry(p *problems) {
 	for i, rt := range c.Routes {
 		rt = rt.WithDefaults()
 		for _, f := range []struct{ what, format string }{{"value", string(rt.Value.Format)}, {"key", string(rt.Key.Format)}} {
-			switch f.format {
-			case string(mapping.ValueAvro), string(mapping.ValueProtobuf), string(mapping.ValueJSONSchema):
+			if mapping.IsRegistryFormat(f.format) {
 				p.add("schema_registry.urls", "required: routes[%d] (%s) reads %s.format %s", i, rt.Name, f.what, f.format)
 			}
 		}

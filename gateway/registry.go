@@ -87,7 +87,7 @@ func (s *bridge) frame(route *mapping.Route, req *kafkaproto.PartitionProduce, c
 		}
 		out.Ref, out.Payload = ref, payload
 		if s.reg == nil {
-			out.Err = errors.New("no schema_registry is configured")
+			out.Err = errNoRegistry
 			return
 		}
 		schema, err, ok := cached(ref)
@@ -111,6 +111,10 @@ func (s *bridge) frame(route *mapping.Route, req *kafkaproto.PartitionProduce, c
 	}
 	return missing
 }
+
+// errNoRegistry marks records of a registry format when no schema_registry
+// is configured (configs refuses such a file; this guards the bridge).
+var errNoRegistry = errors.New("no schema_registry is configured")
 
 // errRegistryUnavailable wraps a registry failure that a producer retry may
 // get past: the whole batch is refused with a retriable code, nothing of it

@@ -21,7 +21,8 @@ import (
 
 // TestJavaKafkaClients drives the Java client (kafka-clients from Maven
 // Central, resolved by mvn) with its defaults: idempotent, acks=all, each
-// codec. Skipped with -short or without mvn/javac/java.
+// codec. Skipped with -short or without mvn/javac/java (except in CI, where
+// the missing tool is a failure).
 func TestJavaKafkaClients(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -29,6 +30,9 @@ func TestJavaKafkaClients(t *testing.T) {
 	}
 	for _, tool := range []string{"mvn", "javac", "java"} {
 		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s not installed: CI must run the Java client", tool)
+			}
 			t.Skipf("%s not installed", tool)
 		}
 	}

@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/hamba/avro/v2"
@@ -74,13 +72,14 @@ const (
 )
 
 type avroDecoder struct {
-	t      registryTarget
-	plans  sync.Map // *schemaregistry.Schema → *avroPlan
-	nplans atomic.Int64
+	t     registryTarget
+	plans writerSchemaCache[*avroPlan]
 }
 
 func newAvroDecoder(t registryTarget) (registryDecoder, error) {
-	return &avroDecoder{t: t}, nil
+	d := &avroDecoder{t: t}
+	d.plans.max = maxAvroPlans
+	return d, nil
 }
 
 func (d *avroDecoder) decode(s *Serialized, out *Converted) (string, string) {
@@ -104,16 +103,7 @@ func (d *avroDecoder) decode(s *Serialized, out *Converted) (string, string) {
 
 // plan returns the compiled plan of a writer schema, compiling it once.
 func (d *avroDecoder) plan(s *schemaregistry.Schema) *avroPlan {
-	if p, ok := d.plans.Load(s); ok {
-		return p.(*avroPlan)
-	}
-	p := d.compile(s)
-	if d.nplans.Add(1) > maxAvroPlans {
-		d.plans.Clear()
-		d.nplans.Store(1)
-	}
-	actual, _ := d.plans.LoadOrStore(s, p)
-	return actual.(*avroPlan)
+	return d.plans.get(s, d.compile)
 }
 
 // parseAvroSchema parses a registry schema, its references first.

@@ -504,7 +504,7 @@ func TestAvroSchemaEvolution(t *testing.T) {
 		assertRow(t, fluss.Row{{I: 2}, str("b"), str("b@x"), str("SILVER")}, out.Row)
 	}
 	dec := conv.valueDec.(*avroDecoder)
-	assert.Equal(t, int64(2), dec.nplans.Load())
+	assert.Equal(t, int64(2), dec.plans.len())
 
 	// The cache is bounded: past maxAvroPlans it starts over.
 	for i := range maxAvroPlans + 10 {
@@ -514,7 +514,7 @@ func TestAvroSchemaEvolution(t *testing.T) {
 		rec.SerializedValue.Schema = &s
 		require.NoError(t, conv.Convert(&rec, out))
 	}
-	assert.LessOrEqual(t, dec.nplans.Load(), int64(maxAvroPlans))
+	assert.LessOrEqual(t, dec.plans.len(), int64(maxAvroPlans))
 }
 
 func TestAvroReferences(t *testing.T) {

@@ -1,6 +1,8 @@
 package mapping
 
 import (
+	"strconv"
+
 	"github.com/fluss-kafka/gateway/fluss"
 )
 
@@ -34,7 +36,7 @@ func jsonNestedDatum(t *fluss.DataType, v jsonValue, out *Converted, depth int) 
 				return fluss.Datum{}, reason
 			}
 			if elems[i], reason = jsonElemDatum(t.Elem, ev, out, depth+1); reason != "" {
-				return fluss.Datum{}, "element " + itoaSmall(i) + ": " + reason
+				return fluss.Datum{}, "element " + strconv.Itoa(i) + ": " + reason
 			}
 			if s.peek() == ',' {
 				s.pos++
@@ -180,11 +182,4 @@ func countObject(raw []byte, depth int) (int, string) {
 			return 0, s.syntaxError("expected ',' or '}'")
 		}
 	}
-}
-
-func itoaSmall(i int) string {
-	if i < 10 {
-		return string(rune('0' + i))
-	}
-	return itoaSmall(i/10) + string(rune('0'+i%10))
 }

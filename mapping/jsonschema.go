@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -20,7 +19,7 @@ import (
 // (Schema.Deps) as resources.
 type jsonSchemaDecoder struct {
 	t        registryTarget
-	compiled sync.Map // *schemaregistry.Schema → compiledJSONSchema
+	compiled writerSchemaCache[compiledJSONSchema]
 }
 
 type compiledJSONSchema struct {
@@ -28,22 +27,23 @@ type compiledJSONSchema struct {
 	err    error // the schema does not compile: every record of it is bad
 }
 
-// maxCompiledJSONSchemas bounds the compiled-schema cache; past it, schemas
-// are compiled per record (correct, only slower) rather than kept forever.
+// maxCompiledJSONSchemas bounds the compiled-schema cache.
 const maxCompiledJSONSchemas = 1024
 
 func newJSONSchemaDecoder(t registryTarget) (registryDecoder, error) {
 	if t.walkJSON == nil {
 		return nil, errors.New("mapping: json_schema decoder without a JSON walker")
 	}
-	return &jsonSchemaDecoder{t: t}, nil
+	d := &jsonSchemaDecoder{t: t}
+	d.compiled.max = maxCompiledJSONSchemas
+	return d, nil
 }
 
 func (d *jsonSchemaDecoder) decode(s *Serialized, out *Converted) (string, string) {
 	if s.Schema.Type != "JSON" {
 		return "", fmt.Sprintf("writer schema %d is %s, not a JSON Schema", s.Schema.ID, s.Schema.Type)
 	}
-	c := d.compile(s.Schema)
+	c := d.compiled.get(s.Schema, compileJSONSchema)
 	if c.err != nil {
 		return "", fmt.Sprintf("writer schema %d does not compile: %v", s.Schema.ID, firstLine(c.err.Error()))
 	}
@@ -55,19 +55,6 @@ func (d *jsonSchemaDecoder) decode(s *Serialized, out *Converted) (string, strin
 		return "", "does not validate against its schema: " + firstLine(err.Error())
 	}
 	return d.t.walkJSON(s.Payload, out)
-}
-
-func (d *jsonSchemaDecoder) compile(s *schemaregistry.Schema) compiledJSONSchema {
-	if v, ok := d.compiled.Load(s); ok {
-		return v.(compiledJSONSchema)
-	}
-	c := compileJSONSchema(s)
-	n := 0
-	d.compiled.Range(func(any, any) bool { n++; return n < maxCompiledJSONSchemas })
-	if n < maxCompiledJSONSchemas {
-		d.compiled.Store(s, c)
-	}
-	return c
 }
 
 func compileJSONSchema(s *schemaregistry.Schema) compiledJSONSchema {

@@ -100,12 +100,13 @@ const (
 
 type protobufDecoder struct {
 	t       registryTarget
-	schemas sync.Map // *schemaregistry.Schema → *pbSchema
-	count   atomic.Int32
+	schemas writerSchemaCache[*pbSchema]
 }
 
 func newProtobufDecoder(t registryTarget) (registryDecoder, error) {
-	return &protobufDecoder{t: t}, nil
+	d := &protobufDecoder{t: t}
+	d.schemas.max = pbMaxSchemas
+	return d, nil
 }
 
 // pbSchema is one writer schema, compiled, with the plans of the messages
@@ -149,20 +150,14 @@ func (d *protobufDecoder) decode(s *Serialized, out *Converted) (string, string)
 }
 
 func (d *protobufDecoder) schema(s *schemaregistry.Schema) *pbSchema {
-	if v, ok := d.schemas.Load(s); ok {
-		return v.(*pbSchema)
-	}
-	c := pbCompile(s)
-	ps := &pbSchema{file: c.file}
-	if c.err != "" {
-		ps.err = "writer schema " + strconv.FormatInt(s.ID, 10) + " does not compile: " + c.err
-	}
-	if d.count.Add(1) > pbMaxSchemas {
-		d.schemas.Clear()
-		d.count.Store(1)
-	}
-	v, _ := d.schemas.LoadOrStore(s, ps)
-	return v.(*pbSchema)
+	return d.schemas.get(s, func(s *schemaregistry.Schema) *pbSchema {
+		c := pbCompile(s)
+		ps := &pbSchema{file: c.file}
+		if c.err != "" {
+			ps.err = "writer schema " + strconv.FormatInt(s.ID, 10) + " does not compile: " + c.err
+		}
+		return ps
+	})
 }
 
 // plan returns the plan of the message ref names, building it on first use.

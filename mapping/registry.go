@@ -2,6 +2,8 @@ package mapping
 
 import (
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/schemaregistry"
@@ -28,9 +30,9 @@ const (
 	FramingApicurioGlobalID8 Framing = "apicurio-global-id-8"
 )
 
-// registryFormat reports whether a value or key format is a
-// schema-registry format.
-func registryFormat(format string) bool {
+// IsRegistryFormat reports whether a value or key format (as the
+// configuration spells it) is a schema-registry format.
+func IsRegistryFormat(format string) bool {
 	switch format {
 	case string(ValueAvro), string(ValueProtobuf), string(ValueJSONSchema):
 		return true
@@ -40,7 +42,7 @@ func registryFormat(format string) bool {
 
 // checkRegistry checks the registry settings of the value or key (what).
 func checkRegistry(what, format string, f Framing, subject string, add func(field, format string, args ...any)) {
-	if !registryFormat(format) {
+	if !IsRegistryFormat(format) {
 		if f != "" {
 			add(what+".framing", "only applies to %s.format avro, protobuf and json_schema", what)
 		}
@@ -88,12 +90,12 @@ type Serialized struct {
 // in a schema-registry format, and how to parse its framing.
 func (c *Converter) FramingOptions(key bool) (schemaregistry.Options, bool) {
 	if key {
-		if !registryFormat(string(c.keyFormat)) {
+		if !IsRegistryFormat(string(c.keyFormat)) {
 			return schemaregistry.Options{}, false
 		}
 		return framingOptions(string(c.keyFormat), c.keyFraming, true), true
 	}
-	if !registryFormat(string(c.valueFormat)) {
+	if !IsRegistryFormat(string(c.valueFormat)) {
 		return schemaregistry.Options{}, false
 	}
 	return framingOptions(string(c.valueFormat), c.valueFraming, false), true
@@ -197,3 +199,30 @@ func (d *jsonSchemaDecoder) check(s *schemaregistry.Schema) error {
 	}
 	return nil
 }
+
+// writerSchemaCache keeps what a decoder compiled for each writer schema
+// (by pointer: the registry client hands out one *Schema per id, and ids of
+// different kinds may share a number). It is bounded: past max entries it
+// starts over, so a flood of distinct schemas cannot grow memory forever.
+type writerSchemaCache[V any] struct {
+	m   sync.Map // *schemaregistry.Schema → V
+	n   atomic.Int64
+	max int64
+}
+
+// get returns the entry of s, compiling it on first use.
+func (c *writerSchemaCache[V]) get(s *schemaregistry.Schema, compile func(*schemaregistry.Schema) V) V {
+	if v, ok := c.m.Load(s); ok {
+		return v.(V)
+	}
+	v := compile(s)
+	if c.n.Add(1) > c.max {
+		c.m.Clear()
+		c.n.Store(1)
+	}
+	actual, _ := c.m.LoadOrStore(s, v)
+	return actual.(V)
+}
+
+// len is how many entries were added since the cache last started over.
+func (c *writerSchemaCache[V]) len() int64 { return c.n.Load() }
