@@ -523,3 +523,57 @@ func TestJSONIntoNestedColumns(t *testing.T) {
 	assert.JSONEq(t, `[{"key": "a", "value": 5}]`, string(rows[0].Row["scores"]))
 	assert.JSONEq(t, `{"street": "1 Rue", "city": "Lyon"}`, string(rows[0].Row["address"]))
 }
+
+const logicalAvro = `{
+  "type": "record", "name": "Logical", "namespace": "shop",
+  "fields": [
+    {"name": "id", "type": "long"},
+    {"name": "t_ms", "type": {"type": "int", "logicalType": "time-millis"}},
+    {"name": "t_us", "type": {"type": "long", "logicalType": "time-micros"}},
+    {"name": "ts_us", "type": {"type": "long", "logicalType": "timestamp-micros"}},
+    {"name": "lts_ms", "type": {"type": "long", "logicalType": "local-timestamp-millis"}},
+    {"name": "lts_us", "type": {"type": "long", "logicalType": "local-timestamp-micros"}},
+    {"name": "uid", "type": {"type": "string", "logicalType": "uuid"}},
+    {"name": "fx", "type": {"type": "fixed", "name": "Four", "size": 4}},
+    {"name": "dfx", "type": {"type": "fixed", "name": "Dec8", "size": 8, "logicalType": "decimal", "precision": 12, "scale": 3}},
+    {"name": "f", "type": "float"}
+  ]
+}`
+
+// TestAvroLogicalTypesPythonSerializer: the Avro logical types the other
+// tests do not reach — time-millis/-micros, timestamp-micros,
+// local-timestamp-millis/-micros, uuid, fixed, decimal on fixed — plus
+// float, written by Confluent's Python AvroSerializer, read back with
+// pyfluss.
+func TestAvroLogicalTypesPythonSerializer(t *testing.T) {
+	e := newEnv(t)
+	registry := registrytest.URL(t)
+	tbl := e.createTable(t, table{name: "avro_logical", buckets: 1, columns: []fluss.Column{
+		col("id", fluss.BigInt()), col("t_ms", fluss.Time(3)), col("t_us", fluss.Time(3)),
+		col("ts_us", fluss.TimestampLTZ(6)), col("lts_ms", fluss.Timestamp(3)), col("lts_us", fluss.Timestamp(6)),
+		col("uid", fluss.String()), col("fx", fluss.Binary(4)), col("dfx", fluss.Decimal(12, 3)), col("f", fluss.Float()),
+	}})
+	topic := uniqueName("avro-logical")
+	g := startGateway(t, gatewayConfig{Bootstrap: e.Bootstrap, Registry: registry, Routes: fmt.Sprintf(`
+  - topic: %s
+    table: %s
+    value: {format: avro}
+`, topic, tbl)})
+	rec := map[string]any{"id": 1, "t_ms": 45_296_789, "t_us": 45_296_789_123, "ts_us": 1_704_067_200_123_456,
+		"lts_ms": 1_704_067_200_123, "lts_us": 1_704_067_200_123_456, "uid": "2f1c6f4e-8d2b-4a6e-9c1d-3b5e7f9a0c12",
+		"fx": map[string]any{"$bytes_hex": "01020304"}, "dfx": map[string]any{"$decimal": "123.456"}, "f": 1.5}
+	res := serdeProduce(t, g.KafkaAddr, registry, topic, "avro", logicalAvro, []map[string]any{rec})
+	require.Zero(t, res.ErrorCount, "%+v", res.Errors)
+	rows := e.scanLog(t, tbl)
+	require.Len(t, rows, 1)
+	row := rows[0].Row
+	assert.Equal(t, "12:34:56.789000000", str(t, row, "t_ms"))
+	assert.Equal(t, "12:34:56.789000000", str(t, row, "t_us"), "time-micros truncated to the column's millis")
+	assert.Equal(t, "2024-01-01T00:00:00.123456000Z", str(t, row, "ts_us"))
+	assert.Equal(t, "2024-01-01T00:00:00.123000000", str(t, row, "lts_ms"))
+	assert.Equal(t, "2024-01-01T00:00:00.123456000", str(t, row, "lts_us"))
+	assert.Equal(t, "2f1c6f4e-8d2b-4a6e-9c1d-3b5e7f9a0c12", str(t, row, "uid"))
+	assert.Equal(t, "AQIDBA==", str(t, row, "fx"))
+	assert.Equal(t, "123.456", str(t, row, "dfx"))
+	assert.JSONEq(t, "1.5", string(row["f"]))
+}
