@@ -577,3 +577,49 @@ func TestAvroLogicalTypesPythonSerializer(t *testing.T) {
 	assert.Equal(t, "123.456", str(t, row, "dfx"))
 	assert.JSONEq(t, "1.5", string(row["f"]))
 }
+
+const profileProto = `syntax = "proto3";
+package shop;
+
+message Profile {
+  int64 id = 1;
+  repeated string tags = 2;
+  Address address = 3;
+  map<string, int64> scores = 4;
+  repeated Visit visits = 5;
+  message Address { string street = 1; string city = 2; }
+  message Visit { string page = 1; int32 ms = 2; }
+}
+`
+
+// TestProtobufNestedIntoFlussNestedColumns: nested messages, repeated
+// fields (of scalars and of messages) and maps from Confluent's Python
+// ProtobufSerializer land in Fluss ROW, ARRAY and MAP columns.
+func TestProtobufNestedIntoFlussNestedColumns(t *testing.T) {
+	e := newEnv(t)
+	registry := registrytest.URL(t)
+	tbl := e.createTable(t, table{name: "pb_profiles", buckets: 1, columns: []fluss.Column{
+		col("id", fluss.BigInt()),
+		col("tags", fluss.Array(fluss.String())),
+		col("address", fluss.RowType(fluss.RowField("street", fluss.String()), fluss.RowField("city", fluss.String()))),
+		col("scores", fluss.Map(fluss.String(), fluss.BigInt())),
+		col("visits", fluss.Array(fluss.RowType(fluss.RowField("page", fluss.String()), fluss.RowField("ms", fluss.Int())))),
+	}})
+	topic := uniqueName("pb-profiles")
+	g := startGateway(t, gatewayConfig{Bootstrap: e.Bootstrap, Registry: registry, Routes: fmt.Sprintf(`
+  - topic: %s
+    table: %s
+    value: {format: protobuf}
+`, topic, tbl)})
+	rec := map[string]any{"id": 3, "tags": []string{"a", "b"}, "address": map[string]any{"street": "3 Rue", "city": "Nice"},
+		"scores": map[string]any{"x": "7"}, "visits": []any{map[string]any{"page": "/", "ms": 4}, map[string]any{"page": "/y", "ms": 5}}}
+	res := serdeProduce(t, g.KafkaAddr, registry, topic, "protobuf", profileProto, []map[string]any{rec}, "--message", "shop.Profile")
+	require.Zero(t, res.ErrorCount, "%+v", res.Errors)
+	rows := e.scanLog(t, tbl)
+	require.Len(t, rows, 1)
+	row := rows[0].Row
+	assert.JSONEq(t, `["a", "b"]`, string(row["tags"]))
+	assert.JSONEq(t, `{"street": "3 Rue", "city": "Nice"}`, string(row["address"]))
+	assert.JSONEq(t, `[{"key": "x", "value": 7}]`, string(row["scores"]))
+	assert.JSONEq(t, `[{"page": "/", "ms": 4}, {"page": "/y", "ms": 5}]`, string(row["visits"]))
+}
