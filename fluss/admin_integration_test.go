@@ -97,19 +97,24 @@ func TestCreateTableRoundTrip(t *testing.T) {
 			got := info.Descriptor
 
 			want := expectedAfterServerDefaults(tt.desc)
-			// replication factor and kv format version are the server's
-			// choice; check they are present, then compare the rest.
-			assert.NotEmpty(t, got.Properties[PropReplicationFactor])
-			delete(got.Properties, PropReplicationFactor)
-			if tt.desc.HasPrimaryKey() {
-				assert.Equal(t, "2", got.Properties[PropKvFormatVersion])
-				delete(got.Properties, PropKvFormatVersion)
-			}
 			if want.BucketCount == 0 {
 				assert.Positive(t, got.BucketCount)
 				want.BucketCount = got.BucketCount
 			}
-			assert.Equal(t, want, got)
+			// Ours must come back as we set them; the server adds
+			// properties of its own, and which ones changes between
+			// versions (1.0 adds table.kv.standby-replica.enabled to
+			// primary-key tables).
+			ours, added := splitServerProperties(want, got)
+			assert.Equal(t, want, ours)
+			t.Logf("properties the server added: %v", added)
+			// Two server additions the client relies on: the replication
+			// factor is always set, and a primary-key table's kv format
+			// version decides how its keys are encoded.
+			assert.NotEmpty(t, added[PropReplicationFactor])
+			if tt.desc.HasPrimaryKey() {
+				assert.Equal(t, "2", added[PropKvFormatVersion])
+			}
 
 			// Creating it again fails with a typed error, unless ignored.
 			err = c.CreateTable(ctx, path, &tt.desc, false)
@@ -119,6 +124,79 @@ func TestCreateTableRoundTrip(t *testing.T) {
 			exists, err := c.TableExists(ctx, path)
 			require.NoError(t, err)
 			assert.True(t, exists)
+		})
+	}
+}
+
+// splitServerProperties splits got's table properties into those want has,
+// left in ours (the rest of got unchanged), and those the server added on its
+// own. A property of want that got lacks stays missing from ours, and one with
+// another value keeps got's value, so ours equals want exactly when the server
+// kept every property of want and the rest of the descriptor. Custom
+// properties are the user's alone and are not split.
+func splitServerProperties(want, got TableDescriptor) (ours TableDescriptor, added map[string]string) {
+	ours = got
+	ours.Properties = map[string]string{}
+	added = map[string]string{}
+	for k, v := range got.Properties {
+		if _, mine := want.Properties[k]; mine {
+			ours.Properties[k] = v
+		} else {
+			added[k] = v
+		}
+	}
+	if got.Properties == nil && want.Properties == nil {
+		ours.Properties = nil
+	}
+	return ours, added
+}
+
+// TestSplitServerProperties pins the tolerance of TestCreateTableRoundTrip:
+// extra server properties pass, a lost or changed property of ours or any
+// other difference fails.
+func TestSplitServerProperties(t *testing.T) {
+	base := func() TableDescriptor {
+		return TableDescriptor{
+			Schema:           Schema{Columns: []Column{{Name: "k", Type: Int().NonNull()}}, PrimaryKey: []string{"k"}},
+			BucketKeys:       []string{"k"},
+			PartitionKeys:    []string{},
+			BucketCount:      3,
+			Properties:       map[string]string{PropLogFormat: "INDEXED"},
+			CustomProperties: map[string]string{"owner": "gateway"},
+		}
+	}
+	const standby = "table.kv.standby-replica.enabled" // what a 1.0 coordinator adds to PK tables
+	tests := []struct {
+		name      string
+		got       func(d *TableDescriptor)
+		wantEqual bool
+		wantAdded map[string]string
+	}{
+		{name: "as created", got: func(*TableDescriptor) {}, wantEqual: true, wantAdded: map[string]string{}},
+		{name: "server adds properties", got: func(d *TableDescriptor) {
+			d.Properties[standby] = "true"
+			d.Properties[PropReplicationFactor] = "1"
+		}, wantEqual: true, wantAdded: map[string]string{standby: "true", PropReplicationFactor: "1"}},
+		{name: "our property lost", got: func(d *TableDescriptor) {
+			delete(d.Properties, PropLogFormat)
+			d.Properties[standby] = "true"
+		}, wantAdded: map[string]string{standby: "true"}},
+		{name: "our property changed", got: func(d *TableDescriptor) { d.Properties[PropLogFormat] = "ARROW" },
+			wantAdded: map[string]string{}},
+		{name: "custom property added", got: func(d *TableDescriptor) { d.CustomProperties["x"] = "y" },
+			wantAdded: map[string]string{}},
+		{name: "bucket count differs", got: func(d *TableDescriptor) {
+			d.BucketCount = 4
+			d.Properties[standby] = "true"
+		}, wantAdded: map[string]string{standby: "true"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want, got := base(), base()
+			tt.got(&got)
+			ours, added := splitServerProperties(want, got)
+			assert.Equal(t, tt.wantEqual, assert.ObjectsAreEqual(want, ours), "ours %+v", ours)
+			assert.Equal(t, tt.wantAdded, added)
 		})
 	}
 }

@@ -61,6 +61,9 @@ commands:
                                  tail the logs (COMPONENT: zookeeper, coordinator, tablet-ID; default all)
   list                           names of clusters with a state file
   fetch [-v VERSION]             only download the jars, print the lib directory
+  fetch-client -v VERSION        only download the self-contained fluss-client VERSION jar (which
+                                 the Java oracle tests run; no cluster uses it) into
+                                 .cache/fluss/VERSION/client, print the jar's path
 
 environment: FLUSS_LOCAL_CLUSTER (default name, else "default"), FLUSS_VERSION (default version),
   FLUSS_LOCAL_STATE_DIR, FLUSS_LOCAL_CACHE, FLUSS_LOCAL_START_TIMEOUT, FLUSS_LOCAL_STOP_TIMEOUT,
@@ -137,6 +140,42 @@ fetch_jars() {
 	[[ -f $lib/fluss-server-$version.jar ]] || die "download of fluss-server $version left no jar in $lib"
 	link_default_lib "$version"
 	printf '%s\n' "$lib"
+}
+
+# fetch_client_jar VERSION -> prints the path of fluss-client-VERSION.jar. The client jar shades
+# its dependencies (fluss-common, Arrow, Netty), so it alone is a classpath for Fluss's Java classes
+# (the 1.0.0 release has no server jar on Maven Central).
+fetch_client_jar() {
+	local version=$1
+	[[ $version =~ ^[A-Za-z0-9._-]+$ ]] || die "fetch-client wants a version like 1.0.0, got '$version'"
+	local dir="$CACHE_DIR/$version/client"
+	local jar="$dir/fluss-client-$version.jar"
+	if [[ -f $jar ]]; then
+		printf '%s
+' "$jar"
+		return 0
+	fi
+	command -v mvn >/dev/null 2>&1 ||
+		die "Maven is required to download fluss-client $version; install it: apt-get install maven"
+	mkdir -p "$CACHE_DIR/$version"
+	local tmp
+	tmp=$(mktemp -d "$CACHE_DIR/$version/client.tmp.XXXXXX")
+	chmod 755 "$tmp"
+	log "downloading org.apache.fluss:fluss-client:$version"
+	if ! mvn -B -q "$MDP:copy" -Dartifact="org.apache.fluss:fluss-client:$version" -DoutputDirectory="$tmp" \
+		-Dmdep.overWriteReleases=true >"$tmp/mvn.log" 2>&1; then
+		cat "$tmp/mvn.log" >&2
+		rm -rf "$tmp"
+		die "could not download org.apache.fluss:fluss-client:$version from Maven Central (is version $version published?)"
+	fi
+	rm -f "$tmp/mvn.log"
+	# Another fetch may have raced us; the first complete copy wins.
+	if ! mv -T "$tmp" "$dir" 2>/dev/null; then
+		rm -rf "$tmp"
+	fi
+	[[ -f $jar ]] || die "download of fluss-client $version left no jar in $dir"
+	printf '%s
+' "$jar"
 }
 
 # .cache/fluss/lib points at the default version's jars, for tools that want "the" server jar.
@@ -751,6 +790,7 @@ main() {
 	logs) cmd_logs "$name" "$follow" "$lines" "${positional[0]:-}" ;;
 	list) cmd_list ;;
 	fetch) fetch_jars "$version" ;;
+	fetch-client) fetch_client_jar "$version" ;;
 	-h | --help | help) usage ;;
 	*)
 		usage

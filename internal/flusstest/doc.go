@@ -15,6 +15,11 @@
 // StartCluster(tb, [SASLUsers](...)) adds a SASL/PLAIN listener to every server
 // of the private cluster; [Cluster.SASLBootstrap] is its coordinator address.
 //
+// [FetchJar] downloads a Fluss jar (fluss-server, or the self-contained
+// fluss-client) of an exact version into .cache/fluss, for tests that run
+// Fluss's own Java classes; it returns its error so that such a test may skip
+// an optional version.
+//
 // [PyFluss] runs tools/pyfluss/flusspy.py, a CLI over the pinned PyPI client
 // pyfluss, as an independent reader and writer to compare with.
 //

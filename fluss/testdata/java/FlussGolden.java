@@ -1,8 +1,11 @@
 /*
  * Test oracle for the Go record encoders: runs Fluss's own Java classes
- * (from the fluss-server 0.9.1-incubating jar, which bundles fluss-common) on
- * rows given in a canonical text form, and prints what Java encodes or
- * decodes. Run with: java -cp fluss-server-0.9.1-incubating.jar FlussGolden.java MODE ...
+ * (from the fluss-server 0.9.1-incubating jar or the self-contained fluss-client
+ * 1.0.0 jar, both of which bundle fluss-common) on rows given in a canonical text
+ * form, and prints what Java encodes or decodes. Compiled with FlussAdapter.java and
+ * the jar's implementation of it (FlussAdapter09.java or FlussAdapter10.java):
+ *   javac -cp JAR -d OUT FlussGolden.java FlussLakeGolden.java FlussAdapter.java FlussAdapter10.java
+ *   java -Dflussgolden.adapter=FlussAdapter10 -cp OUT:JAR FlussGolden MODE ...
  *
  * stdin, line 1: column types, space separated, e.g. "INTEGER! STRING DECIMAL(38,10) TIMESTAMP(6)"
  *                ("!" = NOT NULL), nested ones as "ARRAY<T>", "MAP<K,V>", "ROW<name:T,name:T>"
@@ -19,11 +22,17 @@
  *                     (Schemas with ARRAY, MAP or ROW columns print no key and bucket lines.)
  * MODE encode-arrow   prints "log_arrow HEX": one ARROW log batch of the rows (append-only,
  *                     schema id 1, no compression) from ArrowWriterPool + MemoryLogRecordsArrowBuilder.
+ * MODE encode-arrow-stats
+ *                     the same with column statistics for every supported column (what a 1.0 client
+ *                     writes for a table with table.statistics.columns = '*'), or "log_arrow unsupported"
+ *                     on a version without column statistics.
  * MODE read FORMAT FILE SCHEMA_ID
  *                     decodes the log batches in FILE (ARROW, INDEXED or COMPACTED) and prints
  *                     one line per record: change type and the canonical fields.
  * MODE decode FORMAT  reads rows in FORMAT (COMPACTED or INDEXED) as hex, one a line after the
  *                     schema line, and prints each one's canonical fields (CompactedRow, IndexedRow).
+ * MODE version        (no stdin) prints "fluss VERSION adapter LINE": the jar's Implementation-Version
+ *                     and the adapter's Fluss line, so that a harness can check what it runs on.
  */
 
 import org.apache.fluss.bucketing.BucketingFunction;
@@ -49,6 +58,7 @@ import org.apache.fluss.metadata.LogFormat;
 import org.apache.fluss.metadata.Schema;
 import org.apache.fluss.metadata.SchemaGetter;
 import org.apache.fluss.metadata.SchemaInfo;
+import org.apache.fluss.metadata.TableInfo;
 import org.apache.fluss.record.ChangeType;
 import org.apache.fluss.record.KvRecordBatchBuilder;
 import org.apache.fluss.record.LogRecord;
@@ -94,7 +104,14 @@ import java.util.concurrent.CompletableFuture;
 
 public class FlussGolden {
 
+    static final FlussAdapter ADAPTER = FlussAdapter.load();
+
     public static void main(String[] args) throws Exception {
+        if (args[0].equals("version")) {
+            System.out.println("fluss " + TableInfo.class.getPackage().getImplementationVersion()
+                    + " adapter " + ADAPTER.line());
+            return;
+        }
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, "UTF-8"));
         String[] spec = in.readLine().trim().split(" +");
         DataType[] types = new DataType[spec.length];
@@ -105,7 +122,7 @@ public class FlussGolden {
         }
         RowType rowType = RowType.of(types, names);
         StringBuilder out = new StringBuilder();
-        if (args[0].equals("encode") || args[0].equals("encode-arrow")) {
+        if (args[0].equals("encode") || args[0].equals("encode-arrow") || args[0].equals("encode-arrow-stats")) {
             List<GenericRow> rows = new ArrayList<>();
             String line;
             while ((line = in.readLine()) != null) {
@@ -116,7 +133,7 @@ public class FlussGolden {
             if (args[0].equals("encode")) {
                 encode(rowType, types, rows, out);
             } else {
-                encodeArrow(rowType, rows, out);
+                encodeArrow(rowType, rows, args[0].equals("encode-arrow-stats"), out);
             }
         } else if (args[0].equals("decode")) {
             String line;
@@ -481,13 +498,20 @@ public class FlussGolden {
         return true;
     }
 
-    static void encodeArrow(RowType rowType, List<GenericRow> rows, StringBuilder out) throws Exception {
+    static void encodeArrow(RowType rowType, List<GenericRow> rows, boolean statistics, StringBuilder out)
+            throws Exception {
+        if (statistics && !ADAPTER.columnStatistics()) {
+            out.append("log_arrow unsupported\n");
+            return;
+        }
         try (BufferAllocator allocator = new RootAllocator(Integer.MAX_VALUE);
                 ArrowWriterPool pool = new ArrowWriterPool(allocator)) {
             ArrowWriter writer = pool.getOrCreateWriter(
                     1L, 1, Integer.MAX_VALUE, rowType, ArrowCompressionInfo.NO_COMPRESSION);
-            MemoryLogRecordsArrowBuilder builder = MemoryLogRecordsArrowBuilder.builder(
-                    1, writer, new UnmanagedPagedOutputView(256), true);
+            UnmanagedPagedOutputView view = new UnmanagedPagedOutputView(256);
+            MemoryLogRecordsArrowBuilder builder = statistics
+                    ? ADAPTER.statisticsArrowBuilder(rowType, 1, writer, view)
+                    : ADAPTER.appendOnlyArrowBuilder(1, writer, view);
             for (GenericRow row : rows) {
                 builder.append(ChangeType.APPEND_ONLY, row);
             }
@@ -557,7 +581,7 @@ public class FlussGolden {
         switch (format) {
             case ARROW: ctx = LogRecordReadContext.createArrowReadContext(rowType, schemaId, getter); break;
             case INDEXED: ctx = LogRecordReadContext.createIndexedReadContext(rowType, schemaId, getter); break;
-            default: ctx = LogRecordReadContext.createCompactedRowReadContext(rowType, schemaId); break;
+            default: ctx = ADAPTER.compactedReadContext(rowType, schemaId, getter); break;
         }
         try {
             MemoryLogRecords records = MemoryLogRecords.pointToBytes(data);

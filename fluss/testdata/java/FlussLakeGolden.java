@@ -1,10 +1,10 @@
 /*
  * Test oracle for the Go lake key encoders (fluss/key_encoder_lake.go): builds a Fluss TableInfo
- * per case and keys rows exactly as the 0.9.1 Java client's UpsertWriterImpl/AppendWriterImpl and
- * WriterClient do (KeyEncoder.ofPrimaryKeyEncoder / ofBucketKeyEncoder, BucketingFunction.of).
- * Compiled together with FlussGolden.java, whose type and row text forms it reuses:
- *   javac -cp fluss-server-0.9.1-incubating.jar -d OUT FlussGolden.java FlussLakeGolden.java
- *   java -cp OUT:fluss-server-0.9.1-incubating.jar FlussLakeGolden < input
+ * per case and keys rows exactly as the Java client's UpsertWriterImpl/AppendWriterImpl and
+ * WriterClient do (KeyEncoder.ofPrimaryKeyEncoder / ofBucketKeyEncoder, BucketingFunction.of),
+ * on the 0.9.1 or the 1.0.0 classes. Compiled together with FlussGolden.java, whose type and row
+ * text forms it reuses, and the jar's FlussAdapter (see FlussGolden.java):
+ *   java -Dflussgolden.adapter=FlussAdapter09 -cp OUT:fluss-server-0.9.1-incubating.jar FlussLakeGolden < input
  *
  * stdin: one or more cases, each
  *   "case NAME lake=FORMAT|- kv=VERSION|- pk=COLS|- bucket=COLS|- partition=COLS|-"
@@ -103,8 +103,8 @@ public class FlussLakeGolden {
             if (!pk.isEmpty()) {
                 sb.primaryKey(pk);
             }
-            info = new TableInfo(TablePath.of("db", "t"), 1, 1, sb.build(), bucket, partition, 4,
-                    props, new Configuration(), null, 0, 0);
+            info = FlussGolden.ADAPTER.tableInfo(TablePath.of("db", "t"), 1, 1, sb.build(), bucket, partition, 4,
+                    props, new Configuration());
             RowType rt = info.getRowType();
             if (info.hasPrimaryKey()) {
                 // UpsertWriterImpl
