@@ -52,7 +52,11 @@ const (
 // PUT_KV v1 and LOOKUP v1 mean keys are encoded with CompactedKeyEncoder when
 // a lake table's bucket key differs from its primary key (identical to v0
 // for tables without a data-lake format); PUT_KV v2 means the client
-// understands STORAGE_BACKPRESSURE_EXCEPTION (72), which it does (retriable).
+// understands STORAGE_BACKPRESSURE_EXCEPTION (72), which it does (retriable),
+// and reads the per-bucket pressure. PRODUCE_LOG v1 and PUT_KV v3 (Fluss
+// 1.0) carry routing_bucket_count and original_partition_name per bucket.
+// A 0.9.1 tablet server offers PRODUCE_LOG 0 and PUT_KV 0–1; 1.0.0 offers
+// PRODUCE_LOG 0–1, PUT_KV 0–3 and LOOKUP 0–1.
 var clientVersions = map[int16][2]int16{
 	apiVersions:        {0, 0},
 	apiCreateDatabase:  {0, 0},
@@ -66,15 +70,30 @@ var clientVersions = map[int16][2]int16{
 	apiTableExists:     {0, 0},
 	apiGetTableSchema:  {0, 0},
 	apiGetMetadata:     {0, 0},
-	apiProduceLog:      {0, 0},
+	apiProduceLog:      {0, produceLogRoutingVersion},
 	apiFetchLog:        {0, 0},
-	apiPutKv:           {0, 2},
+	apiPutKv:           {0, putKvRoutingVersion},
 	apiLookup:          {0, 1},
 	apiListOffsets:     {0, 0},
 	apiInitWriter:      {0, 0},
 	apiCreatePartition: {0, 0},
 	apiDropPartition:   {0, 0},
 	apiAuthenticate:    {0, 0},
+}
+
+// Fluss 1.0 wire: routing bucket count. The first versions whose per-bucket
+// write items carry routing_bucket_count and original_partition_name.
+const (
+	produceLogRoutingVersion int16 = 1
+	putKvRoutingVersion      int16 = 3
+)
+
+// speaksRouting reports whether the server negotiated a write version that
+// carries routing bucket counts, i.e. is a Fluss 1.0 tablet server. LOOKUP
+// kept its 0–1 range in 1.0, so lookups use this to decide whether to send
+// their routing fields.
+func (c *conn) speaksRouting() bool {
+	return c.versions[apiProduceLog] >= produceLogRoutingVersion || c.versions[apiPutKv] >= putKvRoutingVersion
 }
 
 // negotiateVersions sends ApiVersions and records the usable version of

@@ -13,13 +13,9 @@ import (
 
 // DatabaseExists reports whether a database exists.
 func (c *Client) DatabaseExists(ctx context.Context, name string) (bool, error) {
-	cn, err := c.metadataConn(ctx)
-	if err != nil {
-		return false, fmt.Errorf("database_exists %s: %w", name, err)
-	}
 	var resp pb.DatabaseExistsResponse
-	if err := cn.call(ctx, apiDatabaseExists, &pb.DatabaseExistsRequest{DatabaseName: proto.String(name)}, &resp, 0); err != nil {
-		return false, fmt.Errorf("database_exists %s on %s: %w", name, cn.addr, err)
+	if err := c.callAnyServer(ctx, apiDatabaseExists, &pb.DatabaseExistsRequest{DatabaseName: proto.String(name)}, &resp); err != nil {
+		return false, fmt.Errorf("database_exists %s: %w", name, err)
 	}
 	return resp.GetExists(), nil
 }

@@ -15,12 +15,8 @@ import (
 func (c *Client) GetTableInfo(ctx context.Context, path TablePath) (*TableInfo, error) {
 	var resp pb.GetTableInfoResponse
 	what := "get_table_info " + path.String()
-	cn, err := c.metadataConn(ctx)
-	if err != nil {
+	if err := c.callAnyServer(ctx, apiGetTableInfo, &pb.GetTableInfoRequest{TablePath: pbTablePath(path)}, &resp); err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	if err := cn.call(ctx, apiGetTableInfo, &pb.GetTableInfoRequest{TablePath: pbTablePath(path)}, &resp, 0); err != nil {
-		return nil, fmt.Errorf("%s on %s: %w", what, cn.addr, err)
 	}
 	d, err := ParseTableJSON(resp.GetTableJson())
 	if err != nil {

@@ -13,13 +13,9 @@ import (
 
 // ListTables returns the names of a database's tables.
 func (c *Client) ListTables(ctx context.Context, database string) ([]string, error) {
-	cn, err := c.metadataConn(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("list_tables %s: %w", database, err)
-	}
 	var resp pb.ListTablesResponse
-	if err := cn.call(ctx, apiListTables, &pb.ListTablesRequest{DatabaseName: proto.String(database)}, &resp, 0); err != nil {
-		return nil, fmt.Errorf("list_tables %s on %s: %w", database, cn.addr, err)
+	if err := c.callAnyServer(ctx, apiListTables, &pb.ListTablesRequest{DatabaseName: proto.String(database)}, &resp); err != nil {
+		return nil, fmt.Errorf("list_tables %s: %w", database, err)
 	}
 	return resp.GetTableName(), nil
 }

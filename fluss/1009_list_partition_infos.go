@@ -53,17 +53,26 @@ type PartitionInfo struct {
 	ID   int64
 	Name string
 	Spec PartitionSpec
+	// BucketCount is the partition's bucket count as the server reported
+	// it (Fluss 1.0 wire: per-partition bucket count); 0 = not reported
+	// (0.9.1 servers), in which case Client.BucketCount finds it.
+	BucketCount int32
+	// RemoteDataDir is the partition's remote data directory, empty when
+	// not reported.
+	RemoteDataDir string
 }
 
-// ListPartitions returns the partitions of a partitioned table.
+// ListPartitionInfos is ListPartitions under the RPC's name.
+func (c *Client) ListPartitionInfos(ctx context.Context, path TablePath) ([]PartitionInfo, error) {
+	return c.ListPartitions(ctx, path)
+}
+
+// ListPartitions returns the partitions of a partitioned table. Bucket
+// counts it reports are cached for BucketCount (they never change).
 func (c *Client) ListPartitions(ctx context.Context, path TablePath) ([]PartitionInfo, error) {
-	cn, err := c.metadataConn(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("list_partition_infos %s: %w", path, err)
-	}
 	var resp pb.ListPartitionInfosResponse
-	if err := cn.call(ctx, apiListPartitions, &pb.ListPartitionInfosRequest{TablePath: pbTablePath(path)}, &resp, 0); err != nil {
-		return nil, fmt.Errorf("list_partition_infos %s on %s: %w", path, cn.addr, err)
+	if err := c.callAnyServer(ctx, apiListPartitions, &pb.ListPartitionInfosRequest{TablePath: pbTablePath(path)}, &resp); err != nil {
+		return nil, fmt.Errorf("list_partition_infos %s: %w", path, err)
 	}
 	out := make([]PartitionInfo, 0, len(resp.GetPartitionsInfo()))
 	for _, p := range resp.GetPartitionsInfo() {
@@ -71,9 +80,39 @@ func (c *Client) ListPartitions(ctx context.Context, path TablePath) ([]Partitio
 		for _, kv := range p.GetPartitionSpec().GetPartitionKeyValues() {
 			spec = append(spec, PartitionValue{Key: kv.GetKey(), Value: kv.GetValue()})
 		}
-		out = append(out, PartitionInfo{ID: p.GetPartitionId(), Name: spec.Name(), Spec: spec})
+		out = append(out, PartitionInfo{
+			ID: p.GetPartitionId(), Name: spec.Name(), Spec: spec,
+			BucketCount: p.GetBucketCount(), RemoteDataDir: p.GetRemoteDataDir(),
+		})
 	}
+	c.cachePartitionCounts(path, out)
 	return out, nil
+}
+
+// cachePartitionCounts remembers the bucket counts a partition listing
+// reported, when the table's id is known to the client.
+func (c *Client) cachePartitionCounts(path TablePath, parts []PartitionInfo) {
+	tm, ok := c.meta.Load().tables[path]
+	if !ok {
+		return
+	}
+	var known bool
+	for _, p := range parts {
+		known = known || (p.BucketCount > 0 && p.BucketCount <= maxBuckets)
+	}
+	if !known {
+		return
+	}
+	c.update(func(s *clusterSnapshot) {
+		if s.tables[path].id != tm.id {
+			return // re-created meanwhile
+		}
+		for _, p := range parts {
+			if p.BucketCount > 0 && p.BucketCount <= maxBuckets {
+				s.bucketCounts[physicalKey{tm.id, p.ID}] = p.BucketCount
+			}
+		}
+	})
 }
 
 // PartitionID resolves a partition name of a table to its id, from the
@@ -95,6 +134,22 @@ func (c *Client) PartitionID(ctx context.Context, path TablePath, name string) (
 		return id, nil
 	}
 	return 0, fmt.Errorf("resolve partition %q of %s: %w", name, path, newError(36))
+}
+
+// EnsurePartitionInfo is EnsurePartition returning the partition's id, name,
+// spec and bucket count (as BucketCount finds it: usually from the metadata
+// that resolved the partition; 0 when it cannot be had).
+func (c *Client) EnsurePartitionInfo(ctx context.Context, path TablePath, spec PartitionSpec) (PartitionInfo, error) {
+	id, err := c.EnsurePartition(ctx, path, spec)
+	if err != nil {
+		return PartitionInfo{}, err
+	}
+	pi := PartitionInfo{ID: id, Name: spec.Name(), Spec: spec}
+	if tm, ok := c.meta.Load().tables[path]; ok {
+		// a failure leaves 0: the partition exists, its count can be asked later
+		pi.BucketCount, _ = c.BucketCount(ctx, tm.id, id)
+	}
+	return pi, nil
 }
 
 // EnsurePartition returns the id of the partition named by spec, creating it

@@ -11,13 +11,9 @@ import (
 
 // TableExists reports whether a table exists.
 func (c *Client) TableExists(ctx context.Context, path TablePath) (bool, error) {
-	cn, err := c.metadataConn(ctx)
-	if err != nil {
-		return false, fmt.Errorf("table_exists %s: %w", path, err)
-	}
 	var resp pb.TableExistsResponse
-	if err := cn.call(ctx, apiTableExists, &pb.TableExistsRequest{TablePath: pbTablePath(path)}, &resp, 0); err != nil {
-		return false, fmt.Errorf("table_exists %s on %s: %w", path, cn.addr, err)
+	if err := c.callAnyServer(ctx, apiTableExists, &pb.TableExistsRequest{TablePath: pbTablePath(path)}, &resp); err != nil {
+		return false, fmt.Errorf("table_exists %s: %w", path, err)
 	}
 	return resp.GetExists(), nil
 }

@@ -18,13 +18,9 @@ func (c *Client) GetTableSchema(ctx context.Context, path TablePath, schemaID in
 	if schemaID >= 0 {
 		req.SchemaId = proto.Int32(schemaID)
 	}
-	cn, err := c.metadataConn(ctx)
-	if err != nil {
-		return Schema{}, 0, fmt.Errorf("get_table_schema %s: %w", path, err)
-	}
 	var resp pb.GetTableSchemaResponse
-	if err := cn.call(ctx, apiGetTableSchema, req, &resp, 0); err != nil {
-		return Schema{}, 0, fmt.Errorf("get_table_schema %s on %s: %w", path, cn.addr, err)
+	if err := c.callAnyServer(ctx, apiGetTableSchema, req, &resp); err != nil {
+		return Schema{}, 0, fmt.Errorf("get_table_schema %s: %w", path, err)
 	}
 	s, err := ParseSchemaJSON(resp.GetSchemaJson())
 	if err != nil {

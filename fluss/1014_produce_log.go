@@ -1,7 +1,13 @@
 package fluss
 
-// PRODUCE_LOG (1014), version 0. Tablet server only, to the leader of every
-// bucket in the request.
+// PRODUCE_LOG (1014), versions 0–1 (0.9.1 servers offer 0). Tablet server
+// only, to the leader of every bucket in the request.
+//
+// v1 (Fluss 1.0) adds routing_bucket_count and original_partition_name to
+// each bucket; they are sent only when the server negotiated v1. A 1.0
+// server whose partition was rescaled answers INVALID_BUCKET_ROUTING (74)
+// for a bucket whose count is missing or differs; the client then forgets
+// that partition's cached metadata so BucketCount asks again.
 //
 // One request carries one table and any number of its buckets (possibly of
 // several partitions), each with one or more concatenated LogRecordBatches.
@@ -13,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -28,6 +35,16 @@ type BucketRecords struct {
 	PartitionID int64 // NoPartition for a non-partitioned table
 	Bucket      int32
 	Records     []byte
+	// RoutingBucketCount is the bucket count the rows were bucketed with
+	// (BucketCount of the partition); 0 = not sent. Sent only to servers
+	// that negotiated PRODUCE_LOG v1 / PUT_KV v3 (Fluss 1.0 wire: routing
+	// bucket count); such a server refuses a mismatch with
+	// ErrInvalidBucketRouting instead of storing misrouted rows.
+	RoutingBucketCount int32
+	// PartitionName is sent as original_partition_name at those versions;
+	// empty = not sent. The 1.0 Java client sets it only when writing to a
+	// historical (expired) partition.
+	PartitionName string
 }
 
 // ProduceLogRequest appends log batches to buckets of one table that are all
@@ -51,6 +68,11 @@ type BucketResult struct {
 	// Offset is the base offset of the appended batch (ProduceLog) or the
 	// changelog end offset after the write (PutKv); -1 when not reported.
 	Offset int64
+	// Pressure is the bucket's storage back-pressure a PUT_KV v2+ answer
+	// reports: 0 none, (0,1) the delayed zone (Fluss 1.0 wire: KV
+	// back-pressure; clients slow the bucket down by max_throttle·p²). 0 for
+	// ProduceLog and older servers.
+	Pressure float32
 }
 
 const defaultWriteTimeout = 30 * time.Second
@@ -106,21 +128,29 @@ func (c *Client) SendProduceLog(ctx context.Context, serverID int32, req *Produc
 	if timeout <= 0 {
 		timeout = defaultWriteTimeout
 	}
+	what := fmt.Sprintf("produce_log table %d", req.TableID)
+	cn, v, err := c.serverVersion(ctx, what, serverID, apiProduceLog)
+	if err != nil {
+		return nil, err
+	}
 	preq := &pb.ProduceLogRequest{
 		Acks:       proto.Int32(int32(req.Acks)),
 		TableId:    proto.Int64(req.TableID),
 		TimeoutMs:  proto.Int32(int32(timeout.Milliseconds())),
 		BucketsReq: make([]*pb.PbProduceLogReqForBucket, len(req.Buckets)),
 	}
+	routing := v >= produceLogRoutingVersion
 	for i, b := range req.Buckets {
 		pbb := &pb.PbProduceLogReqForBucket{BucketId: proto.Int32(b.Bucket), Records: b.Records}
 		if b.PartitionID != NoPartition {
 			pbb.PartitionId = proto.Int64(b.PartitionID)
 		}
+		if routing {
+			pbb.RoutingBucketCount, pbb.OriginalPartitionName = routingFields(b.RoutingBucketCount, b.PartitionName)
+		}
 		preq.BucketsReq[i] = pbb
 	}
-	what := fmt.Sprintf("produce_log table %d", req.TableID)
-	p, err := c.startServer(ctx, what, serverID, apiProduceLog, preq, timeout+c.cfg.RequestTimeout)
+	p, err := c.startOn(ctx, what, serverID, cn, apiProduceLog, preq, timeout+c.cfg.RequestTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -132,10 +162,24 @@ func (c *Client) SendProduceLog(ctx context.Context, serverID int32, req *Produc
 		}
 		got := make([]bucketReply, len(resp.GetBucketsResp()))
 		for i, r := range resp.GetBucketsResp() {
-			got[i] = bucketReply{r.PartitionId, r.GetBucketId(), r.ErrorCode, r.GetErrorMessage(), r.BaseOffset}
+			got[i] = bucketReply{partitionID: r.PartitionId, bucket: r.GetBucketId(), errorCode: r.ErrorCode, errorMsg: r.GetErrorMessage(), offset: r.BaseOffset}
 		}
 		return c.matchResults(tableID, keys, got), nil
 	}), nil
+}
+
+// routingFields returns the optional routing fields of a bucket item: unset
+// for a zero count or an empty name.
+func routingFields(count int32, partitionName string) (*int32, *string) {
+	var n *int32
+	var name *string
+	if count > 0 {
+		n = proto.Int32(count)
+	}
+	if partitionName != "" {
+		name = proto.String(partitionName)
+	}
+	return n, name
 }
 
 // bucketKeys copies the partition and bucket of each request bucket, for
@@ -155,13 +199,15 @@ type bucketReply struct {
 	errorCode   *int32
 	errorMsg    string
 	offset      *int64
+	pressure    float32
 }
 
 // errNoBucketResponse is the result of a requested bucket the response left out.
 var errNoBucketResponse = errors.New("fluss: response has no result for this bucket")
 
-// matchResults orders per-bucket replies as the request's buckets, and
-// drops the table's cached leaders after a metadata-class error.
+// matchResults orders per-bucket replies as the request's buckets, drops
+// the table's cached leaders after a metadata-class error, and a
+// partition's cached bucket count and leaders after INVALID_BUCKET_ROUTING.
 func (c *Client) matchResults(tableID int64, reqs []BucketRecords, got []bucketReply) []BucketResult {
 	type key struct {
 		p int64
@@ -177,15 +223,22 @@ func (c *Client) matchResults(tableID int64, reqs []BucketRecords, got []bucketR
 	}
 	out := make([]BucketResult, len(reqs))
 	refresh := false
+	var rerouted []int64
 	for i, b := range reqs {
 		res := BucketResult{PartitionID: b.PartitionID, Bucket: b.Bucket, Offset: -1}
 		r, ok := byKey[key{b.PartitionID, b.Bucket}]
+		if ok {
+			res.Pressure = r.pressure
+		}
 		switch {
 		case !ok:
 			res.Err = errNoBucketResponse
 		case r.errorCode != nil && *r.errorCode != 0:
 			res.Err = ErrorForCode(*r.errorCode, r.errorMsg)
 			refresh = refresh || NeedsMetadataRefresh(res.Err)
+			if *r.errorCode == ErrInvalidBucketRouting.Code && !slices.Contains(rerouted, b.PartitionID) {
+				rerouted = append(rerouted, b.PartitionID)
+			}
 		case r.offset != nil:
 			res.Offset = *r.offset
 		}
@@ -193,6 +246,9 @@ func (c *Client) matchResults(tableID int64, reqs []BucketRecords, got []bucketR
 	}
 	if refresh {
 		c.InvalidateTableMetadata(tableID)
+	}
+	for _, p := range rerouted {
+		c.InvalidatePartitionMetadata(tableID, p)
 	}
 	return out
 }

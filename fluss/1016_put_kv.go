@@ -1,13 +1,16 @@
 package fluss
 
-// PUT_KV (1016), versions 0–2 (0.9.1 servers offer 0–1). Tablet server
-// only, to the leader of every bucket in the request.
+// PUT_KV (1016), versions 0–3 (0.9.1 servers offer 0–1, 1.0 servers 0–3).
+// Tablet server only, to the leader of every bucket in the request.
 //
 // v1 tells the server that primary keys of lake tables whose bucket key
 // differs from the primary key are encoded with CompactedKeyEncoder (no
 // difference for tables without a data-lake format); v2 that the client
-// understands STORAGE_BACKPRESSURE_EXCEPTION (72). agg_mode is always sent,
-// as the Java client does: 0 (AGGREGATE, the merge engine's normal path).
+// understands STORAGE_BACKPRESSURE_EXCEPTION (72) and reads the per-bucket
+// pressure; v3 (Fluss 1.0) adds routing_bucket_count and
+// original_partition_name per bucket, sent only at v3 (see PRODUCE_LOG).
+// agg_mode is always sent, as the Java client does: 0 (AGGREGATE, the merge
+// engine's normal path).
 
 import (
 	"context"
@@ -33,6 +36,18 @@ type PutKvRequest struct {
 	Buckets       []BucketRecords
 }
 
+// clampPressure bounds a server's pressure to [0, 1] (NaN: 0), so that a
+// throttle computed from it stays within its maximum.
+func clampPressure(p float32) float32 {
+	switch {
+	case p > 1:
+		return 1
+	case p > 0:
+		return p
+	}
+	return 0
+}
+
 // aggModeAggregate is PutKvRequest.agg_mode 0 (AGGREGATE).
 const aggModeAggregate int32 = 0
 
@@ -54,6 +69,11 @@ func (c *Client) SendPutKv(ctx context.Context, serverID int32, req *PutKvReques
 	if timeout <= 0 {
 		timeout = defaultWriteTimeout
 	}
+	what := fmt.Sprintf("put_kv table %d", req.TableID)
+	cn, v, err := c.serverVersion(ctx, what, serverID, apiPutKv)
+	if err != nil {
+		return nil, err
+	}
 	preq := &pb.PutKvRequest{
 		Acks:          proto.Int32(int32(req.Acks)),
 		TableId:       proto.Int64(req.TableID),
@@ -62,15 +82,18 @@ func (c *Client) SendPutKv(ctx context.Context, serverID int32, req *PutKvReques
 		BucketsReq:    make([]*pb.PbPutKvReqForBucket, len(req.Buckets)),
 		AggMode:       proto.Int32(aggModeAggregate),
 	}
+	routing := v >= putKvRoutingVersion
 	for i, b := range req.Buckets {
 		pbb := &pb.PbPutKvReqForBucket{BucketId: proto.Int32(b.Bucket), Records: b.Records}
 		if b.PartitionID != NoPartition {
 			pbb.PartitionId = proto.Int64(b.PartitionID)
 		}
+		if routing {
+			pbb.RoutingBucketCount, pbb.OriginalPartitionName = routingFields(b.RoutingBucketCount, b.PartitionName)
+		}
 		preq.BucketsReq[i] = pbb
 	}
-	what := fmt.Sprintf("put_kv table %d", req.TableID)
-	p, err := c.startServer(ctx, what, serverID, apiPutKv, preq, timeout+c.cfg.RequestTimeout)
+	p, err := c.startOn(ctx, what, serverID, cn, apiPutKv, preq, timeout+c.cfg.RequestTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +105,10 @@ func (c *Client) SendPutKv(ctx context.Context, serverID int32, req *PutKvReques
 		}
 		got := make([]bucketReply, len(resp.GetBucketsResp()))
 		for i, r := range resp.GetBucketsResp() {
-			got[i] = bucketReply{r.PartitionId, r.GetBucketId(), r.ErrorCode, r.GetErrorMessage(), r.LogEndOffset}
+			got[i] = bucketReply{
+				partitionID: r.PartitionId, bucket: r.GetBucketId(), errorCode: r.ErrorCode,
+				errorMsg: r.GetErrorMessage(), offset: r.LogEndOffset, pressure: clampPressure(r.GetPressure()),
+			}
 		}
 		return c.matchResults(tableID, keys, got), nil
 	}), nil

@@ -133,6 +133,14 @@ type Client struct {
 	refreshMu  sync.Mutex
 	refreshing map[physicalKey]*refreshCall
 
+	// coordDownUntil is when (unix ns) callAnyServer stops trying the
+	// coordinator last, after failing to reach it.
+	coordDownUntil atomic.Int64
+
+	// initAddr is the tablet server InitWriter last succeeded on (nil:
+	// none yet, or it failed since).
+	initAddr atomic.Pointer[string]
+
 	// poolMu guards conns and closed.
 	poolMu sync.Mutex
 	conns  map[string]*connSlot
@@ -304,49 +312,67 @@ func (c *Client) coordinatorConn(ctx context.Context) (*conn, error) {
 	return c.connTo(ctx, snap.coordinator.Addr())
 }
 
-// anyTabletServerConn returns a connection to some live tablet server,
-// preferring ones already connected.
-func (c *Client) anyTabletServerConn(ctx context.Context) (*conn, int32, error) {
-	snap := c.meta.Load()
-	if len(snap.servers) == 0 {
-		if err := c.refreshCluster(ctx); err != nil {
-			return nil, 0, err
-		}
-		snap = c.meta.Load()
-	}
-	var lastErr error = errors.New("fluss: metadata lists no tablet server")
-	for _, id := range snap.serverIDs() {
-		cn, err := c.connTo(ctx, snap.servers[id].Addr())
-		if err == nil {
-			return cn, id, nil
-		}
-		lastErr = err
-	}
-	return nil, 0, lastErr
-}
+// coordinatorBackoff is how long callAnyServer tries the coordinator last
+// after failing to reach it, so that a coordinator outage does not cost
+// every metadata request a dial (up to DialTimeout when packets are dropped).
+const coordinatorBackoff = 5 * time.Second
 
-// metadataConn returns a connection to a server that answers GET_METADATA:
-// the coordinator when known, else any bootstrap address.
-func (c *Client) metadataConn(ctx context.Context) (*conn, error) {
-	var errs []error
-	if co := c.meta.Load().coordinator; co != nil {
-		cn, err := c.connTo(ctx, co.Addr())
-		if err == nil {
-			return cn, nil
+// callAnyServer sends a read-only request (GET_METADATA, GET_TABLE_INFO and
+// the other calls both roles serve) and decodes the answer into resp. Since
+// any server will do, a coordinator outage is survived through tablet
+// servers: it tries the coordinator when known (last, for
+// coordinatorBackoff after it failed), then the bootstrap addresses, then
+// the tablet servers metadata listed, each address once, moving on when a
+// server cannot be reached or its connection fails; a server's error answer
+// is returned as is.
+func (c *Client) callAnyServer(ctx context.Context, apiKey int16, req, resp proto.Message) error {
+	snap := c.meta.Load()
+	addrs := make([]string, 0, 1+len(c.cfg.Bootstrap)+len(snap.servers))
+	coordAddr := ""
+	coordLast := false
+	if co := snap.coordinator; co != nil {
+		coordAddr = co.Addr()
+		coordLast = time.Now().UnixNano() < c.coordDownUntil.Load()
+		if !coordLast {
+			addrs = append(addrs, coordAddr)
 		}
-		errs = append(errs, err)
 	}
-	for _, addr := range c.cfg.Bootstrap {
+	addrs = append(addrs, c.cfg.Bootstrap...)
+	for _, id := range snap.serverIDs() {
+		addrs = append(addrs, snap.servers[id].Addr())
+	}
+	if coordLast {
+		addrs = append(addrs, coordAddr)
+	}
+	var errs []error
+	tried := make(map[string]bool, len(addrs))
+	for _, addr := range addrs {
+		if tried[addr] {
+			continue
+		}
+		tried[addr] = true
 		cn, err := c.connTo(ctx, addr)
 		if err == nil {
-			return cn, nil
+			if err = cn.call(ctx, apiKey, req, resp, 0); err == nil {
+				if addr == coordAddr {
+					c.coordDownUntil.Store(0)
+				}
+				return nil
+			}
+			err = fmt.Errorf("on %s: %w", addr, err)
+			if answered(err) {
+				return err
+			}
 		}
 		errs = append(errs, err)
 		if ctx.Err() != nil {
 			break
 		}
+		if addr == coordAddr {
+			c.coordDownUntil.Store(time.Now().Add(coordinatorBackoff).UnixNano())
+		}
 	}
-	return nil, fmt.Errorf("no fluss server reachable: %w", errors.Join(errs...))
+	return fmt.Errorf("no fluss server answered: %w", errors.Join(errs...))
 }
 
 // RawRequest sends one request frame with the given api key, version and
@@ -409,6 +435,26 @@ func (c *Client) startServer(ctx context.Context, what string, serverID int32, a
 	if err != nil {
 		return nil, fmt.Errorf("%s to tablet server %d: %w", what, serverID, err)
 	}
+	return c.startOn(ctx, what, serverID, cn, apiKey, req, timeout)
+}
+
+// serverVersion returns the connection to a tablet server and the version
+// it negotiated for apiKey, for requests whose fields depend on it.
+func (c *Client) serverVersion(ctx context.Context, what string, serverID int32, apiKey int16) (*conn, int16, error) {
+	cn, err := c.serverConn(ctx, serverID)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s to tablet server %d: %w", what, serverID, err)
+	}
+	v, err := cn.version(apiKey)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s to tablet server %d: %w", what, serverID, err)
+	}
+	return cn, v, nil
+}
+
+// startOn queues req on cn, a tablet server's connection, at the version
+// it negotiated for apiKey.
+func (c *Client) startOn(ctx context.Context, what string, serverID int32, cn *conn, apiKey int16, req proto.Message, timeout time.Duration) (*pendingCall, error) {
 	p, err := cn.start(ctx, apiKey, req, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("%s to tablet server %d: %w", what, serverID, err)

@@ -179,12 +179,19 @@ func TestNegotiate(t *testing.T) {
 	got := negotiate([]*pb.PbApiVersion{
 		v(apiPutKv, 0, 1),      // 0.9.1 server: we use 1
 		v(apiLookup, 0, 5),     // newer server: our max 1
-		v(apiProduceLog, 1, 3), // server dropped v0: no overlap
+		v(apiProduceLog, 2, 3), // server dropped v0 and v1: no overlap
 		v(9999, 0, 0),          // unknown to us: ignored
 		v(apiFetchLog, 0, 0),   // plain
 		{ApiKey: proto.Int32(70000), MinVersion: proto.Int32(0), MaxVersion: proto.Int32(0)}, // out of int16 range
 	})
 	assert.Equal(t, map[int16]int16{apiPutKv: 1, apiLookup: 1, apiFetchLog: 0}, got)
+
+	// Fluss 1.0 wire: the 1.0.0 ranges give the routing versions
+	got = negotiate([]*pb.PbApiVersion{v(apiProduceLog, 0, 1), v(apiPutKv, 0, 3), v(apiLookup, 0, 1)})
+	assert.Equal(t, map[int16]int16{apiProduceLog: 1, apiPutKv: 3, apiLookup: 1}, got)
+	// a server newer than 1.0 still gets the versions this client knows
+	got = negotiate([]*pb.PbApiVersion{v(apiProduceLog, 0, 4), v(apiPutKv, 0, 9)})
+	assert.Equal(t, map[int16]int16{apiProduceLog: produceLogRoutingVersion, apiPutKv: putKvRoutingVersion}, got)
 }
 
 func TestConnPipelinesAndMatchesOutOfOrderResponses(t *testing.T) {

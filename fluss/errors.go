@@ -50,14 +50,15 @@ const (
 
 type errorInfo struct {
 	name  string // Errors.java enum name
-	class string // exception class in org.apache.fluss.exception (0.9.1)
+	class string // exception class in org.apache.fluss.exception
 	kind  int
 }
 
-// errorTable is every code of Fluss's Errors.java (0.9.1-incubating, plus
-// 64–73 from the main branch), classified by the exception hierarchy in
-// fluss-common/src/main/java/org/apache/fluss/exception of apache/fluss.
-// Immutable.
+// errorTable is every code of Fluss's Errors enum as released in 1.0.0
+// (0.9.1-incubating has -1..63; 64–74 are new in 1.0), classified by the
+// exception hierarchy of org.apache.fluss.exception: retriable = extends
+// RetriableException, refresh = extends InvalidMetadataException. Checked
+// against the classes of the released fluss-client 1.0.0 jar. Immutable.
 var errorTable = map[int32]errorInfo{
 	-1: {"UNKNOWN_SERVER_ERROR", "UnknownServerException", notRetriable},
 	0:  {"NONE", "", notRetriable},
@@ -127,17 +128,27 @@ var errorTable = map[int32]errorInfo{
 	61: {"REBALANCE_FAILURE_EXCEPTION", "RebalanceFailureException", notRetriable},
 	62: {"NO_REBALANCE_IN_PROGRESS_EXCEPTION", "NoRebalanceInProgressException", notRetriable},
 	63: {"INVALID_PRODUCER_ID_EXCEPTION", "InvalidProducerIdException", notRetriable},
-	// Codes added after 0.9.1 (main branch); a 0.9 server never sends them.
-	64: {"CONFIG_EXCEPTION", "", notRetriable},
-	65: {"NOT_COORDINATOR_LEADER_EXCEPTION", "", notRetriable},
-	66: {"SCANNER_EXPIRED", "", notRetriable},
-	67: {"UNKNOWN_SCANNER_ID", "", notRetriable},
-	68: {"INVALID_SCAN_REQUEST", "", notRetriable},
-	69: {"TOO_MANY_SCANNERS", "", notRetriable},
-	70: {"DISK_WRITE_LOCKED", "", retriable},
-	71: {"INSUFFICIENT_KV_LEADER_REPLICA_CAPACITY", "", notRetriable},
-	72: {"STORAGE_BACKPRESSURE_EXCEPTION", "", retriable},
-	73: {"HISTORICAL_PARTITION_THROTTLED", "", retriable},
+	// Codes added in 1.0; a 0.9.1 server never sends them.
+	64: {"CONFIG_EXCEPTION", "ConfigException", notRetriable},
+	// The coordinator asked is not the leader among several: refresh the
+	// coordinator through metadata (not a RetriableException upstream).
+	65: {"NOT_COORDINATOR_LEADER_EXCEPTION", "NotCoordinatorLeaderException", notRetriable},
+	66: {"SCANNER_EXPIRED", "ScannerExpiredException", notRetriable},
+	67: {"UNKNOWN_SCANNER_ID", "UnknownScannerIdException", notRetriable},
+	68: {"INVALID_SCAN_REQUEST", "InvalidScanRequestException", notRetriable},
+	69: {"TOO_MANY_SCANNERS", "TooManyScannersException", notRetriable},
+	70: {"DISK_WRITE_LOCKED", "DiskWriteLockedException", retriable},
+	71: {"INSUFFICIENT_KV_LEADER_REPLICA_CAPACITY", "InsufficientKvLeaderReplicaCapacityException", notRetriable},
+	// PUT_KV v2+ only (older versions get KV_STORAGE_EXCEPTION instead):
+	// the bucket's storage stalls; retry after a delay, the response's
+	// per-bucket pressure says how much to slow down.
+	72: {"STORAGE_BACKPRESSURE_EXCEPTION", "StorageBackpressureException", retriable},
+	73: {"HISTORICAL_PARTITION_THROTTLED", "HistoricalPartitionThrottledException", retriable},
+	// Fluss 1.0 wire: routing bucket count. The write's (or lookup's)
+	// routing_bucket_count is missing or differs from the partition's bucket
+	// count, after a rescale. Resending the same request never helps: refresh
+	// the partition's metadata (BucketCount) and rebuild it.
+	74: {"INVALID_BUCKET_ROUTING", "InvalidBucketRoutingException", notRetriable},
 }
 
 // Error codes a caller commonly tests for, for use with errors.Is.
@@ -176,11 +187,21 @@ var (
 	ErrAuthenticate                 = newError(46)
 	ErrAuthorization                = newError(48)
 	ErrRetriableAuthenticate        = newError(51)
+	ErrConfigException              = newError(64)
 	ErrNotCoordinatorLeader         = newError(65)
+	ErrScannerExpired               = newError(66)
+	ErrUnknownScannerID             = newError(67)
+	ErrInvalidScanRequest           = newError(68)
+	ErrTooManyScanners              = newError(69)
 	ErrDiskWriteLocked              = newError(70)
 	ErrInsufficientKvLeaderSpace    = newError(71)
 	ErrStorageBackpressure          = newError(72)
 	ErrHistoricalPartitionThrottled = newError(73)
+	ErrInvalidBucketRouting         = newError(74)
+
+	// ErrInsufficientKvLeaderReplicaCapacity is code 71 under its 1.0 enum
+	// name; ErrInsufficientKvLeaderSpace is the older spelling.
+	ErrInsufficientKvLeaderReplicaCapacity = ErrInsufficientKvLeaderSpace
 )
 
 // Local conditions, not sent by a server.

@@ -19,6 +19,8 @@ type ServerNode struct {
 	ID   int32
 	Host string
 	Port int
+	// Rack is the server's rack as metadata reports it (empty when none).
+	Rack string
 }
 
 // Addr returns host:port.
@@ -40,6 +42,14 @@ type tableMeta struct {
 	path     TablePath
 	id       int64
 	schemaID int32
+	// descBuckets and partitioned come from the descriptor JSON the
+	// metadata answer carries (0 / false when it could not be read);
+	// descBuckets is the count new partitions get.
+	descBuckets int32
+	partitioned bool
+	// remoteDataDir and bucketCountEpoch are reported by newer servers only.
+	remoteDataDir    string
+	bucketCountEpoch int64
 }
 
 // clusterSnapshot is an immutable view of cluster metadata. Writers copy it,
@@ -53,6 +63,13 @@ type clusterSnapshot struct {
 	partitions  map[partitionNameKey]int64
 	partNames   map[physicalKey]string
 	leaders     map[physicalKey][]int32 // leader per bucket; -1 = none elected
+	epochs      map[physicalKey][]int32 // leader epoch per bucket; -1 = not reported
+	// bucketCounts is the bucket count of a non-partitioned table or of a
+	// partition, as metadata (or ListPartitions) reported it. Fixed when the
+	// table or partition is created (Fluss 1.0 wire: per-partition bucket
+	// count), so it is kept until the table's or partition's metadata is
+	// invalidated.
+	bucketCounts map[physicalKey]int32
 }
 
 func emptySnapshot() *clusterSnapshot {
@@ -64,6 +81,9 @@ func emptySnapshot() *clusterSnapshot {
 		partitions: map[partitionNameKey]int64{},
 		partNames:  map[physicalKey]string{},
 		leaders:    map[physicalKey][]int32{},
+		epochs:     map[physicalKey][]int32{},
+
+		bucketCounts: map[physicalKey]int32{},
 	}
 }
 
@@ -77,6 +97,9 @@ func (s *clusterSnapshot) clone() *clusterSnapshot {
 		partitions:  maps.Clone(s.partitions),
 		partNames:   maps.Clone(s.partNames),
 		leaders:     maps.Clone(s.leaders),
+		epochs:      maps.Clone(s.epochs),
+
+		bucketCounts: maps.Clone(s.bucketCounts),
 	}
 }
 
@@ -171,17 +194,101 @@ func (c *Client) InvalidateTableInfo(path TablePath) {
 	c.update(func(s *clusterSnapshot) { delete(s.infos, path) })
 }
 
-// InvalidateTableMetadata forgets the bucket leaders of a table and of all
-// its partitions; the next BucketLeader call refreshes them. Call it after a
-// metadata-class error (NeedsMetadataRefresh).
+// InvalidateTableMetadata forgets the bucket leaders and bucket counts of a
+// table and of all its partitions; the next BucketLeader or BucketCount
+// call refreshes them. Call it after a metadata-class error
+// (NeedsMetadataRefresh).
 func (c *Client) InvalidateTableMetadata(tableID int64) {
 	c.update(func(s *clusterSnapshot) {
-		for k := range s.leaders {
-			if k.tableID == tableID {
-				delete(s.leaders, k)
-			}
+		for _, m := range []map[physicalKey][]int32{s.leaders, s.epochs} {
+			maps.DeleteFunc(m, func(k physicalKey, _ []int32) bool { return k.tableID == tableID })
 		}
+		maps.DeleteFunc(s.bucketCounts, func(k physicalKey, _ int32) bool { return k.tableID == tableID })
 	})
+}
+
+// InvalidatePartitionMetadata forgets the bucket leaders and the bucket
+// count of one partition (NoPartition: of a non-partitioned table), leaving
+// the table's other partitions cached. Call it after
+// INVALID_BUCKET_ROUTING (74) for that partition, before re-bucketing.
+func (c *Client) InvalidatePartitionMetadata(tableID, partitionID int64) {
+	k := physicalKey{tableID, partitionID}
+	c.update(func(s *clusterSnapshot) {
+		delete(s.leaders, k)
+		delete(s.epochs, k)
+		delete(s.bucketCounts, k)
+	})
+}
+
+// BucketCount returns the bucket count of a partition of a table
+// (NoPartition: of the table itself; for a partitioned table that is the
+// descriptor's count, which partitions created from now on get, as of the
+// last metadata answer or TableInfo). In Fluss 1.0 partitions of one
+// table may differ (ALTER TABLE SET ('bucket.num' = N) applies to
+// partitions created afterwards only), and a write must be bucketed with
+// its partition's count. The count is, in this order: the partition's
+// bucket_count in 1.0 metadata, else the number of buckets its metadata
+// lists, else the table descriptor's bucket count. It is cached (a
+// partition's count never changes) until InvalidateTableMetadata or
+// InvalidatePartitionMetadata; a miss costs one metadata round trip, shared
+// with concurrent BucketLeader and BucketCount callers. The table must be
+// known to the client, as for BucketLeader.
+func (c *Client) BucketCount(ctx context.Context, tableID, partitionID int64) (int32, error) {
+	if n, ok := c.meta.Load().bucketCount(tableID, partitionID, false); ok {
+		return n, nil
+	}
+	if err := c.refreshTableBuckets(ctx, tableID, partitionID); err != nil {
+		return 0, fmt.Errorf("bucket count of table %d partition %d: %w", tableID, partitionID, err)
+	}
+	if n, ok := c.meta.Load().bucketCount(tableID, partitionID, true); ok {
+		return n, nil
+	}
+	return 0, fmt.Errorf("bucket count of table %d partition %d: metadata reports none", tableID, partitionID)
+}
+
+// bucketCount looks a bucket count up in the snapshot. A partition falls
+// back to the table descriptor's count only when fallback is set (after a
+// metadata refresh that did not report the partition's own count).
+func (s *clusterSnapshot) bucketCount(tableID, partitionID int64, fallback bool) (int32, bool) {
+	k := physicalKey{tableID, partitionID}
+	if n, ok := s.bucketCounts[k]; ok && n > 0 {
+		return n, true
+	}
+	if partitionID != NoPartition && !fallback {
+		return 0, false
+	}
+	path, ok := s.tableByID[tableID]
+	if !ok {
+		return 0, false
+	}
+	info := s.infos[path]
+	if info != nil && info.TableID != tableID {
+		info = nil // a re-created table's
+	}
+	partitioned := s.tables[path].partitioned || (info != nil && info.Descriptor.IsPartitioned())
+	if partitionID == NoPartition && !fallback && !partitioned {
+		// a non-partitioned table's count comes from its bucket metadata
+		return 0, false
+	}
+	// the descriptor JSON of the last metadata answer is fresher than a
+	// cached TableInfo
+	if n := s.tables[path].descBuckets; n > 0 && s.tables[path].id == tableID {
+		return n, true
+	}
+	if info != nil && info.Descriptor.BucketCount > 0 {
+		return int32(info.Descriptor.BucketCount), true
+	}
+	return 0, false
+}
+
+// LeaderEpoch returns a bucket's leader epoch as last reported by metadata,
+// from the cache only; false when unknown or not reported.
+func (c *Client) LeaderEpoch(tableID, partitionID int64, bucket int32) (int32, bool) {
+	es := c.meta.Load().epochs[physicalKey{tableID, partitionID}]
+	if bucket < 0 || int(bucket) >= len(es) || es[bucket] < 0 {
+		return 0, false
+	}
+	return es[bucket], true
 }
 
 // BucketLeader returns the tablet server leading a bucket of a table (or of
@@ -274,7 +381,6 @@ func (c *Client) WaitForTableLeaders(ctx context.Context, path TablePath, partit
 	if info.Descriptor.IsPartitioned() && len(partitionIDs) == 0 {
 		return fmt.Errorf("wait for leaders of %s: a partitioned table's buckets belong to partitions; name them", path)
 	}
-	n := info.Descriptor.BucketCount
 	keys := []physicalKey{{info.TableID, NoPartition}}
 	if len(partitionIDs) > 0 {
 		keys = keys[:0]
@@ -291,9 +397,16 @@ func (c *Client) WaitForTableLeaders(ctx context.Context, path TablePath, partit
 			return false, err
 		}
 		snap := c.meta.Load()
-		for _, k := range keys {
+		// Fluss 1.0: partitions of one table may differ in bucket count
+		counts := make([]int32, len(keys))
+		for i, k := range keys {
+			n, ok := snap.bucketCount(k.tableID, k.partitionID, true)
+			if !ok {
+				n = int32(info.Descriptor.BucketCount)
+			}
+			counts[i] = n
 			for b := range n {
-				if _, ok := snap.leader(k, int32(b)); !ok {
+				if _, ok := snap.leader(k, b); !ok {
 					return false, fmt.Errorf("bucket %d: %w", b, ErrNoLeader)
 				}
 			}
@@ -303,11 +416,11 @@ func (c *Client) WaitForTableLeaders(ctx context.Context, path TablePath, partit
 		// and NOT_LEADER_OR_FOLLOWER until it leads. LIST_OFFSETS needs only
 		// the replica; a client FETCH_LOG (at the end, so nothing is read)
 		// needs leadership, as writes do.
-		buckets := make([]int32, n)
-		for b := range buckets {
-			buckets[b] = int32(b)
-		}
-		for _, k := range keys {
+		for i, k := range keys {
+			buckets := make([]int32, counts[i])
+			for b := range buckets {
+				buckets[b] = int32(b)
+			}
 			ready, err := c.bucketsLead(ctx, k, buckets)
 			if err != nil || !ready {
 				return false, err

@@ -119,5 +119,6 @@ func TestPutKvRequestFields(t *testing.T) {
 	require.NoError(t, err)
 	v, err := cn.version(apiPutKv)
 	require.NoError(t, err)
-	assert.Equal(t, int16(2), v, "highest version both sides know")
+	assert.Equal(t, putKvRoutingVersion, v, "highest version both sides know")
+	assert.Nil(t, req.GetBucketsReq()[0].RoutingBucketCount, "a zero routing count is not sent")
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -20,13 +21,16 @@ import (
 
 // API keys served.
 const (
-	APIVersions  int16 = 1000
-	GetTableInfo int16 = 1007
-	GetMetadata  int16 = 1012
-	ProduceLog   int16 = 1014
-	PutKv        int16 = 1016
-	ListOffsets  int16 = 1021
-	InitWriter   int16 = 1026
+	APIVersions     int16 = 1000
+	GetTableInfo    int16 = 1007
+	ListPartitions  int16 = 1009
+	GetMetadata     int16 = 1012
+	ProduceLog      int16 = 1014
+	PutKv           int16 = 1016
+	Lookup          int16 = 1017
+	ListOffsets     int16 = 1021
+	InitWriter      int16 = 1026
+	CreatePartition int16 = 1036
 )
 
 // CoordinatorID is the node id of the fake coordinator.
@@ -38,6 +42,7 @@ type Opt func(*options)
 type options struct {
 	tabletServers int
 	logger        *slog.Logger
+	v10           bool
 }
 
 // NumTabletServers sets the number of tablet servers (default 1); their ids
@@ -90,10 +95,13 @@ type Cluster struct {
 	tables   map[int64]*table
 	byPath   map[fluss.TablePath]*table
 	nextID   int64
+	nextPart int64
 	controls map[int]Control
 	nextCtl  int
 	holds    map[int64]*Hold
 	failures map[bucketKey][]int32
+	pressure map[bucketKey]float32
+	writes   []Write
 
 	writerID atomic.Int64
 	die      chan struct{}
@@ -112,8 +120,22 @@ type table struct {
 	path    fluss.TablePath
 	desc    fluss.TableDescriptor
 	json    []byte
-	leaders []int32
+	leaders []int32 // non-partitioned tables only
 	logs    map[bucketKey]*bucketLog
+	// partitions of a partitioned table, by id and by name
+	parts      map[int64]*partition
+	partByName map[string]*partition
+	// strict: writes and lookups must carry the right routing bucket count
+	// (after a rescale); bucketEpoch counts rescales
+	strict      bool
+	bucketEpoch int64
+}
+
+type partition struct {
+	id      int64
+	name    string
+	spec    fluss.PartitionSpec
+	leaders []int32 // one per bucket: the partition's own bucket count
 }
 
 type bucketLog struct {
@@ -139,6 +161,7 @@ type server struct {
 	conns       atomic.Int64
 	mu          sync.Mutex
 	open        map[net.Conn]struct{}
+	stopped     bool
 }
 
 // NewCluster starts a coordinator and the tablet servers on 127.0.0.1:0.
@@ -159,9 +182,11 @@ func NewCluster(opts ...Opt) (*Cluster, error) {
 		tables:   make(map[int64]*table),
 		byPath:   make(map[fluss.TablePath]*table),
 		nextID:   1,
+		nextPart: 1000,
 		controls: make(map[int]Control),
 		holds:    make(map[int64]*Hold),
 		failures: make(map[bucketKey][]int32),
+		pressure: make(map[bucketKey]float32),
 		die:      make(chan struct{}),
 	}
 	var err error
@@ -248,10 +273,11 @@ func (c *Cluster) AddTable(path fluss.TablePath, d fluss.TableDescriptor) (int64
 	if _, ok := c.byPath[path]; ok {
 		return 0, fmt.Errorf("flussfake: table %s exists", path)
 	}
-	t := &table{id: c.nextID, path: path, desc: d, json: js, logs: make(map[bucketKey]*bucketLog)}
+	t := &table{id: c.nextID, path: path, desc: d, json: js, logs: make(map[bucketKey]*bucketLog),
+		parts: make(map[int64]*partition), partByName: make(map[string]*partition)}
 	c.nextID++
-	for b := range d.BucketCount {
-		t.leaders = append(t.leaders, int32(b%len(c.tablets)))
+	if !d.IsPartitioned() {
+		t.leaders = c.spread(int32(d.BucketCount))
 	}
 	c.tables[t.id] = t
 	c.byPath[path] = t
@@ -269,12 +295,28 @@ func (c *Cluster) DropTable(path fluss.TablePath) {
 	}
 }
 
+// spread returns the leaders of n buckets: bucket b on tablet server b mod N.
+func (c *Cluster) spread(n int32) []int32 {
+	out := make([]int32, n)
+	for b := range out {
+		out[b] = int32(b % len(c.tablets))
+	}
+	return out
+}
+
 // SetLeader moves a bucket's leadership; the old leader answers
 // NOT_LEADER_OR_FOLLOWER from now on.
 func (c *Cluster) SetLeader(tableID int64, bucket, server int32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.tables[tableID].leaders[bucket] = server
+}
+
+// SetPartitionLeader moves the leadership of a bucket of a partition.
+func (c *Cluster) SetPartitionLeader(tableID, partitionID int64, bucket, server int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tables[tableID].parts[partitionID].leaders[bucket] = server
 }
 
 // Control installs a hook that sees every request first; the returned func
@@ -349,7 +391,7 @@ func (s *server) accept() {
 			return
 		}
 		s.mu.Lock()
-		if s.c.closed.Load() {
+		if s.c.closed.Load() || s.stopped {
 			s.mu.Unlock()
 			_ = cn.Close()
 			return
@@ -445,7 +487,14 @@ func (s *server) handle(h frame.RequestHeader, payload []byte) ([]byte, bool) {
 		msg = &pb.ListOffsetsRequest{}
 	case InitWriter:
 		msg = &pb.InitWriterRequest{}
-	default:
+	case ListPartitions:
+		msg = &pb.ListPartitionInfosRequest{}
+	case CreatePartition:
+		msg = &pb.CreatePartitionRequest{}
+	case Lookup:
+		msg = &pb.LookupRequest{}
+	}
+	if msg == nil || !slices.Contains(s.served(), h.APIKey) {
 		// A real server never answers an API it does not serve; answer
 		// with an error so tests fail fast instead of timing out.
 		return errorFrame(h.RequestID, 2, fmt.Sprintf("flussfake: api %d not served", h.APIKey)), true
@@ -497,11 +546,17 @@ func (s *server) handle(h frame.RequestHeader, payload []byte) ([]byte, bool) {
 	case *pb.InitWriterRequest:
 		resp = Response{Msg: &pb.InitWriterResponse{WriterId: proto.Int64(s.c.writerID.Add(1) - 1)}}
 	case *pb.ProduceLogRequest:
-		resp = s.c.produceLog(s.id, m)
+		resp = s.c.produceLog(s.id, h.APIVersion, m)
 	case *pb.PutKvRequest:
-		resp = s.c.putKv(s.id, m)
+		resp = s.c.putKv(s.id, h.APIVersion, m)
 	case *pb.ListOffsetsRequest:
 		resp = s.c.listOffsets(s.id, m)
+	case *pb.ListPartitionInfosRequest:
+		resp = s.c.listPartitions(m)
+	case *pb.CreatePartitionRequest:
+		resp = s.c.createPartition(m)
+	case *pb.LookupRequest:
+		resp = s.c.lookup(s.id, h.APIVersion, m)
 	}
 	return s.encode(h.RequestID, resp), true
 }
@@ -521,21 +576,37 @@ func (s *server) encode(id int32, resp Response) []byte {
 	return b
 }
 
+// maxVersions are the highest versions a fake server offers per API,
+// as 0.9.1-incubating and 1.0.0 tablet servers and coordinators do
+// (ApiKeys of each release); every other API is 0–0. Read-only.
+var (
+	maxVersions091 = map[int16]int32{PutKv: 1, Lookup: 1}
+	maxVersions10  = map[int16]int32{ProduceLog: 1, PutKv: 3, Lookup: 1}
+)
+
+// served returns the API keys the server's role serves.
+func (s *server) served() []int16 {
+	keys := []int16{APIVersions, GetTableInfo, ListPartitions, GetMetadata}
+	if s.coordinator {
+		return append(keys, CreatePartition)
+	}
+	return append(keys, ProduceLog, PutKv, Lookup, ListOffsets, InitWriter)
+}
+
 func (s *server) apiVersions() Response {
-	keys := []int16{APIVersions, GetTableInfo, GetMetadata}
+	keys := s.served()
 	serverType := int32(1)
 	if !s.coordinator {
-		keys = append(keys, ProduceLog, PutKv, ListOffsets, InitWriter)
 		serverType = 2
+	}
+	maxV := maxVersions091
+	if s.c.o.v10 {
+		maxV = maxVersions10
 	}
 	resp := &pb.ApiVersionsResponse{ServerType: proto.Int32(serverType)}
 	for _, k := range keys {
-		maxV := int32(0)
-		if k == PutKv {
-			maxV = 2
-		}
 		resp.ApiVersions = append(resp.ApiVersions, &pb.PbApiVersion{
-			ApiKey: proto.Int32(int32(k)), MinVersion: proto.Int32(0), MaxVersion: proto.Int32(maxV),
+			ApiKey: proto.Int32(int32(k)), MinVersion: proto.Int32(0), MaxVersion: proto.Int32(maxV[k]),
 		})
 	}
 	return Response{Msg: resp}
@@ -544,7 +615,22 @@ func (s *server) apiVersions() Response {
 func (c *Cluster) node(s *server) *pb.PbServerNode {
 	host, port, _ := net.SplitHostPort(s.ln.Addr().String())
 	p, _ := strconv.Atoi(port)
-	return &pb.PbServerNode{NodeId: proto.Int32(s.id), Host: proto.String(host), Port: proto.Int32(int32(p))}
+	n := &pb.PbServerNode{NodeId: proto.Int32(s.id), Host: proto.String(host), Port: proto.Int32(int32(p))}
+	if c.o.v10 {
+		n.Rack = proto.String(fmt.Sprintf("rack-%d", s.id))
+	}
+	return n
+}
+
+// bucketMetadata describes buckets led by leaders.
+func bucketMetadata(leaders []int32) []*pb.PbBucketMetadata {
+	out := make([]*pb.PbBucketMetadata, len(leaders))
+	for b, l := range leaders {
+		out[b] = &pb.PbBucketMetadata{
+			BucketId: proto.Int32(int32(b)), LeaderId: proto.Int32(l), ReplicaId: []int32{l}, LeaderEpoch: proto.Int32(0),
+		}
+	}
+	return out
 }
 
 func (c *Cluster) metadata(m *pb.MetadataRequest) Response {
@@ -554,25 +640,63 @@ func (c *Cluster) metadata(m *pb.MetadataRequest) Response {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	var tables []*table
 	for _, p := range m.GetTablePath() {
 		t := c.byPath[fluss.TablePath{Database: p.GetDatabaseName(), Table: p.GetTableName()}]
 		if t == nil {
 			return Response{ErrCode: 7, ErrMsg: "table " + p.GetDatabaseName() + "." + p.GetTableName() + " does not exist"}
 		}
+		tables = append(tables, t)
 		tm := &pb.PbTableMetadata{
-			TablePath:    &pb.PbTablePath{DatabaseName: proto.String(t.path.Database), TableName: proto.String(t.path.Table)},
-			TableId:      proto.Int64(t.id),
-			SchemaId:     proto.Int32(1),
-			TableJson:    t.json,
-			CreatedTime:  proto.Int64(0),
-			ModifiedTime: proto.Int64(0),
+			TablePath:      &pb.PbTablePath{DatabaseName: proto.String(t.path.Database), TableName: proto.String(t.path.Table)},
+			TableId:        proto.Int64(t.id),
+			SchemaId:       proto.Int32(1),
+			TableJson:      t.json,
+			CreatedTime:    proto.Int64(0),
+			ModifiedTime:   proto.Int64(0),
+			BucketMetadata: bucketMetadata(t.leaders),
 		}
-		for b, l := range t.leaders {
-			tm.BucketMetadata = append(tm.BucketMetadata, &pb.PbBucketMetadata{
-				BucketId: proto.Int32(int32(b)), LeaderId: proto.Int32(l), ReplicaId: []int32{l},
-			})
+		if c.o.v10 {
+			tm.RemoteDataDir = proto.String("/remote/" + t.path.Database + "/" + t.path.Table)
+			tm.BucketCountEpoch = proto.Int64(t.bucketEpoch)
 		}
 		resp.TableMetadata = append(resp.TableMetadata, tm)
+	}
+	var parts []*partition
+	var owners []*table
+	for _, pp := range m.GetPartitionsPath() {
+		t := c.byPath[fluss.TablePath{Database: pp.GetDatabaseName(), Table: pp.GetTableName()}]
+		if t == nil {
+			return Response{ErrCode: 7, ErrMsg: "table " + pp.GetDatabaseName() + "." + pp.GetTableName() + " does not exist"}
+		}
+		p := t.partByName[pp.GetPartitionName()]
+		if p == nil {
+			return Response{ErrCode: 36, ErrMsg: "partition " + pp.GetPartitionName() + " does not exist"}
+		}
+		parts, owners = append(parts, p), append(owners, t)
+	}
+	for _, id := range m.GetPartitionsId() {
+		// as the real server: the partition's table must be listed too
+		var found bool
+		for _, t := range tables {
+			if p := t.parts[id]; p != nil {
+				parts, owners, found = append(parts, p), append(owners, t), true
+				break
+			}
+		}
+		if !found {
+			return Response{ErrCode: 36, ErrMsg: fmt.Sprintf("partition id %d does not exist", id)}
+		}
+	}
+	for i, p := range parts {
+		pm := &pb.PbPartitionMetadata{
+			TableId: proto.Int64(owners[i].id), PartitionName: proto.String(p.name), PartitionId: proto.Int64(p.id),
+			BucketMetadata: bucketMetadata(p.leaders),
+		}
+		if c.o.v10 {
+			pm.BucketCount = proto.Int32(int32(len(p.leaders)))
+		}
+		resp.PartitionMetadata = append(resp.PartitionMetadata, pm)
 	}
 	return Response{Msg: resp}
 }
@@ -591,22 +715,63 @@ func (c *Cluster) tableInfo(m *pb.GetTableInfoRequest) Response {
 	}}
 }
 
-// bucketWrite is one bucket of a ProduceLog/PutKv request.
+// bucketWrite is one bucket of a ProduceLog/PutKv/Lookup request.
 type bucketWrite struct {
 	partition *int64
 	bucket    int32
 	records   []byte
+	routing   *int32  // routing_bucket_count
+	partName  *string // original_partition_name
 }
 
 type bucketOutcome struct {
-	code   int32
-	msg    string
-	offset int64
+	code     int32
+	msg      string
+	offset   int64
+	pressure float32
 }
 
-func (c *Cluster) write(server int32, tableID int64, kv bool, reqs []bucketWrite) []bucketOutcome {
+// leadersOf returns the bucket leaders of a table (pid NoPartition) or of
+// one of its partitions; nil when there is no such table or partition.
+func (t *table) leadersOf(pid int64) []int32 {
+	if t == nil {
+		return nil
+	}
+	if pid == fluss.NoPartition {
+		return t.leaders
+	}
+	if p := t.parts[pid]; p != nil {
+		return p.leaders
+	}
+	return nil
+}
+
+// route checks one bucket item of a request: the table, partition and
+// bucket exist, server leads it, and (Fluss 1.0 wire: routing bucket count)
+// a routing count that is present matches the partition's bucket count, and
+// is present at all when the table was rescaled. Code 0 = routed.
+func (c *Cluster) route(server int32, t *table, pid int64, r bucketWrite) (int32, string) {
+	leaders := t.leadersOf(pid)
+	switch {
+	case r.bucket < 0 || int(r.bucket) >= len(leaders):
+		return 21, "unknown table or bucket"
+	case leaders[r.bucket] != server:
+		return 12, "not the leader"
+	}
+	n := int32(len(leaders))
+	switch {
+	case c.o.v10 && r.routing != nil && *r.routing != n:
+		return 74, fmt.Sprintf("routing bucket count %d does not match the partition's bucket count %d; refresh partition metadata and rebuild the request", *r.routing, n)
+	case t.strict && r.routing == nil:
+		return 74, fmt.Sprintf("no routing bucket count, the partition has %d buckets after a rescale; refresh partition metadata and rebuild the request", n)
+	}
+	return 0, ""
+}
+
+func (c *Cluster) write(server int32, apiKey, version int16, tableID int64, reqs []bucketWrite) []bucketOutcome {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	kv := apiKey == PutKv
 	out := make([]bucketOutcome, len(reqs))
 	t := c.tables[tableID]
 	for i, r := range reqs {
@@ -615,22 +780,49 @@ func (c *Cluster) write(server int32, tableID int64, kv bool, reqs []bucketWrite
 			pid = *r.partition
 		}
 		k := bucketKey{tableID, pid, r.bucket}
-		switch {
-		case t == nil || r.bucket < 0 || int(r.bucket) >= len(t.leaders):
-			out[i] = bucketOutcome{code: 21, msg: "unknown table or bucket"}
-			continue
-		case t.leaders[r.bucket] != server:
-			out[i] = bucketOutcome{code: 12, msg: "not the leader"}
-			continue
+		out[i] = c.writeBucket(server, version, t, k, r, kv)
+		w := Write{
+			Server: server, APIKey: apiKey, Version: version, TableID: tableID, PartitionID: pid, Bucket: r.bucket,
+			HasRoutingBucketCount: r.routing != nil, RoutingBucketCount: ptrValue(r.routing),
+			PartitionName: ptrValue(r.partName), ErrCode: out[i].code,
 		}
-		if f := c.failures[k]; len(f) > 0 {
-			c.failures[k] = f[1:]
-			out[i] = bucketOutcome{code: f[0], msg: "injected by flussfake"}
-			continue
-		}
-		out[i] = t.append(k, r.records, kv)
+		c.writes = append(c.writes, w)
 	}
 	return out
+}
+
+func (c *Cluster) writeBucket(server int32, version int16, t *table, k bucketKey, r bucketWrite, kv bool) bucketOutcome {
+	if t == nil {
+		return bucketOutcome{code: 21, msg: "unknown table or bucket"}
+	}
+	if code, msg := c.route(server, t, k.partition, r); code != 0 {
+		return bucketOutcome{code: code, msg: msg}
+	}
+	var pressure float32
+	if kv && version >= 2 {
+		pressure = c.pressure[k] // PUT_KV v2+ answers carry it
+	}
+	if f := c.failures[k]; len(f) > 0 {
+		c.failures[k] = f[1:]
+		code := f[0]
+		if kv && code == 72 && version < 2 {
+			code = 11 // older clients get KV_STORAGE_EXCEPTION, as the server does
+		}
+		return bucketOutcome{code: code, msg: "injected by flussfake", pressure: pressure}
+	}
+	o := t.append(k, r.records, kv)
+	if o.code == 0 {
+		o.pressure = pressure
+	}
+	return o
+}
+
+func ptrValue[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }
 
 // append applies the batches of one bucket with Fluss's idempotence rules.
@@ -708,12 +900,12 @@ func parseBatch(b []byte, kv bool) (n int, writerID int64, seq, count int32, err
 	return n, int64(le.Uint64(b[32:])), int32(le.Uint32(b[40:])), int32(le.Uint32(b[44:])), nil
 }
 
-func (c *Cluster) produceLog(server int32, m *pb.ProduceLogRequest) Response {
+func (c *Cluster) produceLog(server int32, version int16, m *pb.ProduceLogRequest) Response {
 	reqs := make([]bucketWrite, len(m.GetBucketsReq()))
 	for i, b := range m.GetBucketsReq() {
-		reqs[i] = bucketWrite{b.PartitionId, b.GetBucketId(), b.GetRecords()}
+		reqs[i] = bucketWrite{b.PartitionId, b.GetBucketId(), b.GetRecords(), b.RoutingBucketCount, b.OriginalPartitionName}
 	}
-	outs := c.write(server, m.GetTableId(), false, reqs)
+	outs := c.write(server, ProduceLog, version, m.GetTableId(), reqs)
 	resp := &pb.ProduceLogResponse{}
 	for i, o := range outs {
 		r := &pb.PbProduceLogRespForBucket{PartitionId: reqs[i].partition, BucketId: proto.Int32(reqs[i].bucket)}
@@ -727,15 +919,18 @@ func (c *Cluster) produceLog(server int32, m *pb.ProduceLogRequest) Response {
 	return Response{Msg: resp}
 }
 
-func (c *Cluster) putKv(server int32, m *pb.PutKvRequest) Response {
+func (c *Cluster) putKv(server int32, version int16, m *pb.PutKvRequest) Response {
 	reqs := make([]bucketWrite, len(m.GetBucketsReq()))
 	for i, b := range m.GetBucketsReq() {
-		reqs[i] = bucketWrite{b.PartitionId, b.GetBucketId(), b.GetRecords()}
+		reqs[i] = bucketWrite{b.PartitionId, b.GetBucketId(), b.GetRecords(), b.RoutingBucketCount, b.OriginalPartitionName}
 	}
-	outs := c.write(server, m.GetTableId(), true, reqs)
+	outs := c.write(server, PutKv, version, m.GetTableId(), reqs)
 	resp := &pb.PutKvResponse{}
 	for i, o := range outs {
 		r := &pb.PbPutKvRespForBucket{PartitionId: reqs[i].partition, BucketId: proto.Int32(reqs[i].bucket)}
+		if o.pressure != 0 {
+			r.Pressure = proto.Float32(o.pressure)
+		}
 		if o.code != 0 {
 			r.ErrorCode, r.ErrorMessage = proto.Int32(o.code), proto.String(o.msg)
 		} else {
@@ -755,12 +950,13 @@ func (c *Cluster) listOffsets(server int32, m *pb.ListOffsetsRequest) Response {
 	if m.PartitionId != nil {
 		pid = m.GetPartitionId()
 	}
+	leaders := t.leadersOf(pid)
 	for _, b := range m.GetBucketId() {
 		r := &pb.PbListOffsetsRespForBucket{BucketId: proto.Int32(b)}
 		switch {
-		case t == nil || b < 0 || int(b) >= len(t.leaders):
+		case b < 0 || int(b) >= len(leaders):
 			r.ErrorCode, r.ErrorMessage = proto.Int32(21), proto.String("unknown table or bucket")
-		case t.leaders[b] != server:
+		case leaders[b] != server:
 			r.ErrorCode, r.ErrorMessage = proto.Int32(12), proto.String("not the leader")
 		default:
 			off := int64(0)

@@ -7,9 +7,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/fluss/flussfake"
+	"github.com/fluss-kafka/gateway/fluss/internal/pb"
 )
 
 var schema = fluss.Schema{Columns: []fluss.Column{{Name: "id", Type: fluss.BigInt()}}}
@@ -149,4 +151,92 @@ func TestControlAnswersFirst(t *testing.T) {
 	remove()
 	_, err = c.InitWriter(context.Background(), info.Path)
 	require.NoError(t, err)
+}
+
+// TestAdvertisedVersions pins the API version ranges of both releases.
+func TestAdvertisedVersions(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		opts []flussfake.Opt
+		want map[int32]int32 // api key -> max version
+	}{
+		{"0.9.1", nil, map[int32]int32{1014: 0, 1016: 1, 1017: 1, 1012: 0}},
+		{"1.0", []flussfake.Opt{flussfake.WithVersion10()}, map[int32]int32{1014: 1, 1016: 3, 1017: 1, 1012: 0}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			fc, err := flussfake.NewCluster(tt.opts...)
+			require.NoError(t, err)
+			t.Cleanup(fc.Close)
+			c, err := fluss.NewClient(fluss.Config{Bootstrap: []string{fc.Bootstrap()}})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = c.Close() })
+			req, err := proto.Marshal(&pb.ApiVersionsRequest{ClientSoftwareName: proto.String("t"), ClientSoftwareVersion: proto.String("0")})
+			require.NoError(t, err)
+			raw, err := c.RawRequest(t.Context(), fc.ListenAddrs()[1], flussfake.APIVersions, 0, req, 0)
+			require.NoError(t, err)
+			var resp pb.ApiVersionsResponse
+			require.NoError(t, proto.Unmarshal(raw.Payload, &resp))
+			got := map[int32]int32{}
+			for _, v := range resp.GetApiVersions() {
+				if _, ok := tt.want[v.GetApiKey()]; ok {
+					got[v.GetApiKey()] = v.GetMaxVersion()
+				}
+			}
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// TestPartitionWritesAndRecords: writes to a partition are checked against
+// that partition's buckets and leaders, and every item is recorded.
+func TestPartitionWritesAndRecords(t *testing.T) {
+	t.Parallel()
+	fc, err := flussfake.NewCluster(flussfake.WithVersion10(), flussfake.NumTabletServers(2))
+	require.NoError(t, err)
+	t.Cleanup(fc.Close)
+	path := fluss.TablePath{Database: "db", Table: "p"}
+	ps := fluss.Schema{Columns: []fluss.Column{{Name: "id", Type: fluss.BigInt()}, {Name: "day", Type: fluss.String()}}}
+	id, err := fc.AddTable(path, fluss.TableDescriptor{Schema: ps, PartitionKeys: []string{"day"}, BucketCount: 1,
+		Properties: map[string]string{fluss.PropLogFormat: "INDEXED"}})
+	require.NoError(t, err)
+	_, err = fc.AddPartition(id, fluss.PartitionSpec{{Key: "day", Value: "a"}}, 0)
+	require.NoError(t, err)
+	_, err = fc.AddPartition(id, fluss.PartitionSpec{{Key: "day", Value: "a"}}, 0)
+	require.Error(t, err, "exists")
+	pid, err := fc.AddPartition(id, fluss.PartitionSpec{{Key: "day", Value: "b"}}, 2)
+	require.NoError(t, err)
+	fc.SetPartitionLeader(id, pid, 1, 0)
+
+	c, err := fluss.NewClient(fluss.Config{Bootstrap: []string{fc.Bootstrap()}, RequestTimeout: 5 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	_, err = c.TableInfo(t.Context(), path)
+	require.NoError(t, err)
+	leader, err := c.BucketLeader(t.Context(), id, pid, 1)
+	require.NoError(t, err)
+	assert.Equal(t, int32(0), leader.ID, "moved by SetPartitionLeader")
+
+	b, err := fluss.NewIndexedLogBuilder(&ps, 1)
+	require.NoError(t, err)
+	require.NoError(t, b.Append(fluss.Row{fluss.IntDatum(1), fluss.StringDatum("b")}))
+	records, err := b.AppendTo(nil)
+	require.NoError(t, err)
+	res, err := c.ProduceLog(t.Context(), 0, &fluss.ProduceLogRequest{TableID: id, Acks: -1, Buckets: []fluss.BucketRecords{
+		{PartitionID: pid, Bucket: 1, Records: records, RoutingBucketCount: 2},
+		{PartitionID: pid, Bucket: 2, Records: records, RoutingBucketCount: 2}, // no bucket 2
+		{PartitionID: 77, Bucket: 0, Records: records},                         // no partition 77
+	}})
+	require.NoError(t, err)
+	require.NoError(t, res[0].Err)
+	assert.ErrorIs(t, res[1].Err, fluss.ErrUnknownTableOrBucket)
+	assert.ErrorIs(t, res[2].Err, fluss.ErrUnknownTableOrBucket)
+	assert.Equal(t, int64(1), fc.LogEndOffset(id, pid, 1))
+
+	ws := fc.Writes()
+	require.Len(t, ws, 3)
+	assert.Equal(t, flussfake.Write{Server: 0, APIKey: flussfake.ProduceLog, Version: 1, TableID: id, PartitionID: pid, Bucket: 1,
+		HasRoutingBucketCount: true, RoutingBucketCount: 2}, ws[0])
+	assert.Equal(t, int32(21), ws[2].ErrCode)
 }

@@ -4,8 +4,13 @@
 // fluss-rpc/src/main/proto/FlussApi.proto (checked at tag v0.9.1-incubating):
 // only the messages this client sends or receives are declared, with the same
 // field numbers, types and required-ness, so the wire bytes are identical.
-// Fields that newer servers added (remote_data_dir, pressure, ...) are not
-// declared; the Go runtime keeps them as unknown fields.
+//
+// Fields marked "1.0" were added by Fluss 1.0.0; their numbers and types were
+// read from the generated message classes of the released fluss-client 1.0.0
+// (Fluss 1.0 wire: routing bucket count, per-partition bucket count, KV
+// back-pressure). All are optional: a 0.9.1 server skips them in requests and
+// never sends them in answers. Fields a server adds that are not declared
+// here are kept by the Go runtime as unknown fields.
 //
 // Like upstream, there are no enums and no default values: enumerations are
 // plain int32 constants documented next to the field.
@@ -1759,12 +1764,18 @@ func (x *ProduceLogResponse) GetBucketsResp() []*PbProduceLogRespForBucket {
 }
 
 type PbProduceLogReqForBucket struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	PartitionId   *int64                 `protobuf:"varint,1,opt,name=partition_id,json=partitionId" json:"partition_id,omitempty"`
-	BucketId      *int32                 `protobuf:"varint,2,req,name=bucket_id,json=bucketId" json:"bucket_id,omitempty"`
-	Records       []byte                 `protobuf:"bytes,3,req,name=records" json:"records,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	PartitionId *int64                 `protobuf:"varint,1,opt,name=partition_id,json=partitionId" json:"partition_id,omitempty"`
+	BucketId    *int32                 `protobuf:"varint,2,req,name=bucket_id,json=bucketId" json:"bucket_id,omitempty"`
+	Records     []byte                 `protobuf:"bytes,3,req,name=records" json:"records,omitempty"`
+	// 1.0: the name of the partition written, set only for writes to a
+	// historical (expired) partition
+	OriginalPartitionName *string `protobuf:"bytes,4,opt,name=original_partition_name,json=originalPartitionName" json:"original_partition_name,omitempty"`
+	// 1.0 (PRODUCE_LOG v1): the bucket count the rows were routed with; the
+	// server answers INVALID_BUCKET_ROUTING (74) when it differs
+	RoutingBucketCount *int32 `protobuf:"varint,5,opt,name=routing_bucket_count,json=routingBucketCount" json:"routing_bucket_count,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *PbProduceLogReqForBucket) Reset() {
@@ -1818,15 +1829,31 @@ func (x *PbProduceLogReqForBucket) GetRecords() []byte {
 	return nil
 }
 
+func (x *PbProduceLogReqForBucket) GetOriginalPartitionName() string {
+	if x != nil && x.OriginalPartitionName != nil {
+		return *x.OriginalPartitionName
+	}
+	return ""
+}
+
+func (x *PbProduceLogReqForBucket) GetRoutingBucketCount() int32 {
+	if x != nil && x.RoutingBucketCount != nil {
+		return *x.RoutingBucketCount
+	}
+	return 0
+}
+
 type PbProduceLogRespForBucket struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	PartitionId   *int64                 `protobuf:"varint,1,opt,name=partition_id,json=partitionId" json:"partition_id,omitempty"`
-	BucketId      *int32                 `protobuf:"varint,2,req,name=bucket_id,json=bucketId" json:"bucket_id,omitempty"`
-	ErrorCode     *int32                 `protobuf:"varint,3,opt,name=error_code,json=errorCode" json:"error_code,omitempty"`
-	ErrorMessage  *string                `protobuf:"bytes,4,opt,name=error_message,json=errorMessage" json:"error_message,omitempty"`
-	BaseOffset    *int64                 `protobuf:"varint,5,opt,name=base_offset,json=baseOffset" json:"base_offset,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	PartitionId  *int64                 `protobuf:"varint,1,opt,name=partition_id,json=partitionId" json:"partition_id,omitempty"`
+	BucketId     *int32                 `protobuf:"varint,2,req,name=bucket_id,json=bucketId" json:"bucket_id,omitempty"`
+	ErrorCode    *int32                 `protobuf:"varint,3,opt,name=error_code,json=errorCode" json:"error_code,omitempty"`
+	ErrorMessage *string                `protobuf:"bytes,4,opt,name=error_message,json=errorMessage" json:"error_message,omitempty"`
+	BaseOffset   *int64                 `protobuf:"varint,5,opt,name=base_offset,json=baseOffset" json:"base_offset,omitempty"`
+	// 1.0: echoes the request's original_partition_name
+	OriginalPartitionName *string `protobuf:"bytes,6,opt,name=original_partition_name,json=originalPartitionName" json:"original_partition_name,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *PbProduceLogRespForBucket) Reset() {
@@ -1892,6 +1919,13 @@ func (x *PbProduceLogRespForBucket) GetBaseOffset() int64 {
 		return *x.BaseOffset
 	}
 	return 0
+}
+
+func (x *PbProduceLogRespForBucket) GetOriginalPartitionName() string {
+	if x != nil && x.OriginalPartitionName != nil {
+		return *x.OriginalPartitionName
+	}
+	return ""
 }
 
 type FetchLogRequest struct {
@@ -2578,12 +2612,16 @@ func (x *PutKvResponse) GetBucketsResp() []*PbPutKvRespForBucket {
 }
 
 type PbPutKvReqForBucket struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	PartitionId   *int64                 `protobuf:"varint,1,opt,name=partition_id,json=partitionId" json:"partition_id,omitempty"`
-	BucketId      *int32                 `protobuf:"varint,2,req,name=bucket_id,json=bucketId" json:"bucket_id,omitempty"`
-	Records       []byte                 `protobuf:"bytes,3,req,name=records" json:"records,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	PartitionId *int64                 `protobuf:"varint,1,opt,name=partition_id,json=partitionId" json:"partition_id,omitempty"`
+	BucketId    *int32                 `protobuf:"varint,2,req,name=bucket_id,json=bucketId" json:"bucket_id,omitempty"`
+	Records     []byte                 `protobuf:"bytes,3,req,name=records" json:"records,omitempty"`
+	// 1.0: as in PbProduceLogReqForBucket
+	OriginalPartitionName *string `protobuf:"bytes,4,opt,name=original_partition_name,json=originalPartitionName" json:"original_partition_name,omitempty"`
+	// 1.0 (PUT_KV v3): as in PbProduceLogReqForBucket
+	RoutingBucketCount *int32 `protobuf:"varint,5,opt,name=routing_bucket_count,json=routingBucketCount" json:"routing_bucket_count,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *PbPutKvReqForBucket) Reset() {
@@ -2637,6 +2675,20 @@ func (x *PbPutKvReqForBucket) GetRecords() []byte {
 	return nil
 }
 
+func (x *PbPutKvReqForBucket) GetOriginalPartitionName() string {
+	if x != nil && x.OriginalPartitionName != nil {
+		return *x.OriginalPartitionName
+	}
+	return ""
+}
+
+func (x *PbPutKvReqForBucket) GetRoutingBucketCount() int32 {
+	if x != nil && x.RoutingBucketCount != nil {
+		return *x.RoutingBucketCount
+	}
+	return 0
+}
+
 type PbPutKvRespForBucket struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	PartitionId  *int64                 `protobuf:"varint,1,opt,name=partition_id,json=partitionId" json:"partition_id,omitempty"`
@@ -2644,9 +2696,14 @@ type PbPutKvRespForBucket struct {
 	ErrorCode    *int32                 `protobuf:"varint,3,opt,name=error_code,json=errorCode" json:"error_code,omitempty"`
 	ErrorMessage *string                `protobuf:"bytes,4,opt,name=error_message,json=errorMessage" json:"error_message,omitempty"`
 	// changelog end offset after this write
-	LogEndOffset  *int64 `protobuf:"varint,5,opt,name=log_end_offset,json=logEndOffset" json:"log_end_offset,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	LogEndOffset *int64 `protobuf:"varint,5,opt,name=log_end_offset,json=logEndOffset" json:"log_end_offset,omitempty"`
+	// 1.0 (PUT_KV v2+): storage back-pressure of the bucket, 0 = none,
+	// (0,1) = delayed zone
+	Pressure *float32 `protobuf:"fixed32,6,opt,name=pressure" json:"pressure,omitempty"`
+	// 1.0: echoes the request's original_partition_name
+	OriginalPartitionName *string `protobuf:"bytes,7,opt,name=original_partition_name,json=originalPartitionName" json:"original_partition_name,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *PbPutKvRespForBucket) Reset() {
@@ -2712,6 +2769,20 @@ func (x *PbPutKvRespForBucket) GetLogEndOffset() int64 {
 		return *x.LogEndOffset
 	}
 	return 0
+}
+
+func (x *PbPutKvRespForBucket) GetPressure() float32 {
+	if x != nil && x.Pressure != nil {
+		return *x.Pressure
+	}
+	return 0
+}
+
+func (x *PbPutKvRespForBucket) GetOriginalPartitionName() string {
+	if x != nil && x.OriginalPartitionName != nil {
+		return *x.OriginalPartitionName
+	}
+	return ""
 }
 
 type LookupRequest struct {
@@ -2835,12 +2906,16 @@ func (x *LookupResponse) GetBucketsResp() []*PbLookupRespForBucket {
 }
 
 type PbLookupReqForBucket struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	PartitionId   *int64                 `protobuf:"varint,1,opt,name=partition_id,json=partitionId" json:"partition_id,omitempty"`
-	BucketId      *int32                 `protobuf:"varint,2,req,name=bucket_id,json=bucketId" json:"bucket_id,omitempty"`
-	Keys          [][]byte               `protobuf:"bytes,3,rep,name=keys" json:"keys,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	PartitionId *int64                 `protobuf:"varint,1,opt,name=partition_id,json=partitionId" json:"partition_id,omitempty"`
+	BucketId    *int32                 `protobuf:"varint,2,req,name=bucket_id,json=bucketId" json:"bucket_id,omitempty"`
+	Keys        [][]byte               `protobuf:"bytes,3,rep,name=keys" json:"keys,omitempty"`
+	// 1.0: as in PbProduceLogReqForBucket
+	OriginalPartitionName *string `protobuf:"bytes,4,opt,name=original_partition_name,json=originalPartitionName" json:"original_partition_name,omitempty"`
+	// 1.0: as in PbProduceLogReqForBucket
+	RoutingBucketCount *int32 `protobuf:"varint,5,opt,name=routing_bucket_count,json=routingBucketCount" json:"routing_bucket_count,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *PbLookupReqForBucket) Reset() {
@@ -2894,15 +2969,31 @@ func (x *PbLookupReqForBucket) GetKeys() [][]byte {
 	return nil
 }
 
+func (x *PbLookupReqForBucket) GetOriginalPartitionName() string {
+	if x != nil && x.OriginalPartitionName != nil {
+		return *x.OriginalPartitionName
+	}
+	return ""
+}
+
+func (x *PbLookupReqForBucket) GetRoutingBucketCount() int32 {
+	if x != nil && x.RoutingBucketCount != nil {
+		return *x.RoutingBucketCount
+	}
+	return 0
+}
+
 type PbLookupRespForBucket struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	PartitionId   *int64                 `protobuf:"varint,1,opt,name=partition_id,json=partitionId" json:"partition_id,omitempty"`
-	BucketId      *int32                 `protobuf:"varint,2,req,name=bucket_id,json=bucketId" json:"bucket_id,omitempty"`
-	ErrorCode     *int32                 `protobuf:"varint,3,opt,name=error_code,json=errorCode" json:"error_code,omitempty"`
-	ErrorMessage  *string                `protobuf:"bytes,4,opt,name=error_message,json=errorMessage" json:"error_message,omitempty"`
-	Values        []*PbValue             `protobuf:"bytes,5,rep,name=values" json:"values,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	PartitionId  *int64                 `protobuf:"varint,1,opt,name=partition_id,json=partitionId" json:"partition_id,omitempty"`
+	BucketId     *int32                 `protobuf:"varint,2,req,name=bucket_id,json=bucketId" json:"bucket_id,omitempty"`
+	ErrorCode    *int32                 `protobuf:"varint,3,opt,name=error_code,json=errorCode" json:"error_code,omitempty"`
+	ErrorMessage *string                `protobuf:"bytes,4,opt,name=error_message,json=errorMessage" json:"error_message,omitempty"`
+	Values       []*PbValue             `protobuf:"bytes,5,rep,name=values" json:"values,omitempty"`
+	// 1.0: echoes the request's original_partition_name
+	OriginalPartitionName *string `protobuf:"bytes,6,opt,name=original_partition_name,json=originalPartitionName" json:"original_partition_name,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *PbLookupRespForBucket) Reset() {
@@ -2968,6 +3059,13 @@ func (x *PbLookupRespForBucket) GetValues() []*PbValue {
 		return x.Values
 	}
 	return nil
+}
+
+func (x *PbLookupRespForBucket) GetOriginalPartitionName() string {
+	if x != nil && x.OriginalPartitionName != nil {
+		return *x.OriginalPartitionName
+	}
+	return ""
 }
 
 // PbValue.values absent = key not found; present = int16 LE schema id + row.
@@ -3498,8 +3596,12 @@ type PbTableMetadata struct {
 	BucketMetadata []*PbBucketMetadata    `protobuf:"bytes,5,rep,name=bucket_metadata,json=bucketMetadata" json:"bucket_metadata,omitempty"`
 	CreatedTime    *int64                 `protobuf:"varint,6,req,name=created_time,json=createdTime" json:"created_time,omitempty"`
 	ModifiedTime   *int64                 `protobuf:"varint,7,req,name=modified_time,json=modifiedTime" json:"modified_time,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// after 0.9.1: the table's remote data directory
+	RemoteDataDir *string `protobuf:"bytes,8,opt,name=remote_data_dir,json=remoteDataDir" json:"remote_data_dir,omitempty"`
+	// 1.0: bumped by each ALTER TABLE SET ('bucket.num' = N)
+	BucketCountEpoch *int64 `protobuf:"varint,9,opt,name=bucket_count_epoch,json=bucketCountEpoch" json:"bucket_count_epoch,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *PbTableMetadata) Reset() {
@@ -3581,14 +3683,30 @@ func (x *PbTableMetadata) GetModifiedTime() int64 {
 	return 0
 }
 
+func (x *PbTableMetadata) GetRemoteDataDir() string {
+	if x != nil && x.RemoteDataDir != nil {
+		return *x.RemoteDataDir
+	}
+	return ""
+}
+
+func (x *PbTableMetadata) GetBucketCountEpoch() int64 {
+	if x != nil && x.BucketCountEpoch != nil {
+		return *x.BucketCountEpoch
+	}
+	return 0
+}
+
 type PbPartitionMetadata struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	TableId        *int64                 `protobuf:"varint,1,req,name=table_id,json=tableId" json:"table_id,omitempty"`
 	PartitionName  *string                `protobuf:"bytes,2,req,name=partition_name,json=partitionName" json:"partition_name,omitempty"`
 	PartitionId    *int64                 `protobuf:"varint,3,req,name=partition_id,json=partitionId" json:"partition_id,omitempty"`
 	BucketMetadata []*PbBucketMetadata    `protobuf:"bytes,4,rep,name=bucket_metadata,json=bucketMetadata" json:"bucket_metadata,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// 1.0: the partition's bucket count, fixed when it was created
+	BucketCount   *int32 `protobuf:"varint,5,opt,name=bucket_count,json=bucketCount" json:"bucket_count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PbPartitionMetadata) Reset() {
@@ -3649,13 +3767,24 @@ func (x *PbPartitionMetadata) GetBucketMetadata() []*PbBucketMetadata {
 	return nil
 }
 
+func (x *PbPartitionMetadata) GetBucketCount() int32 {
+	if x != nil && x.BucketCount != nil {
+		return *x.BucketCount
+	}
+	return 0
+}
+
 type PbBucketMetadata struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	BucketId *int32                 `protobuf:"varint,1,req,name=bucket_id,json=bucketId" json:"bucket_id,omitempty"`
 	// absent while no leader is elected
-	LeaderId      *int32  `protobuf:"varint,2,opt,name=leader_id,json=leaderId" json:"leader_id,omitempty"`
-	ReplicaId     []int32 `protobuf:"varint,3,rep,packed,name=replica_id,json=replicaId" json:"replica_id,omitempty"`
-	LeaderEpoch   *int32  `protobuf:"varint,4,opt,name=leader_epoch,json=leaderEpoch" json:"leader_epoch,omitempty"`
+	LeaderId    *int32  `protobuf:"varint,2,opt,name=leader_id,json=leaderId" json:"leader_id,omitempty"`
+	ReplicaId   []int32 `protobuf:"varint,3,rep,packed,name=replica_id,json=replicaId" json:"replica_id,omitempty"`
+	LeaderEpoch *int32  `protobuf:"varint,4,opt,name=leader_epoch,json=leaderEpoch" json:"leader_epoch,omitempty"`
+	// 1.0
+	BucketEpoch *int32 `protobuf:"varint,5,opt,name=bucket_epoch,json=bucketEpoch" json:"bucket_epoch,omitempty"`
+	// 1.0: in-sync replicas
+	Isr           []int32 `protobuf:"varint,6,rep,packed,name=isr" json:"isr,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3716,6 +3845,20 @@ func (x *PbBucketMetadata) GetLeaderEpoch() int32 {
 		return *x.LeaderEpoch
 	}
 	return 0
+}
+
+func (x *PbBucketMetadata) GetBucketEpoch() int32 {
+	if x != nil && x.BucketEpoch != nil {
+		return *x.BucketEpoch
+	}
+	return 0
+}
+
+func (x *PbBucketMetadata) GetIsr() []int32 {
+	if x != nil {
+		return x.Isr
+	}
+	return nil
 }
 
 type PbKeyValue struct {
@@ -3818,6 +3961,10 @@ type PbPartitionInfo struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	PartitionId   *int64                 `protobuf:"varint,1,req,name=partition_id,json=partitionId" json:"partition_id,omitempty"`
 	PartitionSpec *PbPartitionSpec       `protobuf:"bytes,2,req,name=partition_spec,json=partitionSpec" json:"partition_spec,omitempty"`
+	// after 0.9.1: the partition's remote data directory
+	RemoteDataDir *string `protobuf:"bytes,3,opt,name=remote_data_dir,json=remoteDataDir" json:"remote_data_dir,omitempty"`
+	// 1.0: the partition's bucket count, fixed when it was created
+	BucketCount   *int32 `protobuf:"varint,4,opt,name=bucket_count,json=bucketCount" json:"bucket_count,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3864,6 +4011,20 @@ func (x *PbPartitionInfo) GetPartitionSpec() *PbPartitionSpec {
 		return x.PartitionSpec
 	}
 	return nil
+}
+
+func (x *PbPartitionInfo) GetRemoteDataDir() string {
+	if x != nil && x.RemoteDataDir != nil {
+		return *x.RemoteDataDir
+	}
+	return ""
+}
+
+func (x *PbPartitionInfo) GetBucketCount() int32 {
+	if x != nil && x.BucketCount != nil {
+		return *x.BucketCount
+	}
+	return 0
 }
 
 var File_fluss_api_proto protoreflect.FileDescriptor
@@ -3983,11 +4144,13 @@ const file_fluss_api_proto_rawDesc = "" +
 	"\vbuckets_req\x18\x04 \x03(\v2*.fluss.gateway.pb.PbProduceLogReqForBucketR\n" +
 	"bucketsReq\"d\n" +
 	"\x12ProduceLogResponse\x12N\n" +
-	"\fbuckets_resp\x18\x01 \x03(\v2+.fluss.gateway.pb.PbProduceLogRespForBucketR\vbucketsResp\"t\n" +
+	"\fbuckets_resp\x18\x01 \x03(\v2+.fluss.gateway.pb.PbProduceLogRespForBucketR\vbucketsResp\"\xde\x01\n" +
 	"\x18PbProduceLogReqForBucket\x12!\n" +
 	"\fpartition_id\x18\x01 \x01(\x03R\vpartitionId\x12\x1b\n" +
 	"\tbucket_id\x18\x02 \x02(\x05R\bbucketId\x12\x18\n" +
-	"\arecords\x18\x03 \x02(\fR\arecords\"\xc0\x01\n" +
+	"\arecords\x18\x03 \x02(\fR\arecords\x126\n" +
+	"\x17original_partition_name\x18\x04 \x01(\tR\x15originalPartitionName\x120\n" +
+	"\x14routing_bucket_count\x18\x05 \x01(\x05R\x12routingBucketCount\"\xf8\x01\n" +
 	"\x19PbProduceLogRespForBucket\x12!\n" +
 	"\fpartition_id\x18\x01 \x01(\x03R\vpartitionId\x12\x1b\n" +
 	"\tbucket_id\x18\x02 \x02(\x05R\bbucketId\x12\x1d\n" +
@@ -3995,7 +4158,8 @@ const file_fluss_api_proto_rawDesc = "" +
 	"error_code\x18\x03 \x01(\x05R\terrorCode\x12#\n" +
 	"\rerror_message\x18\x04 \x01(\tR\ferrorMessage\x12\x1f\n" +
 	"\vbase_offset\x18\x05 \x01(\x03R\n" +
-	"baseOffset\"\xe1\x01\n" +
+	"baseOffset\x126\n" +
+	"\x17original_partition_name\x18\x06 \x01(\tR\x15originalPartitionName\"\xe1\x01\n" +
 	"\x0fFetchLogRequest\x12,\n" +
 	"\x12follower_server_id\x18\x01 \x02(\x05R\x10followerServerId\x12\x1b\n" +
 	"\tmax_bytes\x18\x02 \x02(\x05R\bmaxBytes\x12F\n" +
@@ -4051,18 +4215,22 @@ const file_fluss_api_proto_rawDesc = "" +
 	"bucketsReq\x12\x19\n" +
 	"\bagg_mode\x18\x06 \x01(\x05R\aaggMode\"Z\n" +
 	"\rPutKvResponse\x12I\n" +
-	"\fbuckets_resp\x18\x01 \x03(\v2&.fluss.gateway.pb.PbPutKvRespForBucketR\vbucketsResp\"o\n" +
+	"\fbuckets_resp\x18\x01 \x03(\v2&.fluss.gateway.pb.PbPutKvRespForBucketR\vbucketsResp\"\xd9\x01\n" +
 	"\x13PbPutKvReqForBucket\x12!\n" +
 	"\fpartition_id\x18\x01 \x01(\x03R\vpartitionId\x12\x1b\n" +
 	"\tbucket_id\x18\x02 \x02(\x05R\bbucketId\x12\x18\n" +
-	"\arecords\x18\x03 \x02(\fR\arecords\"\xc0\x01\n" +
+	"\arecords\x18\x03 \x02(\fR\arecords\x126\n" +
+	"\x17original_partition_name\x18\x04 \x01(\tR\x15originalPartitionName\x120\n" +
+	"\x14routing_bucket_count\x18\x05 \x01(\x05R\x12routingBucketCount\"\x94\x02\n" +
 	"\x14PbPutKvRespForBucket\x12!\n" +
 	"\fpartition_id\x18\x01 \x01(\x03R\vpartitionId\x12\x1b\n" +
 	"\tbucket_id\x18\x02 \x02(\x05R\bbucketId\x12\x1d\n" +
 	"\n" +
 	"error_code\x18\x03 \x01(\x05R\terrorCode\x12#\n" +
 	"\rerror_message\x18\x04 \x01(\tR\ferrorMessage\x12$\n" +
-	"\x0elog_end_offset\x18\x05 \x01(\x03R\flogEndOffset\"\xd7\x01\n" +
+	"\x0elog_end_offset\x18\x05 \x01(\x03R\flogEndOffset\x12\x1a\n" +
+	"\bpressure\x18\x06 \x01(\x02R\bpressure\x126\n" +
+	"\x17original_partition_name\x18\a \x01(\tR\x15originalPartitionName\"\xd7\x01\n" +
 	"\rLookupRequest\x12\x19\n" +
 	"\btable_id\x18\x01 \x02(\x03R\atableId\x12G\n" +
 	"\vbuckets_req\x18\x02 \x03(\v2&.fluss.gateway.pb.PbLookupReqForBucketR\n" +
@@ -4072,18 +4240,21 @@ const file_fluss_api_proto_rawDesc = "" +
 	"\n" +
 	"timeout_ms\x18\x05 \x01(\x05R\ttimeoutMs\"\\\n" +
 	"\x0eLookupResponse\x12J\n" +
-	"\fbuckets_resp\x18\x01 \x03(\v2'.fluss.gateway.pb.PbLookupRespForBucketR\vbucketsResp\"j\n" +
+	"\fbuckets_resp\x18\x01 \x03(\v2'.fluss.gateway.pb.PbLookupRespForBucketR\vbucketsResp\"\xd4\x01\n" +
 	"\x14PbLookupReqForBucket\x12!\n" +
 	"\fpartition_id\x18\x01 \x01(\x03R\vpartitionId\x12\x1b\n" +
 	"\tbucket_id\x18\x02 \x02(\x05R\bbucketId\x12\x12\n" +
-	"\x04keys\x18\x03 \x03(\fR\x04keys\"\xce\x01\n" +
+	"\x04keys\x18\x03 \x03(\fR\x04keys\x126\n" +
+	"\x17original_partition_name\x18\x04 \x01(\tR\x15originalPartitionName\x120\n" +
+	"\x14routing_bucket_count\x18\x05 \x01(\x05R\x12routingBucketCount\"\x86\x02\n" +
 	"\x15PbLookupRespForBucket\x12!\n" +
 	"\fpartition_id\x18\x01 \x01(\x03R\vpartitionId\x12\x1b\n" +
 	"\tbucket_id\x18\x02 \x02(\x05R\bbucketId\x12\x1d\n" +
 	"\n" +
 	"error_code\x18\x03 \x01(\x05R\terrorCode\x12#\n" +
 	"\rerror_message\x18\x04 \x01(\tR\ferrorMessage\x121\n" +
-	"\x06values\x18\x05 \x03(\v2\x19.fluss.gateway.pb.PbValueR\x06values\"!\n" +
+	"\x06values\x18\x05 \x03(\v2\x19.fluss.gateway.pb.PbValueR\x06values\x126\n" +
+	"\x17original_partition_name\x18\x06 \x01(\tR\x15originalPartitionName\"!\n" +
 	"\aPbValue\x12\x16\n" +
 	"\x06values\x18\x01 \x01(\fR\x06values\"\xea\x01\n" +
 	"\x12ListOffsetsRequest\x12,\n" +
@@ -4121,7 +4292,7 @@ const file_fluss_api_proto_rawDesc = "" +
 	"\x04host\x18\x02 \x02(\tR\x04host\x12\x12\n" +
 	"\x04port\x18\x03 \x02(\x05R\x04port\x12\x1c\n" +
 	"\tlisteners\x18\x04 \x01(\tR\tlisteners\x12\x12\n" +
-	"\x04rack\x18\x05 \x01(\tR\x04rack\"\xbb\x02\n" +
+	"\x04rack\x18\x05 \x01(\tR\x04rack\"\x91\x03\n" +
 	"\x0fPbTableMetadata\x12<\n" +
 	"\n" +
 	"table_path\x18\x01 \x02(\v2\x1d.fluss.gateway.pb.PbTablePathR\ttablePath\x12\x19\n" +
@@ -4131,27 +4302,34 @@ const file_fluss_api_proto_rawDesc = "" +
 	"table_json\x18\x04 \x02(\fR\ttableJson\x12K\n" +
 	"\x0fbucket_metadata\x18\x05 \x03(\v2\".fluss.gateway.pb.PbBucketMetadataR\x0ebucketMetadata\x12!\n" +
 	"\fcreated_time\x18\x06 \x02(\x03R\vcreatedTime\x12#\n" +
-	"\rmodified_time\x18\a \x02(\x03R\fmodifiedTime\"\xc7\x01\n" +
+	"\rmodified_time\x18\a \x02(\x03R\fmodifiedTime\x12&\n" +
+	"\x0fremote_data_dir\x18\b \x01(\tR\rremoteDataDir\x12,\n" +
+	"\x12bucket_count_epoch\x18\t \x01(\x03R\x10bucketCountEpoch\"\xea\x01\n" +
 	"\x13PbPartitionMetadata\x12\x19\n" +
 	"\btable_id\x18\x01 \x02(\x03R\atableId\x12%\n" +
 	"\x0epartition_name\x18\x02 \x02(\tR\rpartitionName\x12!\n" +
 	"\fpartition_id\x18\x03 \x02(\x03R\vpartitionId\x12K\n" +
-	"\x0fbucket_metadata\x18\x04 \x03(\v2\".fluss.gateway.pb.PbBucketMetadataR\x0ebucketMetadata\"\x92\x01\n" +
+	"\x0fbucket_metadata\x18\x04 \x03(\v2\".fluss.gateway.pb.PbBucketMetadataR\x0ebucketMetadata\x12!\n" +
+	"\fbucket_count\x18\x05 \x01(\x05R\vbucketCount\"\xcb\x01\n" +
 	"\x10PbBucketMetadata\x12\x1b\n" +
 	"\tbucket_id\x18\x01 \x02(\x05R\bbucketId\x12\x1b\n" +
 	"\tleader_id\x18\x02 \x01(\x05R\bleaderId\x12!\n" +
 	"\n" +
 	"replica_id\x18\x03 \x03(\x05B\x02\x10\x01R\treplicaId\x12!\n" +
-	"\fleader_epoch\x18\x04 \x01(\x05R\vleaderEpoch\"4\n" +
+	"\fleader_epoch\x18\x04 \x01(\x05R\vleaderEpoch\x12!\n" +
+	"\fbucket_epoch\x18\x05 \x01(\x05R\vbucketEpoch\x12\x14\n" +
+	"\x03isr\x18\x06 \x03(\x05B\x02\x10\x01R\x03isr\"4\n" +
 	"\n" +
 	"PbKeyValue\x12\x10\n" +
 	"\x03key\x18\x01 \x02(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x02(\tR\x05value\"a\n" +
 	"\x0fPbPartitionSpec\x12N\n" +
-	"\x14partition_key_values\x18\x01 \x03(\v2\x1c.fluss.gateway.pb.PbKeyValueR\x12partitionKeyValues\"~\n" +
+	"\x14partition_key_values\x18\x01 \x03(\v2\x1c.fluss.gateway.pb.PbKeyValueR\x12partitionKeyValues\"\xc9\x01\n" +
 	"\x0fPbPartitionInfo\x12!\n" +
 	"\fpartition_id\x18\x01 \x02(\x03R\vpartitionId\x12H\n" +
-	"\x0epartition_spec\x18\x02 \x02(\v2!.fluss.gateway.pb.PbPartitionSpecR\rpartitionSpecB2Z0github.com/fluss-kafka/gateway/fluss/internal/pb"
+	"\x0epartition_spec\x18\x02 \x02(\v2!.fluss.gateway.pb.PbPartitionSpecR\rpartitionSpec\x12&\n" +
+	"\x0fremote_data_dir\x18\x03 \x01(\tR\rremoteDataDir\x12!\n" +
+	"\fbucket_count\x18\x04 \x01(\x05R\vbucketCountB2Z0github.com/fluss-kafka/gateway/fluss/internal/pb"
 
 var (
 	file_fluss_api_proto_rawDescOnce sync.Once
