@@ -19,9 +19,18 @@ package kafkaproto
 //     record_errors and error_message (v8+).
 //   - log_append_time is -1 (CreateTime) unless the sink says otherwise;
 //     log_start_offset comes from the sink.
+//   - throttle_time_ms is the largest PartitionResult.ThrottleTime of the
+//     request (clients on v6+ wait that long before their next request; the
+//     response itself is not delayed, also for v3-v5).
+//   - While the ready check fails (WithReadyCheck) every partition gets
+//     NOT_LEADER_OR_FOLLOWER, nothing reaches the sink.
+//   - With an Authorizer, a topic the principal may not write gets
+//     TOPIC_AUTHORIZATION_FAILED for each partition, checked before the
+//     topic's existence (as Kafka does).
 
 import (
 	"context"
+	"math"
 	"strings"
 	"time"
 
@@ -64,6 +73,8 @@ func (c *conn) handleProduce(req *kmsg.ProduceRequest) (*produceWait, bool) {
 		reqErr = withMessage(ErrTransactionalIDAuthorizationFailed, "transactions are not supported by this gateway")
 	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 		reqErr = withMessage(ErrInvalidRequiredAcks, "acks %d is not one of -1, 0, 1", req.Acks)
+	case s.notReady(keyProduce) != nil:
+		reqErr = errNotReady
 	}
 
 	ctx, cancel := context.WithDeadline(c.ctx, deadline)
@@ -75,18 +86,22 @@ func (c *conn) handleProduce(req *kmsg.ProduceRequest) (*produceWait, bool) {
 		*st = kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
-		partitions, topicOK := s.topicPartitions(rt.Topic)
 		// The request was parsed without copying: a topic name kept beyond
 		// the request (producer state keys, metric labels) would pin the
 		// whole frame.
 		topic := strings.Clone(rt.Topic)
+		topicErr := reqErr
+		if topicErr == nil && !c.authorize(OpWrite, topic) {
+			topicErr = withMessage(ErrTopicAuthorizationFailed, "principal %s may not write to topic %s", c.principal(), topic)
+		}
+		partitions, topicOK := s.topicPartitions(rt.Topic)
 		for pi := range rt.Partitions {
 			rp := &rt.Partitions[pi]
 			sp := &st.Partitions[pi]
 			*sp = kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
-			err := reqErr
+			err := topicErr
 			if err == nil && (!topicOK || rp.Partition < 0 || rp.Partition >= partitions) {
 				err = withMessage(ErrUnknownTopicOrPartition, "unknown topic or partition %s/%d", topic, rp.Partition)
 			}
@@ -173,6 +188,8 @@ func (c *conn) awaitProduce(w *produceWait) bool {
 	timer := time.NewTimer(time.Until(w.deadline))
 	defer timer.Stop()
 	expired := false
+	var throttle time.Duration
+	defer func() { c.setThrottle(w.resp, throttle) }()
 	for _, pw := range w.parts {
 		sp := &w.resp.Topics[pw.topic].Partitions[pw.part]
 		if !expired {
@@ -187,6 +204,7 @@ func (c *conn) awaitProduce(w *produceWait) bool {
 		select {
 		case <-pw.write.Done():
 			r := pw.write.Result()
+			throttle = max(throttle, r.ThrottleTime)
 			if r.Err != nil {
 				setPartitionError(sp, w.resp.Version, r.Err)
 				c.s.m.produceError(sp.ErrorCode)
@@ -200,6 +218,17 @@ func (c *conn) awaitProduce(w *produceWait) bool {
 		}
 	}
 	return true
+}
+
+// setThrottle sets the response's throttle_time_ms, clamped to an int32 of
+// milliseconds.
+func (c *conn) setThrottle(resp *kmsg.ProduceResponse, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	d = min(d, math.MaxInt32*time.Millisecond)
+	resp.ThrottleMillis = int32(d / time.Millisecond)
+	c.s.m.throttle(d)
 }
 
 // setPartitionError fills a partition's error fields.

@@ -10,6 +10,13 @@ package kafkaproto
 // list, v1+: null) lists Topics.AllTopics. Topic ids are stable: derived from
 // the name, so every gateway instance reports the same id. Requests by topic
 // id alone (v10+, null name) get UNKNOWN_TOPIC_ID.
+//
+// While the ready check fails (WithReadyCheck), asked-for topics get
+// LEADER_NOT_AVAILABLE (retriable: clients refresh and retry) and an
+// all-topics request gets no topics; the broker list is always there.
+// With an Authorizer, an all-topics answer lists only the topics the
+// principal may describe, and an asked-for topic it may not describe gets
+// TOPIC_AUTHORIZATION_FAILED whether it exists or not.
 
 import (
 	"crypto/sha256"
@@ -53,10 +60,11 @@ func (c *conn) handleMetadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse 
 	resp.AuthorizedOperations = math.MinInt32
 
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
+	ready := s.notReady(keyMetadata) == nil
 	if all {
-		if s.topics != nil {
+		if s.topics != nil && ready {
 			for _, t := range s.topics.AllTopics() {
-				if t.Partitions > 0 {
+				if t.Partitions > 0 && c.mayDescribe(t.Name) {
 					resp.Topics = append(resp.Topics, s.metadataTopic(t.Name, t.Partitions, true))
 				}
 			}
@@ -72,10 +80,26 @@ func (c *conn) handleMetadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse 
 			resp.Topics = append(resp.Topics, t)
 			continue
 		}
-		n, ok := s.topicPartitions(*rt.Topic)
-		resp.Topics = append(resp.Topics, s.metadataTopic(*rt.Topic, n, ok))
+		switch {
+		case !ready:
+			resp.Topics = append(resp.Topics, metadataTopicError(*rt.Topic, ErrLeaderNotAvailable))
+		case !c.authorize(OpDescribe, *rt.Topic):
+			resp.Topics = append(resp.Topics, metadataTopicError(*rt.Topic, ErrTopicAuthorizationFailed))
+		default:
+			n, ok := s.topicPartitions(*rt.Topic)
+			resp.Topics = append(resp.Topics, s.metadataTopic(*rt.Topic, n, ok))
+		}
 	}
 	return resp
+}
+
+// metadataTopicError is a topic answered with an error and no partitions.
+func metadataTopicError(name string, e *Error) kmsg.MetadataResponseTopic {
+	t := kmsg.NewMetadataResponseTopic()
+	t.Topic = &name
+	t.AuthorizedOperations = math.MinInt32
+	t.ErrorCode = e.Code
+	return t
 }
 
 func (s *Server) metadataTopic(name string, partitions int32, ok bool) kmsg.MetadataResponseTopic {

@@ -14,13 +14,40 @@ package kafkaproto
 // retries until max.block.ms, UNSUPPORTED_VERSION looks like a client bug).
 // An empty transactional id is INVALID_REQUEST, as in Kafka.
 //
-// A ProducerIDs failure answers REQUEST_TIMED_OUT (retriable everywhere, and
-// not a coordinator error that would send the client to FindCoordinator).
+// When ProducerIDs fails, the answer is COORDINATOR_LOAD_IN_PROGRESS (14),
+// unless the error carries a non-retriable Kafka code (then that code). 14
+// is the one code all three producers retry for InitProducerId without
+// side effects:
+//   - Java's transaction manager (InitProducerIdHandler) re-enqueues only
+//     NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS
+//     and CONCURRENT_TRANSACTIONS; any other code, REQUEST_TIMED_OUT
+//     included, is a fatal "unexpected error" for the producer. The first
+//     two also send a FindCoordinator for the transaction coordinator,
+//     which this server refuses (10_find_coordinator.go), fatally.
+//   - franz-go (producer id loading) discards the attempt and retries on
+//     every code kerr marks retriable, 14 among them.
+//   - librdkafka (idempotence PID state machine) retries any code except
+//     its fatal set (authorization, fencing) after 500 ms.
+//
+// The handler does not log failures above debug: a backend outage fails
+// every producer's retries, and the backend logs its own state changes.
 
 import (
 	"context"
+	"errors"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Codes only InitProducerId answers with. ProducerIDs implementations
+// return (or wrap) them to choose the answer.
+var (
+	// ErrCoordinatorLoadInProgress: producer ids cannot be handed out
+	// right now; the client retries.
+	ErrCoordinatorLoadInProgress = &Error{14, "COORDINATOR_LOAD_IN_PROGRESS", true}
+	// ErrClusterAuthorizationFailed: the backend refuses to hand out ids
+	// (fatal for the producer, reported as a permission problem).
+	ErrClusterAuthorizationFailed = &Error{31, "CLUSTER_AUTHORIZATION_FAILED", false}
 )
 
 func (c *conn) handleInitProducerID(req *kmsg.InitProducerIDRequest) *kmsg.InitProducerIDResponse {
@@ -36,17 +63,33 @@ func (c *conn) handleInitProducerID(req *kmsg.InitProducerIDRequest) *kmsg.InitP
 		resp.ErrorCode = ErrTransactionalIDAuthorizationFailed.Code
 		return resp
 	case s.pids == nil:
-		resp.ErrorCode = ErrRequestTimedOut.Code
+		resp.ErrorCode = ErrCoordinatorLoadInProgress.Code
 		return resp
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, s.cfg.DefaultProduceTimeout)
 	defer cancel()
 	id, err := s.pids.NextProducerID(ctx)
-	if err != nil || id < 0 {
-		c.log.Warn("allocate producer id", "err", err, "producer_id", id)
-		resp.ErrorCode = ErrRequestTimedOut.Code
+	if err == nil && id < 0 {
+		err = errors.New("negative producer id")
+	}
+	if err != nil {
+		resp.ErrorCode = initProducerIDErrorCode(err)
+		c.log.Debug("allocate producer id", "err", err, "error_code", resp.ErrorCode)
 		return resp
 	}
 	resp.ProducerID, resp.ProducerEpoch = id, 0
 	return resp
+}
+
+// initProducerIDErrorCode is the answer to a failed allocation: the
+// error's own code when it is one the producer must not retry, else
+// COORDINATOR_LOAD_IN_PROGRESS (see the file comment for why no other
+// retriable code will do). An unclassified failure is retried too: a
+// fatal error would end the producer for what may be a passing fault.
+func initProducerIDErrorCode(err error) int16 {
+	var ke *Error
+	if errors.As(err, &ke) && !ke.Retriable && ke.Code != ErrUnknownServerError.Code {
+		return ke.Code
+	}
+	return ErrCoordinatorLoadInProgress.Code
 }

@@ -27,9 +27,30 @@ type Config struct {
 	// Default 100 MiB (Kafka's socket.request.max.bytes).
 	MaxFrameBytes int
 	// MaxReadBytes bounds the request bytes being read and handled at once
-	// over all connections; a connection whose next request does not fit
-	// waits without reading. Default 256 MiB; at least MaxFrameBytes.
+	// over all connections. Bytes are counted as they arrive, not as a size
+	// field claims: a request of up to 1 MiB reserves its size before its
+	// body is read, a larger one reserves as its buffer fills (at most
+	// max(received, 64 KiB) ahead). A connection that cannot reserve waits
+	// without reading. Default 256 MiB; at least MaxFrameBytes.
 	MaxReadBytes int64
+	// MaxFirstRequestBytes bounds the first request of a connection without
+	// SASL, so a connection that has not yet sent one valid request cannot
+	// declare a huge frame (with SASL, every request before authentication
+	// is bounded by 512 KiB, Kafka's sasl.server.max.receive.size). Clients
+	// open with ApiVersions or Metadata, except some that skip ApiVersions
+	// (sarama configured below Kafka 2.4) and may open with a Produce.
+	// Default 2 MiB (at most MaxFrameBytes).
+	MaxFirstRequestBytes int
+	// RequestReadTimeout and MinReadBytesPerSecond bound the time to
+	// receive one request once its first byte has arrived:
+	// RequestReadTimeout plus its size divided by MinReadBytesPerSecond
+	// (waiting for the read budget before the body does not count). A
+	// client slower than that is disconnected, so a connection that
+	// declares a large request and trickles it cannot hold its buffer and
+	// goroutines for IdleTimeout. Defaults 10 s and 1 MiB/s (a 100 MiB
+	// request gets 110 s).
+	RequestReadTimeout    time.Duration
+	MinReadBytesPerSecond int64
 	// MaxInFlightRequests bounds the requests read from one connection but
 	// not yet answered; when reached the connection is not read
 	// (back-pressure). Default 16.
@@ -91,7 +112,8 @@ const (
 
 // DefaultConfig returns the default of every tunable: what a zero field
 // means. MaxReadBytes is a floor: a zero MaxReadBytes means the larger of it
-// and MaxFrameBytes. AdvertisedHost and AdvertisedPort stay zero (the
+// and MaxFrameBytes; MaxFirstRequestBytes a ceiling: zero means the smaller
+// of it and MaxFrameBytes. AdvertisedHost and AdvertisedPort stay zero (the
 // connection's local address), and SASL and TLS nil (off); the defaults of
 // an enabled SASL are DefaultSASLConfig.
 func DefaultConfig() Config {
@@ -99,6 +121,9 @@ func DefaultConfig() Config {
 		ClusterID:             "fluss-kafka-gateway",
 		MaxFrameBytes:         100 << 20,
 		MaxReadBytes:          256 << 20,
+		MaxFirstRequestBytes:  2 << 20,
+		RequestReadTimeout:    10 * time.Second,
+		MinReadBytesPerSecond: 1 << 20,
 		MaxInFlightRequests:   16,
 		MaxMessageBytes:       1048588,
 		MaxDecompressedBytes:  64 << 20,
@@ -129,6 +154,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxReadBytes == 0 {
 		c.MaxReadBytes = max(d.MaxReadBytes, int64(c.MaxFrameBytes))
+	}
+	if c.MaxFirstRequestBytes == 0 {
+		c.MaxFirstRequestBytes = min(d.MaxFirstRequestBytes, c.MaxFrameBytes)
+	}
+	if c.RequestReadTimeout == 0 {
+		c.RequestReadTimeout = d.RequestReadTimeout
+	}
+	if c.MinReadBytesPerSecond == 0 {
+		c.MinReadBytesPerSecond = d.MinReadBytesPerSecond
 	}
 	if c.MaxInFlightRequests == 0 {
 		c.MaxInFlightRequests = d.MaxInFlightRequests
@@ -176,6 +210,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("max frame bytes %d is below 64", c.MaxFrameBytes)
 	case c.MaxReadBytes < int64(c.MaxFrameBytes):
 		return fmt.Errorf("max read bytes %d is below max frame bytes %d", c.MaxReadBytes, c.MaxFrameBytes)
+	case c.MaxFirstRequestBytes < minFrameBytes:
+		return fmt.Errorf("max first request bytes %d is below %d", c.MaxFirstRequestBytes, minFrameBytes)
+	case c.MaxFirstRequestBytes > c.MaxFrameBytes:
+		return fmt.Errorf("max first request bytes %d exceeds max frame bytes %d", c.MaxFirstRequestBytes, c.MaxFrameBytes)
+	case c.MinReadBytesPerSecond < 1:
+		return fmt.Errorf("min read bytes per second %d is below 1", c.MinReadBytesPerSecond)
 	case c.MaxInFlightRequests < 1:
 		return fmt.Errorf("max in-flight requests %d is below 1", c.MaxInFlightRequests)
 	case c.MaxMessageBytes < batchHeaderLen:
@@ -184,7 +224,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("max message bytes %d exceeds max frame bytes %d", c.MaxMessageBytes, c.MaxFrameBytes)
 	case c.MaxDecompressedBytes < 1024:
 		return fmt.Errorf("max decompressed bytes %d is below 1024", c.MaxDecompressedBytes)
-	case c.IdleTimeout < 0 || c.WriteTimeout < 0 || c.DefaultProduceTimeout < 0 || c.ProducerStateTTL < 0:
+	case c.IdleTimeout < 0 || c.WriteTimeout < 0 || c.DefaultProduceTimeout < 0 || c.ProducerStateTTL < 0 ||
+		c.RequestReadTimeout < 0:
 		return errors.New("timeouts must not be negative")
 	case c.MaxProducerStates < 1:
 		return fmt.Errorf("max producer states %d is below 1", c.MaxProducerStates)
@@ -216,6 +257,7 @@ type options struct {
 	logger     *slog.Logger
 	registerer prometheus.Registerer
 	now        func() time.Time
+	ready      func() error
 }
 
 // WithLogger sets the logger (default: discard).
@@ -227,3 +269,14 @@ func WithRegisterer(r prometheus.Registerer) Option { return func(o *options) { 
 
 // WithClock sets the clock used for producer-state expiry (tests).
 func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// WithReadyCheck gates the server on ready, which must be cheap and safe for
+// concurrent use (it is called for every Metadata, Produce and
+// InitProducerId request). While it returns an error, connections are still
+// accepted and ApiVersions (and SASL) answered, but Metadata answers every
+// asked-for topic with LEADER_NOT_AVAILABLE and an all-topics request with
+// no topics, Produce answers every partition NOT_LEADER_OR_FOLLOWER, and an
+// idempotent InitProducerId COORDINATOR_LOAD_IN_PROGRESS: all retriable, so
+// clients that connect early back off and retry instead of hanging or
+// failing. Default: always ready.
+func WithReadyCheck(ready func() error) Option { return func(o *options) { o.ready = ready } }

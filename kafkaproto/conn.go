@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -34,12 +35,18 @@ type conn struct {
 	ctx       context.Context // cancelled when the connection dies
 	cancel    context.CancelFunc
 	closeOnce sync.Once
+	// drainCtx is cancelled when draining starts (or ctx ends): waits for
+	// the read budget of a request not yet received end with it.
+	drainCtx    context.Context
+	drainCancel context.CancelFunc
 
 	pending  chan *response
 	draining atomic.Bool
 
 	// Owned by the reader goroutine.
 	auth connAuth
+	// spoke is set once the client sent a valid request (MaxFirstRequestBytes).
+	spoke bool
 }
 
 // connAuth is the SASL state, owned by the reader.
@@ -71,6 +78,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		pending: make(chan *response, s.cfg.MaxInFlightRequests),
 	}
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
+	c.drainCtx, c.drainCancel = context.WithCancel(c.ctx)
 	c.auth.authenticated = s.sasl == nil
 	s.m.connsTotal.Inc()
 	s.m.openConns.Add(1)
@@ -81,17 +89,21 @@ func newConn(s *Server, nc net.Conn) *conn {
 func (c *conn) close() {
 	c.closeOnce.Do(func() {
 		c.cancel()
+		c.drainCancel()
 		if err := c.nc.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
 			c.log.Debug("close connection", "err", err)
 		}
 	})
 }
 
-// drain stops reading new requests; the writer finishes the pending ones
-// and closes the connection.
+// drain stops reading new requests: the reader handles what is already
+// buffered and stops, the writer answers everything pending, half-closes
+// and closes the connection (see Server.Shutdown). A request partly read
+// is abandoned; none of it has reached the sink.
 func (c *conn) drain() {
 	c.draining.Store(true)
-	_ = c.nc.SetReadDeadline(time.Now())
+	c.drainCancel()
+	_ = c.nc.SetReadDeadline(aLongTimeAgo)
 }
 
 // advertised is the broker address Metadata returns on this connection.
@@ -117,43 +129,15 @@ func (c *conn) readLoop() {
 	defer c.s.wg.Done()
 	defer close(c.pending)
 	for {
-		if err := c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout)); err != nil {
-			return
-		}
-		if c.draining.Load() {
-			return
-		}
-		maxFrame := c.s.cfg.MaxFrameBytes
-		if !c.auth.authenticated {
-			maxFrame = min(maxFrame, maxUnauthenticatedFrameBytes)
-		}
-		size, err := readFrameSize(c.br, maxFrame)
+		frame, charged, err := c.readRequest()
 		if err != nil {
-			c.readFailed(err)
-			return
-		}
-		if !c.s.readBudget.TryAcquire(int64(size)) {
-			c.s.m.readBudgetWaits.Inc()
-			c.log.Debug("waiting for read budget", "frame_bytes", size)
-			if err := c.s.readBudget.Acquire(c.ctx, int64(size)); err != nil {
-				return
-			}
-		}
-		// Waiting for the budget is not idleness (unless draining).
-		_ = c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
-		if c.draining.Load() {
-			c.s.readBudget.Release(int64(size))
-			return
-		}
-		frame, err := readFrameBody(c.br, size)
-		if err != nil {
-			c.s.readBudget.Release(int64(size))
 			c.readFailed(err)
 			return
 		}
 		r, closeConn := c.handleFrame(frame)
-		c.s.readBudget.Release(int64(size))
+		c.s.budget.release(charged)
 		if r != nil {
+			// Never dropped while draining: c.ctx only ends on Close.
 			select {
 			case c.pending <- r:
 			case <-c.ctx.Done():
@@ -166,18 +150,206 @@ func (c *conn) readLoop() {
 	}
 }
 
+// Reasons readRequest gives up without a request.
+var (
+	// errDrained: the connection is draining and no complete request is
+	// buffered.
+	errDrained = errors.New("connection draining")
+	// errSlowRequest: a request did not arrive within its read deadline.
+	errSlowRequest = errors.New("request not received within its read deadline")
+)
+
+// readRequest reads the next request frame and returns it with the read
+// budget it holds (the caller releases it). While draining it only returns
+// requests already complete in the connection's buffer: those were received
+// and will be answered; anything else is left unread.
+func (c *conn) readRequest() ([]byte, int64, error) {
+	s := c.s
+	if c.draining.Load() && !c.frameBuffered() {
+		return nil, 0, errDrained
+	}
+	// Idle until the request's first byte, then RequestReadTimeout for the
+	// rest of its size field.
+	if err := c.setReadDeadline(time.Now().Add(s.cfg.IdleTimeout)); err != nil {
+		return nil, 0, err
+	}
+	if _, err := c.br.Peek(1); err != nil {
+		return nil, 0, err
+	}
+	if err := c.setReadDeadline(time.Now().Add(s.cfg.RequestReadTimeout)); err != nil {
+		return nil, 0, err
+	}
+	size, err := readFrameSize(c.br, c.maxFrameBytes())
+	if err != nil {
+		return nil, 0, c.slowRead(err, 0, 0)
+	}
+	if int64(size) > s.budget.readAhead {
+		return c.readLargeBody(size)
+	}
+	// A buffered request is waited for even while draining: it was received.
+	ctx := c.drainCtx
+	if c.br.Buffered() >= size {
+		ctx = c.ctx
+	}
+	if !s.budget.tryAcquire(int64(size)) {
+		c.budgetWait(size)
+		if err := s.budget.acquire(ctx, int64(size)); err != nil {
+			return nil, 0, fmt.Errorf("wait for read budget: %w", err)
+		}
+	}
+	if err := c.setReadDeadline(c.requestDeadline(size)); err != nil {
+		s.budget.release(int64(size))
+		return nil, 0, err
+	}
+	buf := make([]byte, size)
+	if n, err := io.ReadFull(c.br, buf); err != nil {
+		s.budget.release(int64(size))
+		return nil, 0, c.slowRead(err, n, size)
+	}
+	return buf, int64(size), nil
+}
+
+// readLargeBody reads the body of a frame larger than the budget's
+// read-ahead, reserving memory as its buffer grows (see readBudget). Waits
+// for memory count against the request's read deadline.
+func (c *conn) readLargeBody(size int) ([]byte, int64, error) {
+	b := c.s.budget
+	deadline := c.requestDeadline(size)
+	ctx, cancel := context.WithDeadline(c.drainCtx, deadline)
+	defer cancel()
+	var buf []byte
+	var charged int64
+	waited := false
+	fail := func(err error) ([]byte, int64, error) {
+		b.release(charged)
+		return nil, 0, err
+	}
+	for len(buf) < size {
+		grown := min(size, len(buf)+max(len(buf), largeFrameStep))
+		for charged < int64(grown) {
+			n := min(int64(grown)-charged, b.readAhead)
+			if !b.tryAcquire(n) {
+				if !waited {
+					waited = true
+					c.budgetWait(size)
+				}
+				if err := b.acquire(ctx, n); err != nil {
+					if errors.Is(err, context.DeadlineExceeded) {
+						err = errSlowRequest
+					}
+					return fail(fmt.Errorf("wait for read budget at %d of %d bytes: %w", len(buf), size, err))
+				}
+			}
+			charged += n
+		}
+		next := make([]byte, len(buf), grown)
+		copy(next, buf)
+		buf = next
+		if err := c.setReadDeadline(deadline); err != nil {
+			return fail(err)
+		}
+		n, err := io.ReadFull(c.br, buf[len(buf):grown])
+		if err != nil {
+			return fail(c.slowRead(err, len(buf)+n, size))
+		}
+		buf = buf[:grown]
+	}
+	return buf, charged, nil
+}
+
+// requestDeadline is when a request of size bytes must have arrived:
+// RequestReadTimeout plus its size at MinReadBytesPerSecond, from now.
+func (c *conn) requestDeadline(size int) time.Time {
+	cfg := &c.s.cfg
+	transfer := time.Duration(float64(size) / float64(cfg.MinReadBytesPerSecond) * float64(time.Second))
+	return time.Now().Add(cfg.RequestReadTimeout + transfer)
+}
+
+// slowRead turns a read error inside a request into errSlowRequest when
+// the read deadline expired (and the connection is not draining), and a
+// clean EOF into an unexpected one.
+func (c *conn) slowRead(err error, got, size int) error {
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded) && !c.draining.Load():
+		return fmt.Errorf("%w: %d of %d bytes", errSlowRequest, got, size)
+	case errors.Is(err, io.EOF):
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// budgetWait counts and logs a request that waits for the read budget.
+func (c *conn) budgetWait(size int) {
+	c.s.m.readBudgetWaits.Inc()
+	c.log.Debug("waiting for read budget", "frame_bytes", size)
+}
+
+// maxFrameBytes is the largest request the connection may send next.
+func (c *conn) maxFrameBytes() int {
+	switch {
+	case !c.auth.authenticated:
+		return min(c.s.cfg.MaxFrameBytes, maxUnauthenticatedFrameBytes)
+	case !c.spoke:
+		return c.s.cfg.MaxFirstRequestBytes
+	}
+	return c.s.cfg.MaxFrameBytes
+}
+
+// frameBuffered reports whether a whole request sits in the read buffer.
+func (c *conn) frameBuffered() bool {
+	n := c.br.Buffered()
+	if n < 4 {
+		return false
+	}
+	b, err := c.br.Peek(4)
+	if err != nil {
+		return false
+	}
+	size := int64(int32(binary.BigEndian.Uint32(b)))
+	return size >= 0 && int64(n-4) >= size
+}
+
+// setReadDeadline sets the read deadline, unless the connection is
+// draining: then reads only return what is already buffered. drain stores
+// the flag before it expires the deadline, and this checks the flag after
+// setting it, so one of the two always has the last word.
+func (c *conn) setReadDeadline(t time.Time) error {
+	if err := c.nc.SetReadDeadline(t); err != nil {
+		return err
+	}
+	if c.draining.Load() {
+		return c.nc.SetReadDeadline(aLongTimeAgo)
+	}
+	return nil
+}
+
+// aLongTimeAgo is a read deadline that has passed.
+var aLongTimeAgo = time.Unix(1, 0)
+
 func (c *conn) readFailed(err error) {
 	var fe *frameError
 	switch {
 	case c.draining.Load() || c.ctx.Err() != nil:
 	case errors.As(err, &fe):
 		c.s.m.protocolError("bad_frame")
-		c.log.Warn("closing connection", "err", err)
+		c.warnConn("closing connection: bad frame", err)
+	case errors.Is(err, errSlowRequest):
+		c.s.m.protocolError("read_timeout")
+		c.warnConn("closing connection: request too slow", err)
 	case errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed):
 		c.log.Debug("connection closed by client")
 	default:
 		c.log.Debug("read request", "err", err)
 	}
+}
+
+// warnConn logs a client-caused connection close at Warn, rate-limited.
+func (c *conn) warnConn(msg string, err error) {
+	if ok, suppressed := c.s.connLog.allow(time.Now()); ok {
+		c.log.Warn(msg, "err", err, "suppressed", suppressed)
+		return
+	}
+	c.log.Debug(msg, "err", err)
 }
 
 func (c *conn) writeLoop() {
@@ -221,6 +393,35 @@ func (c *conn) writeLoop() {
 			buf = nil
 		}
 	}
+	if !broken && c.draining.Load() {
+		c.lingerClose()
+	}
+}
+
+// drainLinger bounds how long a drained connection waits for the client to
+// close its side after the last response.
+const drainLinger = 500 * time.Millisecond
+
+// lingerClose half-closes a drained connection after its last response and
+// discards what the client still sends until it closes too (or
+// drainLinger passes). Closing at once with unread bytes in the socket
+// (a request we abandoned, or one sent meanwhile) makes the kernel send a
+// reset, which can destroy responses not yet delivered: the client would
+// resend requests that were answered. net/http does the same
+// (closeWriteAndWait). Runs on the writer after the reader has exited.
+func (c *conn) lingerClose() {
+	cw, ok := c.nc.(interface{ CloseWrite() error })
+	if !ok {
+		return
+	}
+	if err := cw.CloseWrite(); err != nil {
+		c.log.Debug("half-close connection", "err", err)
+		return
+	}
+	if err := c.nc.SetReadDeadline(time.Now().Add(drainLinger)); err != nil {
+		return
+	}
+	_, _ = io.Copy(io.Discard, c.nc)
 }
 
 // appendResponse appends a response frame: size, correlation id, the tag
@@ -398,6 +599,7 @@ func (c *conn) handleFrame(frame []byte) (*response, bool) {
 		c.log.Warn("closing connection: bad request", "err", err)
 		return nil, true
 	}
+	c.spoke = true
 	c.s.m.request(h.key, h.version)
 	if _, ok := c.s.lookupAPI(h.key); !ok {
 		c.s.m.protocolError("unknown_api_key")
@@ -436,6 +638,10 @@ func (c *conn) handleFrame(frame []byte) (*response, bool) {
 	case *kmsg.ApiVersionsRequest:
 		r.msg = c.s.handleApiVersions(req)
 	case *kmsg.InitProducerIDRequest:
+		if req.TransactionalID == nil && c.s.notReady(h.key) != nil {
+			r.msg = notReadyInitProducerID(req)
+			break
+		}
 		r.msg = c.handleInitProducerID(req)
 	case *kmsg.SASLAuthenticateRequest:
 		r.msg, closeAfter = c.handleSASLAuthenticate(req)

@@ -19,18 +19,36 @@
 // arrival order) and one writer goroutine (the only one writing to the
 // socket; it writes responses in request order, waiting for Produce results
 // as needed). Both are counted in the Server's WaitGroup.
-// [Server.Shutdown] closes the listeners, stops reading, lets pending
-// responses finish (bounded by its ctx), then closes connections;
-// [Server.Close] closes everything at once. Both are idempotent.
+// [Server.Shutdown] closes the listeners and stops reading new requests,
+// answers every request already received (a Produce once its writes
+// complete), half-closes each connection and closes it; a request only
+// partly received is abandoned, none of it having reached the Sink. So a
+// client never has to resend a request whose records were written. Past
+// Shutdown's ctx it calls [Server.Close], which closes everything at once.
+// Both are idempotent.
 //
-// Back-pressure: at most Config.MaxInFlightRequests requests per connection
-// are read ahead of their responses; the request bytes being read and
-// handled over all connections are bounded by Config.MaxReadBytes (one
-// request per connection at a time, each at most Config.MaxFrameBytes, or
-// 512 KiB before SASL authentication); a
-// Sink that blocks for buffer space stops the reader too. A client that does not read its responses is
-// disconnected after Config.WriteTimeout; one that sends nothing after
-// Config.IdleTimeout.
+// Back-pressure and hostile clients: at most Config.MaxInFlightRequests
+// requests per connection are read ahead of their responses; the request
+// bytes being read and handled over all connections are bounded by
+// Config.MaxReadBytes, counted as they arrive rather than as declared (see
+// readbudget.go: a request up to 1 MiB reserves its size, a larger one what
+// it has received, at most twice), and no reservation asks for more than
+// 1 MiB at once, so a giant request cannot make small ones wait behind it.
+// Each request must arrive within Config.RequestReadTimeout plus its size
+// at Config.MinReadBytesPerSecond. A connection's first request is bounded
+// by Config.MaxFirstRequestBytes, every request before SASL authentication
+// by 512 KiB, later ones by Config.MaxFrameBytes. A Sink that blocks for
+// buffer space stops the reader too. A client that does not read its
+// responses is disconnected after Config.WriteTimeout; one that sends
+// nothing after Config.IdleTimeout. Warnings a client can trigger are
+// rate-limited.
+//
+// # Readiness and authorization
+//
+// [WithReadyCheck] gates Metadata, Produce and InitProducerId on the
+// backend being ready, answering retriable errors meanwhile. A Backend
+// that implements [Authorizer] decides which principal (SASL user, or
+// [AnonymousPrincipal]) may describe and write which topic.
 //
 // # Idempotent producers
 //

@@ -24,9 +24,13 @@ type metrics struct {
 	protocolErrors  *prometheus.CounterVec // reason
 	authFailures    prometheus.Counter
 	readBudgetWaits prometheus.Counter
+	notReadyTotal   *prometheus.CounterVec // api
+	authzFailures   *prometheus.CounterVec // operation
+	throttleSeconds prometheus.Counter
+	throttled       prometheus.Counter
 }
 
-func newMetrics(reg prometheus.Registerer, producerStates func() float64) *metrics {
+func newMetrics(reg prometheus.Registerer, producerStates, readBudgetBytes func() float64) *metrics {
 	m := &metrics{
 		connsTotal: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fluss_gateway_kafka_connections_total",
@@ -69,8 +73,24 @@ func newMetrics(reg prometheus.Registerer, producerStates func() float64) *metri
 			Name: "fluss_gateway_kafka_read_budget_waits_total",
 			Help: "Requests that waited for the server-wide read budget (MaxReadBytes) before being read.",
 		}),
+		notReadyTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fluss_gateway_kafka_not_ready_responses_total",
+			Help: "Requests answered with a retriable error because the ready check failed, by API.",
+		}, []string{"api"}),
+		authzFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fluss_gateway_kafka_authorization_failures_total",
+			Help: "Topics refused to a principal by the authorizer, by operation.",
+		}, []string{"operation"}),
+		throttleSeconds: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "fluss_gateway_kafka_produce_throttle_seconds_total",
+			Help: "Throttle time given to clients in Produce responses.",
+		}),
+		throttled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "fluss_gateway_kafka_produce_throttled_responses_total",
+			Help: "Produce responses with a non-zero throttle time.",
+		}),
 	}
-	reg.MustRegister(m.readBudgetWaits, m.connsTotal, m.requests, m.requestDuration, m.produceRecords, m.produceBytes,
+	reg.MustRegister(m.readBudgetWaits, m.notReadyTotal, m.authzFailures, m.throttleSeconds, m.throttled, m.connsTotal, m.requests, m.requestDuration, m.produceRecords, m.produceBytes,
 		m.produceErrors, m.duplicates, m.protocolErrors, m.authFailures,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "fluss_gateway_kafka_open_connections",
@@ -80,6 +100,10 @@ func newMetrics(reg prometheus.Registerer, producerStates func() float64) *metri
 			Name: "fluss_gateway_kafka_producer_states",
 			Help: "Idempotent (producer id, partition) sequence states held.",
 		}, producerStates),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "fluss_gateway_kafka_read_budget_bytes",
+			Help: "Request bytes reserved from the read budget (MaxReadBytes) by requests being read and handled.",
+		}, readBudgetBytes),
 	)
 	return m
 }
@@ -108,4 +132,17 @@ func (m *metrics) produceError(code int16) {
 
 func (m *metrics) protocolError(reason string) {
 	m.protocolErrors.WithLabelValues(reason).Inc()
+}
+
+func (m *metrics) notReady(key int16) {
+	m.notReadyTotal.WithLabelValues(apiName(key)).Inc()
+}
+
+func (m *metrics) authorizationFailure(op Operation) {
+	m.authzFailures.WithLabelValues(op.String()).Inc()
+}
+
+func (m *metrics) throttle(d time.Duration) {
+	m.throttled.Inc()
+	m.throttleSeconds.Add(d.Seconds())
 }

@@ -8,10 +8,10 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/sync/semaphore"
 )
 
 // ErrServerClosed is returned by Serve after Shutdown or Close.
@@ -29,8 +29,14 @@ type Server struct {
 	dec    *batchDecoder
 	states *producerStates
 	sasl   *saslAuthenticator // nil without SASL
-	// readBudget holds the bytes of the requests being read and handled.
-	readBudget *semaphore.Weighted
+	authz  Authorizer         // nil: everything allowed
+	ready  func() error       // nil: always ready
+	// unready is whether the last ready check failed (to log transitions).
+	unready atomic.Bool
+	// budget holds the bytes of the requests being read and handled.
+	budget *readBudget
+	// denyLog and connLog rate-limit warnings clients can trigger.
+	denyLog, connLog *logLimiter
 
 	// ctx is the lifetime of every connection; Close cancels it.
 	ctx    context.Context
@@ -47,8 +53,9 @@ type Server struct {
 }
 
 // New builds a Server on top of b, which answers Metadata, takes the
-// records and allocates producer ids for idempotent producers. It starts
-// nothing: call Serve.
+// records and allocates producer ids for idempotent producers; if b also
+// implements [Authorizer], it decides which principal may see and write
+// which topic. It starts nothing: call Serve.
 func New(cfg Config, b Backend, opts ...Option) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("kafka server config: %w", err)
@@ -66,16 +73,22 @@ func New(cfg Config, b Backend, opts ...Option) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		cfg:        cfg,
-		topics:     b,
-		sink:       b,
-		pids:       b,
-		log:        o.logger,
-		dec:        dec,
-		states:     newProducerStates(cfg.MaxProducerStates, cfg.ProducerStateTTL, o.now),
-		listeners:  make(map[net.Listener]struct{}),
-		conns:      make(map[*conn]struct{}),
-		readBudget: semaphore.NewWeighted(cfg.MaxReadBytes),
+		cfg:       cfg,
+		topics:    b,
+		sink:      b,
+		pids:      b,
+		log:       o.logger,
+		dec:       dec,
+		states:    newProducerStates(cfg.MaxProducerStates, cfg.ProducerStateTTL, o.now),
+		ready:     o.ready,
+		listeners: make(map[net.Listener]struct{}),
+		conns:     make(map[*conn]struct{}),
+		budget:    newReadBudget(cfg.MaxReadBytes, cfg.MaxFrameBytes),
+		denyLog:   newLogLimiter(time.Second),
+		connLog:   newLogLimiter(time.Second),
+	}
+	if a, ok := b.(Authorizer); ok {
+		s.authz = a
 	}
 	if cfg.SASL != nil {
 		if s.sasl, err = newSASLAuthenticator(cfg.SASL); err != nil {
@@ -83,7 +96,8 @@ func New(cfg Config, b Backend, opts ...Option) (*Server, error) {
 			return nil, err
 		}
 	}
-	s.m = newMetrics(o.registerer, func() float64 { return float64(s.states.len()) })
+	s.m = newMetrics(o.registerer, func() float64 { return float64(s.states.len()) },
+		func() float64 { return float64(s.budget.inUse.Load()) })
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s, nil
 }
@@ -175,10 +189,19 @@ func (s *Server) removeConn(c *conn) {
 	delete(s.conns, c)
 }
 
-// Shutdown stops accepting, stops reading new requests, and waits until the
-// responses of the requests already read are written (in-flight Produce
-// requests finish or time out) and every connection is closed. If ctx ends
-// first, it calls Close and returns ctx's error.
+// Shutdown stops accepting, stops reading new requests, and waits until
+// every request already read is answered and every connection is closed; if
+// ctx ends first, it calls Close and returns ctx's error.
+//
+// A request is answered once read, so a client never has to resend one
+// whose records reached the Sink (it would be written twice, by this
+// instance and the next): a request fully received (in the connection's
+// buffer, or being handled) is handled and answered, a Produce once its
+// PartitionWrites complete (or its timeout_ms passes); a request only
+// partly received is abandoned, and none of it has reached the Sink. After
+// the last response a connection is half-closed (FIN) and lingers briefly
+// for the client to close its side, so that the responses are not lost to
+// a reset caused by unread bytes.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true

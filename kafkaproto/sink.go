@@ -3,6 +3,7 @@ package kafkaproto
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // Backend is everything the server needs from what lies behind it: the
@@ -13,6 +14,58 @@ type Backend interface {
 	Sink
 	ProducerIDs
 }
+
+// Authorizer is an optional interface a Backend may implement to control
+// which principal may do what with which topic, Kafka ACL style. Without it
+// every client may describe and write every topic.
+//
+// principal is the SASL user name of an authenticated connection, or
+// [AnonymousPrincipal] without SASL (TLS client certificates are not mapped
+// to principals). Unlike Kafka's "User:alice" it carries no type prefix.
+//
+// Authorize is called on the connection's read path for every topic of
+// every Metadata and Produce request, so it must be cheap, must not block
+// and must be safe for concurrent use. Kafka grants Describe to whoever may
+// Write; implementations should too, or producers allowed to write cannot
+// find the topic.
+//
+//   - Metadata for all topics lists only those the principal may
+//     OpDescribe; an asked-for topic it may not describe gets
+//     TOPIC_AUTHORIZATION_FAILED whether it exists or not (Kafka does not
+//     reveal which topics exist either).
+//   - Produce to a topic the principal may not OpWrite gets
+//     TOPIC_AUTHORIZATION_FAILED for each of its partitions (not retried
+//     by clients); the refusal is logged, rate-limited, with principal and
+//     topic.
+type Authorizer interface {
+	Authorize(principal string, op Operation, topic string) bool
+}
+
+// Operation is what a principal wants to do with a topic.
+type Operation int8
+
+// The operations an Authorizer is asked about.
+const (
+	// OpDescribe: see the topic and its partitions in Metadata.
+	OpDescribe Operation = iota + 1
+	// OpWrite: produce to the topic.
+	OpWrite
+)
+
+// String names the operation as Kafka's ACLs do.
+func (o Operation) String() string {
+	switch o {
+	case OpDescribe:
+		return "DESCRIBE"
+	case OpWrite:
+		return "WRITE"
+	}
+	return "UNKNOWN"
+}
+
+// AnonymousPrincipal is the principal of a connection without SASL, as in
+// Kafka.
+const AnonymousPrincipal = "ANONYMOUS"
 
 // TopicInfo describes one topic for an all-topics Metadata answer.
 type TopicInfo struct {
@@ -133,6 +186,15 @@ type PartitionResult struct {
 	// Err is nil on success. It is translated with the table in errors.go.
 	// A *RecordsError lists per-record rejects (record_errors).
 	Err error
+	// ThrottleTime asks the client to wait this long before its next
+	// request to this gateway (a quota, or a backend under pressure). The
+	// Produce response's throttle_time_ms is the largest over its
+	// partitions; clients on Produce v6+ (KIP-219: Java, librdkafka,
+	// franz-go, sarama from Kafka 2.0) delay their next request by it.
+	// Older versions get the field too, but those clients expect the broker
+	// to delay the response instead, which this server does not. Zero: no
+	// throttling.
+	ThrottleTime time.Duration
 }
 
 // Completion is a ready-made PartitionWrite: the sink creates one, returns it

@@ -9,15 +9,63 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/fluss-kafka/gateway/kafkaproto"
 )
 
-// Backend joins the three fakes into a kafkaproto.Backend.
+// Backend joins the three fakes into a kafkaproto.Backend. It is also a
+// kafkaproto.Authorizer: with Authorizer nil it allows everything, else it
+// asks Authorizer.
 type Backend struct {
 	*Topics
 	*Sink
 	*ProducerIDs
+	Authorizer kafkaproto.Authorizer
+}
+
+// Authorize implements kafkaproto.Authorizer.
+func (b Backend) Authorize(principal string, op kafkaproto.Operation, topic string) bool {
+	return b.Authorizer == nil || b.Authorizer.Authorize(principal, op, topic)
+}
+
+// ACL is a changeable kafkaproto.Authorizer that records what it was asked.
+// Its zero value allows everything.
+type ACL struct {
+	mu    sync.Mutex
+	allow func(principal string, op kafkaproto.Operation, topic string) bool
+	asked []ACLCheck
+}
+
+// ACLCheck is one question an ACL was asked, and its answer.
+type ACLCheck struct {
+	Principal string
+	Op        kafkaproto.Operation
+	Topic     string
+	Allowed   bool
+}
+
+// Set replaces the rule; nil allows everything.
+func (a *ACL) Set(allow func(principal string, op kafkaproto.Operation, topic string) bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.allow = allow
+}
+
+// Authorize implements kafkaproto.Authorizer.
+func (a *ACL) Authorize(principal string, op kafkaproto.Operation, topic string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ok := a.allow == nil || a.allow(principal, op, topic)
+	a.asked = append(a.asked, ACLCheck{Principal: principal, Op: op, Topic: topic, Allowed: ok})
+	return ok
+}
+
+// Checks returns the questions asked so far.
+func (a *ACL) Checks() []ACLCheck {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.asked)
 }
 
 // Topics is a mutable topic list.
@@ -89,15 +137,16 @@ type Sink struct {
 	// the batch synchronously (e.g. a *kafkaproto.RecordsError).
 	Reject func(*kafkaproto.PartitionProduce) error
 
-	mu      sync.Mutex
-	logs    map[TopicPartition][]kafkaproto.Record
-	batches []Batch
-	hold    bool
-	held    []heldWrite
-	failAll error
-	failN   int
-	failErr error
-	changed chan struct{} // closed and replaced on every change
+	mu       sync.Mutex
+	logs     map[TopicPartition][]kafkaproto.Record
+	batches  []Batch
+	hold     bool
+	held     []heldWrite
+	failAll  error
+	failN    int
+	failErr  error
+	throttle time.Duration
+	changed  chan struct{} // closed and replaced on every change
 }
 
 type heldWrite struct {
@@ -147,7 +196,7 @@ func (s *Sink) completeLocked(req *kafkaproto.PartitionProduce, c *kafkaproto.Co
 	base := int64(len(s.logs[tp]))
 	s.logs[tp] = append(s.logs[tp], req.Records...)
 	s.batches = append(s.batches, Batch{Produce: *req, BaseOffset: base})
-	c.Complete(kafkaproto.PartitionResult{BaseOffset: base, LogAppendTime: -1, LogStartOffset: 0})
+	c.Complete(kafkaproto.PartitionResult{BaseOffset: base, LogAppendTime: -1, LogStartOffset: 0, ThrottleTime: s.throttle})
 	s.notifyLocked()
 }
 
@@ -183,6 +232,13 @@ func (s *Sink) FailAll(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.failAll = err
+}
+
+// Throttle makes later successful writes ask for throttle time d.
+func (s *Sink) Throttle(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.throttle = d
 }
 
 // FailNext makes the next n writes fail with err.

@@ -31,11 +31,12 @@ type Env struct {
 	Sink   *Sink
 	Topics *Topics
 	PIDs   *ProducerIDs
+	ACL    *ACL                 // the backend's authorizer; allows everything until Set
 	Reg    *prometheus.Registry // the server's metrics (a pedantic registry)
 }
 
-// StartServer serves cfg on 127.0.0.1:0 over a fresh Sink, ProducerIDs and
-// Topics holding [Topic] (3 partitions) and "other" (1), with its metrics in
+// StartServer serves cfg on 127.0.0.1:0 over a fresh Sink, ProducerIDs, ACL
+// and Topics holding [Topic] (3 partitions) and "other" (1), with its metrics in
 // a pedantic registry; opts come after the registry and the logger (debug
 // logs on stderr when env KAFKAPROTO_TEST_LOG is set). The server is shut
 // down at cleanup, and must end cleanly.
@@ -45,9 +46,11 @@ func StartServer(tb testing.TB, cfg kafkaproto.Config, opts ...kafkaproto.Option
 		Sink:   NewSink(),
 		Topics: NewTopics(map[string]int32{Topic: 3, "other": 1}),
 		PIDs:   &ProducerIDs{},
+		ACL:    &ACL{},
 		Reg:    prometheus.NewPedanticRegistry(),
 	}
-	srv, err := kafkaproto.New(cfg, Backend{Topics: env.Topics, Sink: env.Sink, ProducerIDs: env.PIDs}, append([]kafkaproto.Option{
+	b := Backend{Topics: env.Topics, Sink: env.Sink, ProducerIDs: env.PIDs, Authorizer: env.ACL}
+	srv, err := kafkaproto.New(cfg, b, append([]kafkaproto.Option{
 		kafkaproto.WithRegisterer(env.Reg), kafkaproto.WithLogger(testLogger())}, opts...)...)
 	require.NoError(tb, err)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
