@@ -94,5 +94,13 @@ lint:
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) $(BENCH_PKGS)
 
+# The Kafka baseline (docs/benchmarks.md): the same producers against the gateway + Fluss and against
+# a local Kafka broker (scripts/kafka-local.sh, started and stopped by the bench), alternated, medians.
+# Fluss: FLUSS_BOOTSTRAP (and FLUSS_LOCAL_CLUSTER for the tablet server's CPU) or a cluster started for
+# the run. BENCH_KAFKA_FLAGS adds gateway-bench flags, e.g. BENCH_KAFKA_FLAGS='-repeats 5 -rate 20000'.
+.PHONY: bench-kafka
+bench-kafka:
+	scripts/with-fluss.sh $(GO) run ./tools/gateway-bench -kafka $(BENCH_KAFKA_FLAGS)
+
 demo:
 	scripts/demo.sh

@@ -15,21 +15,18 @@ set -euo pipefail
 
 readonly DEFAULT_VERSION=0.9.1-incubating
 readonly LOG4J_VERSION=2.17.1
-readonly MDP=org.apache.maven.plugins:maven-dependency-plugin:3.6.1
 readonly ZK_MAIN=org.apache.fluss.shaded.zookeeper3.org.apache.zookeeper.server.quorum.QuorumPeerMain
 readonly ZK_CLI=org.apache.fluss.shaded.zookeeper3.org.apache.zookeeper.ZooKeeperMain
 readonly COORDINATOR_MAIN=org.apache.fluss.server.coordinator.CoordinatorServer
 readonly TABLET_MAIN=org.apache.fluss.server.tablet.TabletServer
 readonly PLAIN_LOGIN_MODULE=org.apache.fluss.security.auth.sasl.plain.PlainLoginModule
 
-REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-readonly REPO_ROOT
-readonly SELF="$REPO_ROOT/scripts/fluss-local.sh"
 readonly LS_NAME=fluss-local LS_KIND=cluster
 # shellcheck source=scripts/lib/local-service.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/local-service.sh"
 CACHE_DIR=${FLUSS_LOCAL_CACHE:-$REPO_ROOT/.cache/fluss}
 STATE_DIR=${FLUSS_LOCAL_STATE_DIR:-$CACHE_DIR/clusters}
+LS_LOGS=log
 START_TIMEOUT=${FLUSS_LOCAL_START_TIMEOUT:-180} # seconds, per phase
 STOP_TIMEOUT=${FLUSS_LOCAL_STOP_TIMEOUT:-30}    # seconds before SIGKILL
 ZK_HEAP=${FLUSS_LOCAL_ZK_HEAP:-256m}
@@ -111,12 +108,9 @@ fetch_jars() {
 		printf '%s\n' "$lib"
 		return 0
 	fi
-	command -v mvn >/dev/null 2>&1 ||
-		die "Maven is required to download fluss-server $version; install it: apt-get install maven"
-	mkdir -p "$CACHE_DIR/$version"
+	need_maven "fluss-server $version"
 	local tmp
-	tmp=$(mktemp -d "$CACHE_DIR/$version/lib.tmp.XXXXXX")
-	chmod 755 "$tmp"
+	tmp=$(staging_dir "$lib")
 	local artifacts=(
 		"org.apache.fluss:fluss-server:$version"
 		"org.apache.logging.log4j:log4j-api:$LOG4J_VERSION"
@@ -126,17 +120,12 @@ fetch_jars() {
 	local a
 	for a in "${artifacts[@]}"; do
 		log "downloading $a"
-		if ! mvn -B -q "$MDP:copy" -Dartifact="$a" -DoutputDirectory="$tmp" -Dmdep.overWriteReleases=true >"$tmp/mvn.log" 2>&1; then
-			cat "$tmp/mvn.log" >&2
+		if ! maven_copy "$a" "$tmp"; then
 			rm -rf "$tmp"
 			die "could not download $a from Maven Central (is version $version published?)"
 		fi
 	done
-	rm -f "$tmp/mvn.log"
-	# Another start may have raced us; the first complete copy wins.
-	if ! mv -T "$tmp" "$lib" 2>/dev/null; then
-		rm -rf "$tmp"
-	fi
+	publish "$tmp" "$lib" || true # another start was first: use its copy
 	[[ -f $lib/fluss-server-$version.jar ]] || die "download of fluss-server $version left no jar in $lib"
 	link_default_lib "$version"
 	printf '%s\n' "$lib"
@@ -155,24 +144,15 @@ fetch_client_jar() {
 ' "$jar"
 		return 0
 	fi
-	command -v mvn >/dev/null 2>&1 ||
-		die "Maven is required to download fluss-client $version; install it: apt-get install maven"
-	mkdir -p "$CACHE_DIR/$version"
+	need_maven "fluss-client $version"
 	local tmp
-	tmp=$(mktemp -d "$CACHE_DIR/$version/client.tmp.XXXXXX")
-	chmod 755 "$tmp"
+	tmp=$(staging_dir "$dir")
 	log "downloading org.apache.fluss:fluss-client:$version"
-	if ! mvn -B -q "$MDP:copy" -Dartifact="org.apache.fluss:fluss-client:$version" -DoutputDirectory="$tmp" \
-		-Dmdep.overWriteReleases=true >"$tmp/mvn.log" 2>&1; then
-		cat "$tmp/mvn.log" >&2
+	if ! maven_copy "org.apache.fluss:fluss-client:$version" "$tmp"; then
 		rm -rf "$tmp"
 		die "could not download org.apache.fluss:fluss-client:$version from Maven Central (is version $version published?)"
 	fi
-	rm -f "$tmp/mvn.log"
-	# Another fetch may have raced us; the first complete copy wins.
-	if ! mv -T "$tmp" "$dir" 2>/dev/null; then
-		rm -rf "$tmp"
-	fi
+	publish "$tmp" "$dir" || true # another fetch was first: use its copy
 	[[ -f $jar ]] || die "download of fluss-client $version left no jar in $dir"
 	printf '%s
 ' "$jar"
@@ -194,17 +174,6 @@ java_flags() { # java_flags DIR
 		--add-opens=java.base/java.util=ALL-UNNAMED \
 		-Dio.netty.tryReflectionSetAccessible=true \
 		"-Dlog4j.configurationFile=file:$1/conf/log4j2.properties"
-}
-
-# launch LOGFILE ARGS...: start a detached process (own session, no inherited fds), print its pid.
-launch() {
-	local logfile=$1
-	shift
-	(
-		cd "$(dirname "$logfile")/.." || exit 1
-		exec setsid "$@" </dev/null >>"$logfile" 2>&1 9>&-
-	) &
-	printf '%s\n' "$!"
 }
 
 start_zookeeper() { # uses ST; sets ZK_PORT ZK_PID
@@ -387,17 +356,7 @@ listener_port() {
 
 # wait_port WHAT PID PORT LOG: wait until PORT accepts connections; 1 if the process died.
 wait_port() {
-	local what=$1 pid=$2 port=$3 logfile=$4
-	local deadline=$(($(date +%s) + START_TIMEOUT))
-	until port_in_use "$port"; do
-		if ! kill -0 "$pid" 2>/dev/null; then
-			log "$what exited before listening on $port; last log lines:"
-			tail -n 30 "$logfile" >&2 || true
-			return 1
-		fi
-		(($(date +%s) < deadline)) || fail_start "$what not listening on $port after ${START_TIMEOUT}s"
-		sleep 0.1
-	done
+	wait_for "$2" "$4" "$1 exited before listening on $3" "$1 not listening on $3 after ${START_TIMEOUT}s" 0.1 port_in_use "$3"
 }
 
 # wait_log WHAT PID LOG PATTERN COUNT: wait until PATTERN occurs COUNT times in LOG.
@@ -414,26 +373,8 @@ wait_log() {
 	done
 }
 
-# fail_start MSG: during start, stop what was started and remove the directory.
-fail_start() {
-	log "error: $*"
-	if [[ -n ${ST[DIR]:-} ]]; then
-		log "stopping what was started"
-		stop_processes
-		if [[ -n ${KEEP_FAILED_DIR:-} ]]; then
-			log "keeping ${ST[DIR]}"
-		else
-			local kept
-			kept="$CACHE_DIR/failed/${ST[NAME]}-$(date +%s)"
-			mkdir -p "$CACHE_DIR/failed"
-			cp -r "${ST[DIR]}/log" "$kept" 2>/dev/null || true
-			log "logs copied to $kept"
-			rm -rf "${ST[DIR]}"
-		fi
-		rm -f "$(state_file "${ST[NAME]}")"
-	fi
-	exit 1
-}
+# on_fail_start: fail_start's word before it stops the cluster.
+on_fail_start() { log "stopping what was started"; }
 
 # terminate WHAT PID...: TERM the pids that belong to the cluster, KILL what survives the timeout.
 terminate() {
@@ -444,7 +385,7 @@ terminate() {
 
 tablet_ids() { printf '%s\n' "${ST[TABLETS]:-}" | tr ',' '\n' | sed '/^$/d'; }
 
-stop_processes() {
+stop_instance() {
 	local id pids=()
 	stop_watcher
 	for id in $(tablet_ids); do
@@ -473,16 +414,7 @@ stop_processes() {
 cmd_start() {
 	local name=$1 version=$2 num_tablets=$3 owner=$4 extra=$5 sasl_users=$6
 	[[ $num_tablets =~ ^[1-9][0-9]*$ ]] || die "-n wants a positive number of tablet servers, got '$num_tablets'"
-	lock "$name"
-	if load_state "$name"; then
-		if cluster_alive; then
-			die "cluster '$name' already runs (FLUSS_BOOTSTRAP=${ST[BOOTSTRAP]}); stop it first: scripts/fluss-local.sh stop -s $name"
-		fi
-		log "cluster '$name' has a stale state file; cleaning up"
-		stop_processes
-		[[ -n ${ST[DIR]:-} && -d ${ST[DIR]} ]] && rm -rf "${ST[DIR]}"
-		rm -f "$(state_file "$name")"
-	fi
+	claim "$name" "$owner"
 	local t0 java lib dir
 	t0=$(now_ms)
 	java=$(find_java)
@@ -494,13 +426,7 @@ cmd_start() {
 		ST[SASL_USERS]=$sasl_users
 	fi
 	ST[TABLETS]=$(seq -s, 0 $((num_tablets - 1)))
-	save_state
-	trap 'fail_start "interrupted"' INT TERM
-	if [[ -n $owner ]]; then
-		# Watch from the start: if this script is killed half-way, the owner's exit still cleans up.
-		start_cluster_watch "$name" "$owner"
-		save_state
-	fi
+	begin_start "$owner" "$dir/log/watcher.log"
 	log "starting cluster '$name' (Fluss $version, $num_tablets tablet server(s)) in $dir"
 	start_zookeeper
 	save_state
@@ -519,8 +445,7 @@ cmd_start() {
 		wait_tablet "$id" 0 || fail_start "tablet server $id did not register with the coordinator"
 	done
 	verify_zookeeper_lists_tablets || fail_start "ZooKeeper does not list every tablet server"
-	trap - INT TERM
-	save_state
+	end_start
 	log "cluster '$name' ready in $(($(now_ms) - t0))ms: coordinator ${ST[BOOTSTRAP]}${ST[SASL_BOOTSTRAP]:+ (SASL ${ST[SASL_BOOTSTRAP]})}, zookeeper 127.0.0.1:${ST[ZK_PORT]}, tablet servers $(tablet_summary)"
 	print_bootstrap
 }
@@ -557,16 +482,8 @@ verify_zookeeper_lists_tablets() {
 	fi
 }
 
-# start_cluster_watch NAME OWNER: stop the cluster once process OWNER has exited.
-start_cluster_watch() {
-	local name=$1 owner=$2
-	[[ $owner =~ ^[0-9]+$ ]] || die "-o wants a pid, got '$owner'"
-	kill -0 "$owner" 2>/dev/null || fail_start "owner process $owner does not run"
-	start_owner_watch "$name" "$owner" "${ST[DIR]}/log/watcher.log"
-}
-
-# cluster_alive: true if any process of the loaded cluster still runs.
-cluster_alive() {
+# alive: true if any process of the loaded cluster still runs.
+alive() {
 	local id dir=${ST[DIR]:-/nonexistent}
 	owns "${ST[ZK_PID]:-}" "$dir" && return 0
 	owns "${ST[COORDINATOR_PID]:-}" "$dir" && return 0
@@ -576,35 +493,13 @@ cluster_alive() {
 	return 1
 }
 
-cmd_stop() {
-	local name=$1 from_watcher=$2
-	lock "$name"
-	if ! load_state "$name"; then
-		log "no cluster '$name' (no state file $(state_file "$name"))"
-		return 0
-	fi
-	if [[ -n $from_watcher ]]; then
-		ST[WATCHER_PID]=
-		log "owner ${ST[OWNER_PID]:-?} exited; stopping cluster '$name'"
-	fi
-	local t0
-	t0=$(now_ms)
-	stop_processes
-	if [[ -n ${ST[DIR]:-} && -d ${ST[DIR]} && ${ST[DIR]} == */fluss-local-* ]]; then
-		rm -rf "${ST[DIR]}"
-	fi
-	rm -f "$(state_file "$name")" "$STATE_DIR/$name.lock"
-	log "cluster '$name' stopped in $(($(now_ms) - t0))ms"
-}
+address() { printf 'FLUSS_BOOTSTRAP=%s\n' "${ST[BOOTSTRAP]:-?}"; }
+
+describe() { printf 'Fluss %s\n' "${ST[VERSION]}"; }
 
 cmd_status() {
-	local name=$1
-	if ! load_state "$name"; then
-		echo "cluster '$name': not running (no state file)"
-		return 3
-	fi
-	local dir=${ST[DIR]} down=0 id
-	echo "cluster '$name': Fluss ${ST[VERSION]}, dir $dir, started $(date -d "@${ST[STARTED]}" '+%F %T')"
+	local name=$1 down=0 id
+	status_head "$name" || return 3
 	echo "  FLUSS_BOOTSTRAP=${ST[BOOTSTRAP]:-?}"
 	if [[ -n ${ST[SASL_BOOTSTRAP]:-} ]]; then
 		echo "  FLUSS_SASL_BOOTSTRAP=${ST[SASL_BOOTSTRAP]} (SASL/PLAIN users: $(sasl_user_names))"
@@ -614,7 +509,7 @@ cmd_status() {
 	for id in $(tablet_ids); do
 		status_line "tablet-$id" "${ST[TABLET_${id}_PID]:-}" "${ST[TABLET_${id}_PORT]:-}${ST[TABLET_${id}_SASL_PORT]:+ (SASL :${ST[TABLET_${id}_SASL_PORT]})}" || down=1
 	done
-	[[ -n ${ST[OWNER_PID]:-} ]] && echo "  stops when process ${ST[OWNER_PID]} exits"
+	status_owner
 	return "$down"
 }
 
@@ -626,20 +521,8 @@ sasl_user_names() {
 	printf '%s\n' "${out[*]}"
 }
 
-status_line() {
-	local what=$1 pid=$2 port=$3
-	if owns "$pid" "${ST[DIR]}"; then
-		printf '  %-12s running  pid %-8s 127.0.0.1:%s\n' "$what" "$pid" "$port"
-	else
-		printf '  %-12s DOWN     pid %-8s 127.0.0.1:%s\n' "$what" "${pid:--}" "$port"
-		return 1
-	fi
-}
-
 cmd_bootstrap() {
-	local name=$1
-	load_state "$name" || die "no cluster '$name'"
-	cluster_alive || die "cluster '$name' is not running"
+	load_running "$1"
 	print_bootstrap
 }
 
@@ -652,7 +535,7 @@ check_tablet_id() {
 cmd_stop_tablet() {
 	local name=$1 id=$2
 	lock "$name"
-	load_state "$name" || die "no cluster '$name'"
+	load_instance "$name"
 	check_tablet_id "$id"
 	terminate "tablet server $id" "${ST[TABLET_${id}_PID]:-}"
 	log "tablet server $id of cluster '$name' stopped"
@@ -661,7 +544,7 @@ cmd_stop_tablet() {
 cmd_start_tablet() {
 	local name=$1 id=$2
 	lock "$name"
-	load_state "$name" || die "no cluster '$name'"
+	load_instance "$name"
 	check_tablet_id "$id"
 	owns "${ST[TABLET_${id}_PID]:-}" "${ST[DIR]}" && die "tablet server $id already runs (pid ${ST[TABLET_${id}_PID]})"
 	owns "${ST[COORDINATOR_PID]:-}" "${ST[DIR]}" || die "the coordinator of cluster '$name' is not running"
@@ -678,7 +561,7 @@ cmd_start_tablet() {
 
 cmd_logs() {
 	local name=$1 follow=$2 lines=$3 component=$4
-	load_state "$name" || die "no cluster '$name'"
+	load_instance "$name"
 	local files=() f
 	if [[ -z $component || $component == all ]]; then
 		for f in "${ST[DIR]}"/log/*.log; do [[ -f $f ]] && files+=("$f"); done
@@ -687,115 +570,65 @@ cmd_logs() {
 		[[ -f $f ]] || die "no log $f (components: $(find "${ST[DIR]}/log" -name '*.log' -printf '%f\n' | sed 's/\.log$//' | sort | paste -sd' '))"
 		files+=("$f")
 	fi
-	if [[ -n $follow ]]; then
-		exec tail -n "$lines" -F "${files[@]}"
-	fi
-	tail -n "$lines" "${files[@]}"
+	tail_logs "$follow" "$lines" "${files[@]}"
 }
 
-cmd_list() {
-	local f n
-	for f in "$STATE_DIR"/*.state; do
-		[[ -f $f ]] || continue
-		n=$(basename "$f" .state)
-		if load_state "$n" && cluster_alive; then
-			echo "$n running FLUSS_BOOTSTRAP=${ST[BOOTSTRAP]:-?}"
-		else
-			echo "$n stale"
-		fi
-	done
+# parse_option: fluss-local.sh's own options (the library's parse_args takes the common ones).
+ARG[TABLETS]=1 ARG[EXTRA]="" ARG[SASL]="" ARG[FOLLOW]="" ARG_POSITIONAL=()
+parse_option() {
+	case $1 in
+	-n | --tablet-servers)
+		ARG[TABLETS]=${2:?-n wants a number}
+		SHIFT=2
+		;;
+	-D)
+		local kv=${2:?-D wants key=value}
+		[[ $kv == *=* && $kv != *' '* ]] || die "-D wants key=value without spaces, got '$kv'"
+		ARG[EXTRA]=${ARG[EXTRA]:+${ARG[EXTRA]}$'\x1f'}$kv
+		SHIFT=2
+		;;
+	--sasl)
+		ARG[SASL]=${2:?--sasl wants USER:PASSWORD[,USER:PASSWORD]...}
+		[[ ${ARG[SASL]} =~ ^[A-Za-z0-9_-]+:[A-Za-z0-9_.@%+-]+(,[A-Za-z0-9_-]+:[A-Za-z0-9_.@%+-]+)*$ ]] ||
+			die "--sasl wants USER:PASSWORD[,USER:PASSWORD]... (names [A-Za-z0-9_-], passwords [A-Za-z0-9_.@%+-]), got '${ARG[SASL]}'"
+		SHIFT=2
+		;;
+	-f | --follow)
+		ARG[FOLLOW]=1
+		SHIFT=1
+		;;
+	-*) die "unknown option $1 (see scripts/fluss-local.sh --help)" ;;
+	*)
+		ARG_POSITIONAL+=("$1")
+		SHIFT=1
+		;;
+	esac
 }
 
 main() {
-	[[ $# -gt 0 ]] || {
-		usage
-		exit 2
-	}
-	local cmd=$1
-	shift
-	local name=${FLUSS_LOCAL_CLUSTER:-default} version=${FLUSS_VERSION:-$DEFAULT_VERSION}
-	local num_tablets=1 owner="" extra="" sasl_users="" follow="" lines=100 from_watcher="" positional=()
-	while [[ $# -gt 0 ]]; do
-		case $1 in
-		-s | --name)
-			name=${2:?-s wants a name}
-			shift 2
-			;;
-		-v | --version)
-			version=${2:?-v wants a version}
-			shift 2
-			;;
-		-n | --tablet-servers)
-			num_tablets=${2:?-n wants a number}
-			shift 2
-			;;
-		-o | --owner)
-			owner=${2:?-o wants a pid}
-			shift 2
-			;;
-		-D)
-			local kv=${2:?-D wants key=value}
-			[[ $kv == *=* && $kv != *' '* ]] || die "-D wants key=value without spaces, got '$kv'"
-			extra=${extra:+$extra$'\x1f'}$kv
-			shift 2
-			;;
-		--sasl)
-			sasl_users=${2:?--sasl wants USER:PASSWORD[,USER:PASSWORD]...}
-			[[ $sasl_users =~ ^[A-Za-z0-9_-]+:[A-Za-z0-9_.@%+-]+(,[A-Za-z0-9_-]+:[A-Za-z0-9_.@%+-]+)*$ ]] ||
-				die "--sasl wants USER:PASSWORD[,USER:PASSWORD]... (names [A-Za-z0-9_-], passwords [A-Za-z0-9_.@%+-]), got '$sasl_users'"
-			shift 2
-			;;
-		-f | --follow)
-			follow=1
-			shift
-			;;
-		-l | --lines)
-			lines=${2:?-l wants a number}
-			shift 2
-			;;
-		--from-watcher)
-			from_watcher=1
-			shift
-			;;
-		-h | --help)
-			usage
-			exit 0
-			;;
-		-*) die "unknown option $1 (see scripts/fluss-local.sh --help)" ;;
-		*)
-			positional+=("$1")
-			shift
-			;;
-		esac
-	done
-	[[ $name =~ ^[A-Za-z0-9_.-]+$ ]] || die "cluster name may hold only letters, digits, '.', '_' and '-': '$name'"
-	case $cmd in
-	start) cmd_start "$name" "$version" "$num_tablets" "$owner" "$extra" "$sasl_users" ;;
-	stop) cmd_stop "$name" "$from_watcher" ;;
-	status) cmd_status "$name" ;;
+	ARG[NAME]=${FLUSS_LOCAL_CLUSTER:-default} ARG[VERSION]=${FLUSS_VERSION:-$DEFAULT_VERSION}
+	parse_args "$@"
+	local name=${ARG[NAME]}
+	case ${ARG[CMD]} in
+	start) cmd_start "$name" "${ARG[VERSION]}" "${ARG[TABLETS]}" "${ARG[OWNER]}" "${ARG[EXTRA]}" "${ARG[SASL]}" ;;
 	bootstrap) cmd_bootstrap "$name" ;;
 	restart-tablet)
-		[[ ${#positional[@]} -eq 1 ]] || die "restart-tablet wants one tablet server id"
-		cmd_stop_tablet "$name" "${positional[0]}"
-		cmd_start_tablet "$name" "${positional[0]}"
+		[[ ${#ARG_POSITIONAL[@]} -eq 1 ]] || die "restart-tablet wants one tablet server id"
+		cmd_stop_tablet "$name" "${ARG_POSITIONAL[0]}"
+		cmd_start_tablet "$name" "${ARG_POSITIONAL[0]}"
 		;;
 	stop-tablet)
-		[[ ${#positional[@]} -eq 1 ]] || die "stop-tablet wants one tablet server id"
-		cmd_stop_tablet "$name" "${positional[0]}"
+		[[ ${#ARG_POSITIONAL[@]} -eq 1 ]] || die "stop-tablet wants one tablet server id"
+		cmd_stop_tablet "$name" "${ARG_POSITIONAL[0]}"
 		;;
 	start-tablet)
-		[[ ${#positional[@]} -eq 1 ]] || die "start-tablet wants one tablet server id"
-		cmd_start_tablet "$name" "${positional[0]}"
+		[[ ${#ARG_POSITIONAL[@]} -eq 1 ]] || die "start-tablet wants one tablet server id"
+		cmd_start_tablet "$name" "${ARG_POSITIONAL[0]}"
 		;;
-	logs) cmd_logs "$name" "$follow" "$lines" "${positional[0]:-}" ;;
-	list) cmd_list ;;
-	fetch) fetch_jars "$version" ;;
-	fetch-client) fetch_client_jar "$version" ;;
-	-h | --help | help) usage ;;
-	*)
-		usage
-		die "unknown command '$cmd'"
-		;;
+	logs) cmd_logs "$name" "${ARG[FOLLOW]}" "${ARG[LINES]}" "${ARG_POSITIONAL[0]:-}" ;;
+	fetch) fetch_jars "${ARG[VERSION]}" ;;
+	fetch-client) fetch_client_jar "${ARG[VERSION]}" ;;
+	*) common_command ;;
 	esac
 }
 

