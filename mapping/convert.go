@@ -9,8 +9,8 @@ import (
 )
 
 // Converter turns records of one route into rows of its table. It is
-// immutable after construction and safe for concurrent use; each goroutine
-// passes its own *Converted.
+// immutable after construction (but for its pool of Rows) and safe for
+// concurrent use; each goroutine passes its own *Converted.
 type Converter struct {
 	route  string
 	table  fluss.TablePath
@@ -50,6 +50,8 @@ type Converter struct {
 	bucketEnc  KeyEncoder
 	bucketIsPK bool
 	bucketFn   func([]byte, int) int32
+
+	rows rowsPool // conversion state between batches (GetRows, PutRows)
 }
 
 type metaCols struct {
@@ -226,6 +228,25 @@ func (c *Converter) Convert(rec *Record, out *Converted) error {
 		out.Bucket = rec.Partition % int32(c.numBuckets)
 	}
 	return nil
+}
+
+// Rebucket chooses out's bucket again for a partition of n buckets (Fluss
+// 1.0: a partition keeps the bucket count its table had when the partition
+// was created, so it may differ from NumBuckets). The rule is Convert's:
+// the bucket key (or primary key) decides; without one the Kafka partition
+// modulo n.
+func (c *Converter) Rebucket(out *Converted, kafkaPartition int32, n int) {
+	if n <= 0 {
+		return
+	}
+	switch {
+	case c.bucketIsPK:
+		out.Bucket = c.bucketFn(out.Key, n)
+	case c.bucketEnc != nil:
+		out.Bucket = c.bucketFn(out.bucketKey, n)
+	default:
+		out.Bucket = kafkaPartition % int32(n)
+	}
 }
 
 // reset prepares out for a row of n columns.

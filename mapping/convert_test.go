@@ -484,3 +484,25 @@ func TestConvertedReuse(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestRebucketForAPartitionsOwnCount: Fluss 1.0 partitions may have another
+// bucket count than the table; Rebucket applies Convert's rule for it.
+func TestRebucketForAPartitionsOwnCount(t *testing.T) {
+	t.Parallel()
+	keyed := tableInfo("db", "t", []fluss.Column{col("id", fluss.BigInt().NonNull()), col("v", fluss.String())}, []string{"id"}, buckets(5))
+	r := bind(t, RouteSpec{Topic: "t", Key: KeySpec{Format: KeyString, Column: "id"}}, keyed)
+	out, err := convert(t, r, Record{Key: []byte("42"), Value: []byte(`{"v": "x"}`)})
+	require.NoError(t, err)
+	for _, n := range []int{1, 3, 5, 7, 64} {
+		r.Converter().Rebucket(out, 0, n)
+		assert.Equal(t, fluss.BucketForKey(out.Key, n), out.Bucket, "%d buckets", n)
+	}
+
+	log := tableInfo("db", "l", []fluss.Column{col("v", fluss.String())}, nil, buckets(4))
+	r = bind(t, RouteSpec{Topic: "l"}, log)
+	out, err = convert(t, r, Record{Partition: 6, Value: []byte(`{"v": "x"}`)})
+	require.NoError(t, err)
+	assert.Equal(t, int32(2), out.Bucket, "6 mod 4")
+	r.Converter().Rebucket(out, 6, 5)
+	assert.Equal(t, int32(1), out.Bucket, "6 mod the partition's 5")
+}

@@ -42,6 +42,11 @@ type RouteSpec struct {
 	Partition []PartitionSpec `yaml:"partition"`
 	// Errors is what happens to a record that cannot be converted.
 	Errors ErrorSpec `yaml:"errors"`
+	// ExactlyOnce writes idempotent producers' batches exactly once across
+	// gateway crashes and failover (sealed per-producer Fluss batches and
+	// a producer-state row committed before each answer; see
+	// docs/exactly-once.md). Off: today's merged batches.
+	ExactlyOnce bool `yaml:"exactly_once"`
 }
 
 // ValueFormat is how a record value is read.
