@@ -154,6 +154,7 @@ func (c *conn) producePartition(ctx context.Context, req *kmsg.ProduceRequest, t
 		Codec:         batch.Codec,
 		WireBytes:     len(rp.Records),
 		Records:       batch.Records,
+		batch:         batch,
 	}
 	submit := func() (PartitionWrite, error) {
 		s.m.produced(topic, pp.Codec, len(pp.Records), pp.WireBytes)
@@ -166,13 +167,18 @@ func (c *conn) producePartition(ctx context.Context, req *kmsg.ProduceRequest, t
 		}
 		return w, nil
 	}
-	if batch.ProducerID < 0 {
+	if batch.ProducerID < 0 || s.sinkOwnsIdempotence(topic) {
 		return submit()
 	}
 	submitted := false
 	w, err := s.states.admit(producerKey{id: batch.ProducerID, topic: topic, partition: rp.Partition},
 		batch.ProducerEpoch, batch.BaseSequence, int32(len(batch.Records)),
 		func() (PartitionWrite, error) { submitted = true; return submit() })
+	if !submitted {
+		// The sink never saw the batch (refused, or a duplicate answered
+		// from the window): its buffers go back at once.
+		pp.Release()
+	}
 	if err == nil && !submitted {
 		s.m.duplicates.Inc()
 		c.log.Debug("duplicate idempotent batch answered from the sequence window",

@@ -39,17 +39,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Codes only InitProducerId answers with. ProducerIDs implementations
-// return (or wrap) them to choose the answer.
-var (
-	// ErrCoordinatorLoadInProgress: producer ids cannot be handed out
-	// right now; the client retries.
-	ErrCoordinatorLoadInProgress = &Error{14, "COORDINATOR_LOAD_IN_PROGRESS", true}
-	// ErrClusterAuthorizationFailed: the backend refuses to hand out ids
-	// (fatal for the producer, reported as a permission problem).
-	ErrClusterAuthorizationFailed = &Error{31, "CLUSTER_AUTHORIZATION_FAILED", false}
-)
-
 func (c *conn) handleInitProducerID(req *kmsg.InitProducerIDRequest) *kmsg.InitProducerIDResponse {
 	s := c.s
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)

@@ -32,24 +32,35 @@ func (e *Error) Is(target error) bool {
 // into its code. Which backend failure becomes which code is the backend's
 // business, not this package's.
 var (
-	ErrUnknownServerError                 = &Error{-1, "UNKNOWN_SERVER_ERROR", false}
-	ErrCorruptMessage                     = &Error{2, "CORRUPT_MESSAGE", true}
-	ErrUnknownTopicOrPartition            = &Error{3, "UNKNOWN_TOPIC_OR_PARTITION", true}
-	ErrLeaderNotAvailable                 = &Error{5, "LEADER_NOT_AVAILABLE", true}
-	ErrNotLeaderOrFollower                = &Error{6, "NOT_LEADER_OR_FOLLOWER", true}
-	ErrRequestTimedOut                    = &Error{7, "REQUEST_TIMED_OUT", true}
-	ErrMessageTooLarge                    = &Error{10, "MESSAGE_TOO_LARGE", false}
-	ErrNotEnoughReplicas                  = &Error{19, "NOT_ENOUGH_REPLICAS", true}
-	ErrNotEnoughReplicasAfterAppend       = &Error{20, "NOT_ENOUGH_REPLICAS_AFTER_APPEND", true}
-	ErrInvalidRequiredAcks                = &Error{21, "INVALID_REQUIRED_ACKS", false}
-	ErrTopicAuthorizationFailed           = &Error{29, "TOPIC_AUTHORIZATION_FAILED", false}
-	ErrGroupAuthorizationFailed           = &Error{30, "GROUP_AUTHORIZATION_FAILED", false}
-	ErrInvalidTimestamp                   = &Error{32, "INVALID_TIMESTAMP", false}
-	ErrUnsupportedSASLMechanism           = &Error{33, "UNSUPPORTED_SASL_MECHANISM", false}
-	ErrIllegalSASLState                   = &Error{34, "ILLEGAL_SASL_STATE", false}
-	ErrUnsupportedVersion                 = &Error{35, "UNSUPPORTED_VERSION", false}
-	ErrInvalidRequest                     = &Error{42, "INVALID_REQUEST", false}
-	ErrOutOfOrderSequenceNumber           = &Error{45, "OUT_OF_ORDER_SEQUENCE_NUMBER", false}
+	ErrUnknownServerError      = &Error{-1, "UNKNOWN_SERVER_ERROR", false}
+	ErrCorruptMessage          = &Error{2, "CORRUPT_MESSAGE", true}
+	ErrUnknownTopicOrPartition = &Error{3, "UNKNOWN_TOPIC_OR_PARTITION", true}
+	ErrLeaderNotAvailable      = &Error{5, "LEADER_NOT_AVAILABLE", true}
+	ErrNotLeaderOrFollower     = &Error{6, "NOT_LEADER_OR_FOLLOWER", true}
+	ErrRequestTimedOut         = &Error{7, "REQUEST_TIMED_OUT", true}
+	ErrMessageTooLarge         = &Error{10, "MESSAGE_TOO_LARGE", false}
+	// ErrCoordinatorLoadInProgress (InitProducerId): producer ids cannot be
+	// handed out right now; every client retries it.
+	ErrCoordinatorLoadInProgress    = &Error{14, "COORDINATOR_LOAD_IN_PROGRESS", true}
+	ErrNotEnoughReplicas            = &Error{19, "NOT_ENOUGH_REPLICAS", true}
+	ErrNotEnoughReplicasAfterAppend = &Error{20, "NOT_ENOUGH_REPLICAS_AFTER_APPEND", true}
+	ErrInvalidRequiredAcks          = &Error{21, "INVALID_REQUIRED_ACKS", false}
+	ErrTopicAuthorizationFailed     = &Error{29, "TOPIC_AUTHORIZATION_FAILED", false}
+	ErrGroupAuthorizationFailed     = &Error{30, "GROUP_AUTHORIZATION_FAILED", false}
+	// ErrClusterAuthorizationFailed (InitProducerId): the backend refuses
+	// to hand out ids (fatal for the producer, reported as a permission
+	// problem).
+	ErrClusterAuthorizationFailed = &Error{31, "CLUSTER_AUTHORIZATION_FAILED", false}
+	ErrInvalidTimestamp           = &Error{32, "INVALID_TIMESTAMP", false}
+	ErrUnsupportedSASLMechanism   = &Error{33, "UNSUPPORTED_SASL_MECHANISM", false}
+	ErrIllegalSASLState           = &Error{34, "ILLEGAL_SASL_STATE", false}
+	ErrUnsupportedVersion         = &Error{35, "UNSUPPORTED_VERSION", false}
+	ErrInvalidRequest             = &Error{42, "INVALID_REQUEST", false}
+	ErrOutOfOrderSequenceNumber   = &Error{45, "OUT_OF_ORDER_SEQUENCE_NUMBER", false}
+	// ErrDuplicateSequenceNumber (an IdempotenceOwner's answer): the batch
+	// is older than the remembered window and was written before; Java and
+	// franz-go count it as a success.
+	ErrDuplicateSequenceNumber            = &Error{46, "DUPLICATE_SEQUENCE_NUMBER", false}
 	ErrInvalidProducerEpoch               = &Error{47, "INVALID_PRODUCER_EPOCH", false}
 	ErrTransactionalIDAuthorizationFailed = &Error{53, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", false}
 	ErrKafkaStorage                       = &Error{56, "KAFKA_STORAGE_ERROR", true}
@@ -130,10 +141,10 @@ var errorsByCode = func() map[int16]*Error {
 	m := map[int16]*Error{}
 	for _, e := range []*Error{
 		ErrUnknownServerError, ErrCorruptMessage, ErrUnknownTopicOrPartition, ErrLeaderNotAvailable,
-		ErrNotLeaderOrFollower, ErrRequestTimedOut, ErrMessageTooLarge, ErrNotEnoughReplicas,
+		ErrNotLeaderOrFollower, ErrRequestTimedOut, ErrMessageTooLarge, ErrCoordinatorLoadInProgress, ErrNotEnoughReplicas,
 		ErrNotEnoughReplicasAfterAppend, ErrInvalidRequiredAcks, ErrTopicAuthorizationFailed,
-		ErrGroupAuthorizationFailed, ErrInvalidTimestamp, ErrUnsupportedSASLMechanism, ErrIllegalSASLState,
-		ErrUnsupportedVersion, ErrInvalidRequest, ErrOutOfOrderSequenceNumber, ErrInvalidProducerEpoch,
+		ErrGroupAuthorizationFailed, ErrClusterAuthorizationFailed, ErrInvalidTimestamp, ErrUnsupportedSASLMechanism, ErrIllegalSASLState,
+		ErrUnsupportedVersion, ErrInvalidRequest, ErrOutOfOrderSequenceNumber, ErrDuplicateSequenceNumber, ErrInvalidProducerEpoch,
 		ErrTransactionalIDAuthorizationFailed, ErrKafkaStorage, ErrSASLAuthenticationFailed,
 		ErrUnsupportedCompressionType, ErrInvalidRecord,
 	} {

@@ -2,15 +2,18 @@ package kafkaproto
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math/bits"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
@@ -71,13 +74,83 @@ const decodedRecordBytes = int64(unsafe.Sizeof(Record{}))
 var errTransactionalBatch = withMessage(ErrTransactionalIDAuthorizationFailed,
 	"transactional batches are not supported by this gateway")
 
-// decodedBatch is one decoded record batch.
-type decodedBatch struct {
+// DecodedBatch is one decoded record batch. Its Records alias the request
+// frame (codec none) or a decompression buffer of the decoder that made it.
+type DecodedBatch struct {
 	ProducerID    int64
 	ProducerEpoch int16
 	BaseSequence  int32
 	Codec         Codec
 	Records       []Record
+
+	// What the batch borrows from its decoder; Release gives it back, so
+	// that in steady state a batch allocates nothing.
+	dec     *batchDecoder // nil once released
+	raw     []byte        // decompressed records region
+	records []Record      // backing array of Records
+	headers []Header      // backing array of every record's Headers
+	keys    map[string]string
+	src     bytes.Reader // gzip input
+}
+
+// Limits on what a released batch keeps for reuse: a rare huge batch must
+// not pin its memory in the pool.
+const (
+	maxPooledRawBytes    = 4 << 20
+	maxPooledRecords     = 1 << 15
+	maxPooledHeaders     = 1 << 15
+	maxInternedKeys      = 64
+	maxInternedKeyLength = 64
+)
+
+// Release hands the batch's buffers back to its decoder for the next batch.
+// It is optional (without it they are garbage-collected) and may be called
+// once, when nothing reads Records, nor any slice taken from them, any more.
+func (b *DecodedBatch) Release() {
+	d := b.dec
+	if d == nil {
+		return
+	}
+	b.dec = nil
+	// Records of codec none alias the frame: do not pin it from the pool.
+	clear(b.records[:len(b.Records)])
+	clear(b.headers)
+	b.Records, b.headers = nil, b.headers[:0]
+	b.src.Reset(nil)
+	if cap(b.raw) > maxPooledRawBytes {
+		b.raw = nil
+	}
+	if cap(b.records) > maxPooledRecords {
+		b.records = nil
+	}
+	if cap(b.headers) > maxPooledHeaders {
+		b.headers = nil
+	}
+	if !d.spare.CompareAndSwap(nil, b) {
+		d.batches.Put(b)
+	}
+}
+
+// MemoryBytes is the memory the batch holds beyond the request frame.
+func (b *DecodedBatch) MemoryBytes() int64 {
+	return int64(cap(b.raw)) + int64(cap(b.records))*decodedRecordBytes + int64(cap(b.headers))*int64(unsafe.Sizeof(Header{}))
+}
+
+// headerKey returns k as a string, interned per pooled batch: header keys
+// repeat from record to record (trace ids, content types), and a string
+// that outlives the batch must not alias a buffer that is reused.
+func (b *DecodedBatch) headerKey(k []byte) string {
+	if s, ok := b.keys[string(k)]; ok {
+		return s
+	}
+	s := string(k)
+	if len(b.keys) < maxInternedKeys && len(k) <= maxInternedKeyLength {
+		if b.keys == nil {
+			b.keys = make(map[string]string, 8)
+		}
+		b.keys[s] = s
+	}
+	return s
 }
 
 // batchDecoder decodes RecordBatch v2 with bounded decompression. It is safe
@@ -86,7 +159,11 @@ type batchDecoder struct {
 	maxDecompressed int
 	zstd            *zstd.Decoder
 	gzipReaders     sync.Pool // *gzip.Reader
-	lz4Readers      sync.Pool // *lz4.Reader
+	// Batches given back by Release. spare keeps the last one through
+	// garbage collections (which empty the pool) and makes reuse
+	// deterministic for one connection at a time.
+	spare   atomic.Pointer[DecodedBatch]
+	batches sync.Pool // *DecodedBatch
 }
 
 func newBatchDecoder(maxDecompressed int) (*batchDecoder, error) {
@@ -103,14 +180,51 @@ func newBatchDecoder(maxDecompressed int) (*batchDecoder, error) {
 
 func (d *batchDecoder) close() { d.zstd.Close() }
 
+// Decoder decodes the record batch of one partition of a Produce request as
+// the server does, for benchmarks and tools outside this package. It is
+// safe for concurrent use.
+type Decoder struct{ d *batchDecoder }
+
+// NewDecoder returns a Decoder that refuses batches whose records decompress
+// to more than maxDecompressedBytes (Config.MaxDecompressedBytes).
+func NewDecoder(maxDecompressedBytes int) (*Decoder, error) {
+	d, err := newBatchDecoder(maxDecompressedBytes)
+	if err != nil {
+		return nil, err
+	}
+	return &Decoder{d: d}, nil
+}
+
+// Decode decodes exactly one RecordBatch v2 occupying all of data, for a
+// Produce request of produceVersion. Errors wrap the Kafka error the server
+// would answer with. The batch's Records alias data.
+func (d *Decoder) Decode(data []byte, produceVersion int16) (*DecodedBatch, error) {
+	return d.d.decode(data, produceVersion)
+}
+
+// Close frees the decoder's resources.
+func (d *Decoder) Close() { d.d.close() }
+
+func (d *batchDecoder) getBatch() *DecodedBatch {
+	b := d.spare.Swap(nil)
+	if b == nil {
+		b, _ = d.batches.Get().(*DecodedBatch)
+	}
+	if b == nil {
+		b = &DecodedBatch{}
+	}
+	b.dec = d
+	return b
+}
+
 // decode checks and decodes exactly one RecordBatch v2 occupying all of data.
 // produceVersion gates zstd (v7+). The returned error wraps one of the Kafka
 // sentinels: ErrCorruptMessage for transport damage (short batch, CRC),
 // ErrInvalidRecord for malformed content, ErrMessageTooLarge when the
 // decompressed records exceed the limit, ErrUnsupportedCompressionType,
 // ErrInvalidTimestamp, or errTransactionalBatch. Record slices alias data or
-// the decompressed buffer.
-func (d *batchDecoder) decode(data []byte, produceVersion int16) (*decodedBatch, error) {
+// the batch's decompression buffer (see DecodedBatch.Release).
+func (d *batchDecoder) decode(data []byte, produceVersion int16) (*DecodedBatch, error) {
 	if len(data) > batchMagicOffset {
 		if magic := int8(data[batchMagicOffset]); magic != 2 {
 			return nil, withMessage(ErrInvalidRecord,
@@ -156,26 +270,23 @@ func (d *batchDecoder) decode(data []byte, produceVersion int16) (*decodedBatch,
 	case rb.ProducerID >= 0 && rb.FirstSequence < 0:
 		return nil, withMessage(ErrInvalidRecord, "idempotent batch (producer id %d) has negative base sequence %d", rb.ProducerID, rb.FirstSequence)
 	}
-	raw, err := d.decompress(codec, rb.Records)
+	b := d.getBatch()
+	raw, err := d.decompress(b, codec, rb.Records)
+	if err == nil {
+		err = b.decodeRecords(raw, rb.NumRecords, rb.FirstTimestamp, d.maxDecompressed)
+	}
 	if err != nil {
+		b.Release()
 		return nil, err
 	}
-	records, err := decodeRecords(raw, rb.NumRecords, rb.FirstTimestamp, d.maxDecompressed)
-	if err != nil {
-		return nil, err
-	}
-	return &decodedBatch{
-		ProducerID:    rb.ProducerID,
-		ProducerEpoch: rb.ProducerEpoch,
-		BaseSequence:  rb.FirstSequence,
-		Codec:         codec,
-		Records:       records,
-	}, nil
+	b.ProducerID, b.ProducerEpoch, b.BaseSequence, b.Codec = rb.ProducerID, rb.ProducerEpoch, rb.FirstSequence, codec
+	return b, nil
 }
 
 // decompress returns the plain records region, never larger than
-// maxDecompressed bytes.
-func (d *batchDecoder) decompress(codec Codec, src []byte) ([]byte, error) {
+// maxDecompressed bytes. Compressed batches are decoded into b.raw, reused
+// from batch to batch.
+func (d *batchDecoder) decompress(b *DecodedBatch, codec Codec, src []byte) ([]byte, error) {
 	var (
 		out []byte
 		err error
@@ -184,27 +295,13 @@ func (d *batchDecoder) decompress(codec Codec, src []byte) ([]byte, error) {
 	case CodecNone:
 		return src, nil
 	case CodecGzip:
-		zr, _ := d.gzipReaders.Get().(*gzip.Reader)
-		if zr == nil {
-			zr = new(gzip.Reader)
-		}
-		if err = zr.Reset(bytes.NewReader(src)); err == nil {
-			out, err = d.readLimited(zr)
-		}
-		d.gzipReaders.Put(zr)
+		out, err = d.gunzip(b, src)
 	case CodecSnappy:
-		out, err = d.snappy(src)
+		out, err = d.snappy(b.raw[:0], src)
 	case CodecLZ4:
-		lr, _ := d.lz4Readers.Get().(*lz4.Reader)
-		if lr == nil {
-			lr = lz4.NewReader(nil)
-		}
-		lr.Reset(bytes.NewReader(src))
-		out, err = d.readLimited(lr)
-		lr.Reset(nil)
-		d.lz4Readers.Put(lr)
+		out, err = d.lz4(b.raw[:0], src)
 	case CodecZstd:
-		out, err = d.zstd.DecodeAll(src, nil)
+		out, err = d.zstd.DecodeAll(src, b.raw[:0])
 		if errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded) || len(out) > d.maxDecompressed {
 			err = errDecompressedTooLarge
 		}
@@ -215,20 +312,350 @@ func (d *batchDecoder) decompress(codec Codec, src []byte) ([]byte, error) {
 	if err != nil {
 		return nil, withMessage(ErrInvalidRecord, "decompress %s batch: %v", codec, err)
 	}
+	if cap(out) > cap(b.raw) {
+		b.raw = out[:0] // keep the grown buffer for the next batch
+	}
 	return out, nil
 }
 
 var errDecompressedTooLarge = errors.New("decompressed batch too large")
 
-func (d *batchDecoder) readLimited(r io.Reader) ([]byte, error) {
-	out, err := io.ReadAll(io.LimitReader(r, int64(d.maxDecompressed)+1))
-	if err != nil {
+// maxDeflateRatio bounds how much deflate data can expand (RFC 1951: a
+// 258-byte match costs at least 2 bits), so that a gzip trailer's size can
+// be trusted as a buffer hint only up to what the input could hold.
+const maxDeflateRatio = 1032
+
+func (d *batchDecoder) gunzip(b *DecodedBatch, src []byte) ([]byte, error) {
+	zr, _ := d.gzipReaders.Get().(*gzip.Reader)
+	if zr == nil {
+		zr = new(gzip.Reader)
+	}
+	defer d.gzipReaders.Put(zr)
+	b.src.Reset(src)
+	if err := zr.Reset(&b.src); err != nil {
 		return nil, err
 	}
-	if len(out) > d.maxDecompressed {
-		return nil, errDecompressedTooLarge
+	out := b.raw[:0]
+	// The trailer's ISIZE is the last member's size mod 2^32: a hint only.
+	if len(src) >= 4 {
+		hint := int64(binary.LittleEndian.Uint32(src[len(src)-4:]))
+		hint = min(hint, int64(d.maxDecompressed), int64(len(src))*maxDeflateRatio)
+		out = slices.Grow(out, int(hint)+1) // +1: room to see EOF without growing
 	}
-	return out, nil
+	return readLimited(out, zr, d.maxDecompressed)
+}
+
+// readLimited appends what r yields to dst, failing once it passes max
+// bytes.
+func readLimited(dst []byte, r io.Reader, maxBytes int) ([]byte, error) {
+	for {
+		if len(dst) == cap(dst) {
+			dst = slices.Grow(dst, min(max(len(dst), 32<<10), maxBytes+1-len(dst)))
+		}
+		n, err := r.Read(dst[len(dst):cap(dst)])
+		dst = dst[:len(dst)+n]
+		if len(dst) > maxBytes {
+			return nil, errDecompressedTooLarge
+		}
+		if errors.Is(err, io.EOF) {
+			return dst, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// LZ4 frame format (lz4_Frame_format.md), decoded block by block straight
+// into the output: no stream reader, so no block buffers and no copy.
+const (
+	lz4FrameMagic     = 0x184D2204
+	lz4SkippableMagic = 0x184D2A50 // low 4 bits free
+	lz4FlagVersion    = 0xC0
+	lz4FlagIndep      = 0x20
+	lz4FlagBlockSum   = 0x10
+	lz4FlagSize       = 0x08
+	lz4FlagContentSum = 0x04
+	lz4FlagReserved   = 0x02
+	lz4FlagDictID     = 0x01
+	lz4BDReserved     = 0x8F
+	lz4Uncompressed   = 1 << 31
+	lz4WindowSize     = 64 << 10
+)
+
+// lz4 appends the decoded content of the lz4 frames in src to dst. Kafka
+// batches hold one frame; concatenated and skippable frames are accepted
+// as the format allows. Block and content checksums are not verified, as
+// Kafka's broker does not either: the batch CRC already covers the bytes.
+func (d *batchDecoder) lz4(dst, src []byte) ([]byte, error) {
+	if len(src) == 0 {
+		return nil, errors.New("empty lz4 data")
+	}
+	for len(src) > 0 {
+		if len(src) < 4 {
+			return nil, errors.New("truncated lz4 frame magic")
+		}
+		magic := binary.LittleEndian.Uint32(src)
+		if magic&^0xF == lz4SkippableMagic {
+			if len(src) < 8 || uint64(binary.LittleEndian.Uint32(src[4:])) > uint64(len(src)-8) {
+				return nil, errors.New("truncated lz4 skippable frame")
+			}
+			src = src[8+binary.LittleEndian.Uint32(src[4:]):]
+			continue
+		}
+		if magic != lz4FrameMagic {
+			return nil, fmt.Errorf("not an lz4 frame (magic %#08x)", magic)
+		}
+		var err error
+		if dst, src, err = d.lz4Frame(dst, src[4:]); err != nil {
+			return nil, err
+		}
+	}
+	return dst, nil
+}
+
+// lz4Frame decodes one frame after its magic and returns what follows it.
+func (d *batchDecoder) lz4Frame(dst, src []byte) ([]byte, []byte, error) {
+	if len(src) < 3 {
+		return nil, nil, errors.New("truncated lz4 frame descriptor")
+	}
+	flg, bd := src[0], src[1]
+	descLen := 2
+	if flg&lz4FlagSize != 0 {
+		descLen += 8
+	}
+	if flg&lz4FlagDictID != 0 {
+		descLen += 4
+	}
+	if len(src) < descLen+1 {
+		return nil, nil, errors.New("truncated lz4 frame descriptor")
+	}
+	if hc := byte(xxh32Short(src[:descLen]) >> 8); hc != src[descLen] {
+		return nil, nil, fmt.Errorf("lz4 frame descriptor checksum %#02x, computed %#02x", src[descLen], hc)
+	}
+	switch {
+	case flg&lz4FlagVersion != 0x40:
+		return nil, nil, fmt.Errorf("lz4 frame version %d", flg>>6)
+	case flg&lz4FlagReserved != 0 || bd&lz4BDReserved != 0:
+		return nil, nil, errors.New("lz4 frame descriptor has reserved bits set")
+	case flg&lz4FlagDictID != 0:
+		return nil, nil, errors.New("lz4 frame needs a dictionary")
+	case bd>>4 < 4:
+		return nil, nil, fmt.Errorf("lz4 block size code %d", bd>>4)
+	}
+	blockMax := 1 << (8 + 2*int(bd>>4)) // 4: 64 KiB … 7: 4 MiB
+	src = src[descLen+1:]
+	remaining := func() int { return d.maxDecompressed - len(dst) }
+	if cap(dst) == len(dst) {
+		// A fresh buffer: size it exactly from the blocks (a walk over
+		// their sequences, no decoding), so that it is allocated once.
+		// A declared content size is not trusted for this: it is free to
+		// lie.
+		size, err := lz4FrameLen(src, flg, blockMax)
+		if err != nil {
+			return nil, nil, err
+		}
+		if size > remaining() {
+			return nil, nil, errDecompressedTooLarge
+		}
+		dst = slices.Grow(dst, size)
+	}
+	for it := (lz4Blocks{src: src, flg: flg, blockMax: blockMax}); ; {
+		block, stored, ok, err := it.next()
+		if err != nil {
+			return nil, nil, err
+		}
+		if !ok {
+			return dst, it.src, nil
+		}
+		switch {
+		case stored && len(block) > remaining():
+			return nil, nil, errDecompressedTooLarge
+		case stored:
+			dst = append(dst, block...)
+		default:
+			var dict []byte
+			if flg&lz4FlagIndep == 0 {
+				dict = dst[max(0, len(dst)-lz4WindowSize):]
+			}
+			if dst, err = d.lz4Block(dst, block, dict, blockMax); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+}
+
+// lz4Blocks walks the blocks of one lz4 frame, after its descriptor.
+type lz4Blocks struct {
+	src      []byte // what follows; after the end, what follows the frame
+	flg      byte
+	blockMax int
+}
+
+// next returns the next block and whether it is stored uncompressed;
+// ok=false at the end mark.
+func (it *lz4Blocks) next() (block []byte, stored, ok bool, err error) {
+	if len(it.src) < 4 {
+		return nil, false, false, errors.New("truncated lz4 block")
+	}
+	word := binary.LittleEndian.Uint32(it.src)
+	it.src = it.src[4:]
+	if word == 0 { // end mark
+		if it.flg&lz4FlagContentSum != 0 {
+			if len(it.src) < 4 {
+				return nil, false, false, errors.New("truncated lz4 content checksum")
+			}
+			it.src = it.src[4:]
+		}
+		return nil, false, false, nil
+	}
+	size := int(word &^ lz4Uncompressed)
+	if size > it.blockMax || size > len(it.src) {
+		return nil, false, false, fmt.Errorf("lz4 block of %d bytes (block size %d, %d left)", size, it.blockMax, len(it.src))
+	}
+	block, it.src = it.src[:size], it.src[size:]
+	if it.flg&lz4FlagBlockSum != 0 {
+		if len(it.src) < 4 {
+			return nil, false, false, errors.New("truncated lz4 block checksum")
+		}
+		it.src = it.src[4:]
+	}
+	return block, word&lz4Uncompressed != 0, true, nil
+}
+
+// lz4FrameLen is the decoded size of the frame's blocks.
+func lz4FrameLen(src []byte, flg byte, blockMax int) (int, error) {
+	total := 0
+	for it := (lz4Blocks{src: src, flg: flg, blockMax: blockMax}); ; {
+		block, stored, ok, err := it.next()
+		if err != nil || !ok {
+			return total, err
+		}
+		n := len(block)
+		if !stored {
+			if n, err = lz4BlockLen(block); err != nil {
+				return 0, err
+			}
+		}
+		total += n
+	}
+}
+
+var errLZ4Block = errors.New("malformed lz4 block")
+
+// lz4BlockLen is the decoded size of a compressed lz4 block, summed over
+// its sequences (literal and match lengths) without decoding them.
+func lz4BlockLen(src []byte) (int, error) {
+	// extend reads the 255-continued length bytes of a length field of 15.
+	extend := func(i, n int) (int, int, bool) {
+		for {
+			if i >= len(src) {
+				return 0, 0, false
+			}
+			b := src[i]
+			i++
+			n += int(b)
+			if b != 255 {
+				return i, n, true
+			}
+		}
+	}
+	size := 0
+	for i := 0; i < len(src); {
+		token := src[i]
+		i++
+		lit, ok := int(token>>4), true
+		if lit == 15 {
+			if i, lit, ok = extend(i, lit); !ok {
+				return 0, errLZ4Block
+			}
+		}
+		if lit > len(src)-i {
+			return 0, errLZ4Block
+		}
+		i += lit
+		size += lit
+		if i == len(src) {
+			return size, nil // the last sequence is literals only
+		}
+		if len(src)-i < 2 {
+			return 0, errLZ4Block
+		}
+		i += 2 // match offset
+		match := int(token & 15)
+		if match == 15 {
+			if i, match, ok = extend(i, match); !ok {
+				return 0, errLZ4Block
+			}
+		}
+		size += match + 4
+	}
+	return size, nil
+}
+
+// lz4Block appends one compressed block. It is decoded straight into the
+// free capacity, which a reused buffer has; else the buffer grows to the
+// block's exact size first.
+func (d *batchDecoder) lz4Block(dst, block, dict []byte, blockMax int) ([]byte, error) {
+	remaining := d.maxDecompressed - len(dst)
+	space := min(cap(dst)-len(dst), blockMax, max(remaining, 0))
+	if space > 0 { // the library's assembly faults on an empty dst
+		if n, err := lz4.UncompressBlockWithDict(block, dst[len(dst):len(dst)+space], dict); err == nil {
+			return dst[:len(dst)+n], nil
+		}
+	}
+	size, err := lz4BlockLen(block)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("lz4 block: %w", err)
+	case size > remaining:
+		return nil, errDecompressedTooLarge
+	case size > blockMax:
+		return nil, fmt.Errorf("lz4 block decodes to %d bytes, more than its frame's block size %d", size, blockMax)
+	case size == 0:
+		return dst, nil // an empty block (nothing to decode into)
+	case size <= space:
+		return nil, errLZ4Block // it had room and still failed
+	}
+	if cap(dst)-len(dst) < size {
+		grown := slices.Grow(dst, size)
+		if dict != nil {
+			dict = grown[max(0, len(grown)-lz4WindowSize):]
+		}
+		dst = grown
+	}
+	n, err := lz4.UncompressBlockWithDict(block, dst[len(dst):len(dst)+size], dict)
+	if err != nil {
+		return nil, fmt.Errorf("lz4 block: %w", err)
+	}
+	return dst[:len(dst)+n], nil
+}
+
+// xxh32Short is XXH32 with seed 0 of fewer than 16 bytes (an lz4 frame
+// descriptor), per the xxHash specification.
+func xxh32Short(b []byte) uint32 {
+	const (
+		prime1 uint32 = 2654435761
+		prime2 uint32 = 2246822519
+		prime3 uint32 = 3266489917
+		prime4 uint32 = 668265263
+		prime5 uint32 = 374761393
+	)
+	h := prime5 + uint32(len(b))
+	for ; len(b) >= 4; b = b[4:] {
+		h += binary.LittleEndian.Uint32(b) * prime3
+		h = bits.RotateLeft32(h, 17) * prime4
+	}
+	for _, c := range b {
+		h += uint32(c) * prime5
+		h = bits.RotateLeft32(h, 11) * prime1
+	}
+	h ^= h >> 15
+	h *= prime2
+	h ^= h >> 13
+	h *= prime3
+	h ^= h >> 16
+	return h
 }
 
 // xerialHeader starts snappy data framed by xerial's SnappyOutputStream
@@ -237,14 +664,13 @@ var xerialHeader = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
 
 const xerialChunksOffset = 16 // header(8) + version(4) + compatible version(4)
 
-func (d *batchDecoder) snappy(src []byte) ([]byte, error) {
+func (d *batchDecoder) snappy(dst, src []byte) ([]byte, error) {
 	if !bytes.HasPrefix(src, xerialHeader) {
-		return d.snappyBlock(nil, src)
+		return d.snappyBlock(dst, src)
 	}
 	if len(src) < xerialChunksOffset {
 		return nil, errors.New("truncated xerial snappy header")
 	}
-	var out []byte
 	for pos := xerialChunksOffset; pos < len(src); {
 		if len(src)-pos < 4 {
 			return nil, errors.New("truncated xerial snappy chunk length")
@@ -255,19 +681,16 @@ func (d *batchDecoder) snappy(src []byte) ([]byte, error) {
 			return nil, fmt.Errorf("xerial snappy chunk of %d bytes exceeds the %d remaining", n, len(src)-pos)
 		}
 		var err error
-		if out, err = d.snappyBlock(out, src[pos:pos+n]); err != nil {
+		if dst, err = d.snappyBlock(dst, src[pos:pos+n]); err != nil {
 			return nil, err
 		}
 		pos += n
 	}
-	if out == nil {
-		out = []byte{}
-	}
-	return out, nil
+	return dst, nil
 }
 
 // snappyBlock appends one decoded raw snappy block to dst, checking the
-// block's declared length before allocating.
+// block's declared length before growing dst.
 func (d *batchDecoder) snappyBlock(dst, block []byte) ([]byte, error) {
 	n, err := snappy.DecodedLen(block)
 	if err != nil {
@@ -276,45 +699,46 @@ func (d *batchDecoder) snappyBlock(dst, block []byte) ([]byte, error) {
 	if n < 0 || n > d.maxDecompressed-len(dst) {
 		return nil, errDecompressedTooLarge
 	}
-	buf := make([]byte, n)
-	buf, err = snappy.Decode(buf, block)
-	if err != nil {
+	dst = slices.Grow(dst, n)
+	if _, err := snappy.Decode(dst[len(dst):len(dst)+n], block); err != nil {
 		return nil, err
 	}
-	if dst == nil {
-		return buf, nil
-	}
-	return append(dst, buf...), nil
+	return dst[:len(dst)+n], nil
 }
 
-// decodeRecords reads exactly n length-prefixed records from src. The
-// decoded records may take at most maxBytes.
-func decodeRecords(src []byte, n int32, baseTimestamp int64, maxBytes int) ([]Record, error) {
+// decodeRecords reads exactly n length-prefixed records from src into b.
+// The decoded records may take at most maxBytes.
+func (b *DecodedBatch) decodeRecords(src []byte, n int32, baseTimestamp int64, maxBytes int) error {
 	if int64(n)*minRecordWireBytes > int64(len(src)) {
-		return nil, withMessage(ErrInvalidRecord, "record batch claims %d records but holds only %d bytes of records", n, len(src))
+		return withMessage(ErrInvalidRecord, "record batch claims %d records but holds only %d bytes of records", n, len(src))
 	}
 	if int64(n)*decodedRecordBytes > int64(maxBytes) {
 		// A Record takes ~88 bytes, over ten times the wire size of an
 		// empty record: bound that memory too.
-		return nil, withMessage(ErrMessageTooLarge, "record batch of %d records decodes to more than %d bytes", n, maxBytes)
+		return withMessage(ErrMessageTooLarge, "record batch of %d records decodes to more than %d bytes", n, maxBytes)
 	}
-	records := make([]Record, n)
+	if cap(b.records) < int(n) {
+		b.records = make([]Record, n)
+	}
+	records := b.records[:n]
+	// Set before the loop: on failure Release clears what was written.
+	b.Records = records
 	for i := range records {
 		length, l := kbin.Varint(src)
 		if l <= 0 || length < minRecordWireBytes-1 || int64(length) > int64(len(src)-l) {
-			return nil, withMessage(ErrInvalidRecord, "record %d: invalid length", i)
+			return withMessage(ErrInvalidRecord, "record %d: invalid length", i)
 		}
 		body := src[l : l+int(length)]
 		src = src[l+int(length):]
-		if err := decodeRecord(body, &records[i], baseTimestamp); err != nil {
-			return nil, withMessage(ErrInvalidRecord, "record %d: %v", i, err)
+		if err := b.decodeRecord(body, &records[i], baseTimestamp); err != nil {
+			return withMessage(ErrInvalidRecord, "record %d: %v", i, err)
 		}
 		records[i].Index = int32(i)
 	}
 	if len(src) != 0 {
-		return nil, withMessage(ErrInvalidRecord, "%d bytes left after the last of %d records", len(src), n)
+		return withMessage(ErrInvalidRecord, "%d bytes left after the last of %d records", len(src), n)
 	}
-	return records, nil
+	return nil
 }
 
 // recordReader is a sticky-error cursor over one record body.
@@ -373,12 +797,15 @@ func (r *recordReader) bytes(what string, nullable bool) []byte {
 	return b
 }
 
-func decodeRecord(body []byte, rec *Record, baseTimestamp int64) error {
+// decodeRecord decodes one record body into rec, overwriting every field
+// (rec is reused from an earlier batch). Headers go to b.headers.
+func (b *DecodedBatch) decodeRecord(body []byte, rec *Record, baseTimestamp int64) error {
 	r := recordReader{src: body}
 	if len(r.src) < 1 {
 		return errors.New("missing attributes")
 	}
 	r.src = r.src[1:] // attributes, unused
+	*rec = Record{}
 	rec.Timestamp = baseTimestamp + r.varlong("timestamp delta")
 	rec.OffsetDelta = r.varint("offset delta")
 	rec.Key = r.bytes("key", true)
@@ -391,15 +818,16 @@ func decodeRecord(body []byte, rec *Record, baseTimestamp int64) error {
 		return fmt.Errorf("invalid header count %d", nh)
 	}
 	if nh > 0 {
-		rec.Headers = make([]Header, nh)
-		for i := range rec.Headers {
+		start := len(b.headers)
+		for range nh {
 			k := r.bytes("header key", false)
 			v := r.bytes("header value", true)
 			if r.err != nil {
 				return r.err
 			}
-			rec.Headers[i] = Header{Key: string(k), Value: v}
+			b.headers = append(b.headers, Header{Key: b.headerKey(k), Value: v})
 		}
+		rec.Headers = b.headers[start:len(b.headers):len(b.headers)]
 	}
 	if r.err != nil {
 		return r.err

@@ -104,9 +104,13 @@ type Topics interface {
 // visible: an idempotent producer's retry of that batch is then handed to the
 // sink again (see doc.go, "Idempotent producers").
 //
-// Ownership: the record slices alias buffers owned by kafkaproto that are never
-// reused or modified, so a sink may keep them as long as it likes; it must not
-// modify them. kafkaproto keeps the PartitionWrites of the last 5 batches of
+// Ownership: the record slices alias buffers owned by kafkaproto; a sink must
+// not modify them. Once Produce is called the batch is the sink's: it may
+// keep the slices as long as it likes, or call PartitionProduce.Release once
+// nothing reads them any more (the rows are copied), which gives the
+// decoded buffers back for the next batch, so that in steady state decoding
+// allocates nothing. A sink that never calls Release leaves them to the
+// garbage collector. kafkaproto keeps the PartitionWrites of the last 5 batches of
 // every idempotent (producer id, partition) for duplicate detection, so a
 // completed PartitionWrite should not pin record memory.
 type Sink interface {
@@ -139,6 +143,18 @@ type PartitionProduce struct {
 	WireBytes int
 	// Records are the batch's records in order; len(Records) >= 1.
 	Records []Record
+
+	batch *DecodedBatch // the decoder buffers Records borrow; nil once released
+}
+
+// Release gives the memory Records (their keys, values and headers) live in
+// back to the decoder for reuse. Call it at most once, and only once nothing
+// reads Records or any slice taken from them; see Sink.
+func (p *PartitionProduce) Release() {
+	if b := p.batch; b != nil {
+		p.batch = nil
+		b.Release()
+	}
 }
 
 // Record is one Kafka record.
