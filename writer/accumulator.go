@@ -39,6 +39,12 @@ type TableSpec struct {
 	// TargetColumns is the partial-update column list of a KV table (empty:
 	// all columns).
 	TargetColumns []int32
+	// PartitionBuckets returns the bucket count of one partition of a
+	// partitioned table (Fluss 1.0: counts differ per partition, each fixed
+	// when its partition was created); zero or nil means NumBuckets. It is
+	// called when the writer first sees a partition (or again after
+	// ForgetPartition), on the write path: it must not block.
+	PartitionBuckets func(partitionID int64) int
 }
 
 // Table is a table registered with a Writer (Writer.AddTable).
@@ -51,10 +57,31 @@ type Table struct {
 
 	mu         sync.Mutex
 	partitions atomic.Pointer[map[int64]*partitionQueues] // copy on write under mu
+
+	throttledUntil atomic.Int64 // Unix ns: a bucket held back by KV storage pressure
+}
+
+// Throttle returns how much longer a bucket of the table is held back
+// because its tablet server reported KV storage pressure (zero: none).
+// Producers writing to the table are slowed by as much.
+func (t *Table) Throttle(now time.Time) time.Duration {
+	return max(time.Unix(0, t.throttledUntil.Load()).Sub(now), 0)
+}
+
+func (t *Table) throttleTo(until time.Time) {
+	for {
+		cur := t.throttledUntil.Load()
+		if until.UnixNano() <= cur || t.throttledUntil.CompareAndSwap(cur, until.UnixNano()) {
+			return
+		}
+	}
 }
 
 type partitionQueues struct {
-	queues []*bucketQueue
+	queues []*bucketQueue // one per bucket of the partition
+	// sealed: one queue per bucket for sealed batches (WriteSealed),
+	// created by the first one.
+	sealed atomic.Pointer[[]*bucketQueue]
 	sticky atomic.Int32
 }
 
@@ -67,8 +94,39 @@ func (t *Table) Path() fluss.TablePath { return t.spec.Path }
 // IsKv reports whether the table takes KV batches (a primary-key table).
 func (t *Table) IsKv() bool { return t.kv }
 
-// NumBuckets returns the bucket count.
+// NumBuckets returns the table's bucket count (a partition may have its
+// own: TableSpec.PartitionBuckets).
 func (t *Table) NumBuckets() int { return t.spec.NumBuckets }
+
+// ForgetPartition drops the writer's bucket layout of a partition: the next
+// write to it asks TableSpec.PartitionBuckets again. Batches already queued
+// under the old layout are still sent (with the old routing count; a Fluss
+// 1.0 server rejects them with INVALID_BUCKET_ROUTING if it was wrong).
+func (t *Table) ForgetPartition(partitionID int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := t.partitions.Load()
+	if old == nil || (*old)[partitionID] == nil {
+		return
+	}
+	m := make(map[int64]*partitionQueues, len(*old))
+	for k, v := range *old {
+		if k != partitionID {
+			m[k] = v
+		}
+	}
+	t.partitions.Store(&m)
+}
+
+// bucketsOf returns the bucket count the writer uses for a partition.
+func (t *Table) bucketsOf(partitionID int64) int {
+	if partitionID != NoPartition && t.spec.PartitionBuckets != nil {
+		if n := t.spec.PartitionBuckets(partitionID); n > 0 {
+			return n
+		}
+	}
+	return t.spec.NumBuckets
+}
 
 func (t *Table) getBuilder() (BatchBuilder, error) {
 	select {
@@ -104,11 +162,12 @@ func (t *Table) partition(id int64) *partitionQueues {
 			return pq
 		}
 	}
-	pq := &partitionQueues{queues: make([]*bucketQueue, t.spec.NumBuckets)}
+	n := t.bucketsOf(id)
+	pq := &partitionQueues{queues: make([]*bucketQueue, n)}
 	for i := range pq.queues {
-		pq.queues[i] = &bucketQueue{acc: t.acc, table: t, partitionID: id, bucket: int32(i)}
+		pq.queues[i] = &bucketQueue{acc: t.acc, table: t, partitionID: id, bucket: int32(i), buckets: int32(n)}
 	}
-	pq.sticky.Store(int32(rand.IntN(t.spec.NumBuckets)))
+	pq.sticky.Store(int32(rand.IntN(n)))
 	m := make(map[int64]*partitionQueues, 1)
 	if old != nil {
 		for k, v := range *old {
@@ -128,6 +187,10 @@ type bucketQueue struct {
 	table       *Table
 	partitionID int64
 	bucket      int32
+	buckets     int32 // the partition's bucket count: Fluss 1.0's routing bucket count
+	// sealed: the queue of caller-stamped batches (WriteSealed), of many
+	// writer ids, beside the bucket's merged queue.
+	sealed bool
 
 	mu      sync.Mutex
 	batches []*Batch // FIFO, head first
@@ -186,7 +249,7 @@ func (q *bucketQueue) reenqueue(b *Batch) {
 	i := 0
 	for ; i < len(q.batches); i++ {
 		x := q.batches[i]
-		if x.attempts == 0 || (b.sequence != noSequence && x.sequence > b.sequence) {
+		if x.attempts == 0 || (b.sequence != noSequence && x.writerID == b.writerID && x.sequence > b.sequence) {
 			break
 		}
 	}
@@ -340,10 +403,11 @@ func (a *accumulator) write(ctx context.Context, t *Table, partitionID int64, bu
 		return Handle{}, ErrClosed
 	}
 	sticky := bucket == StickyBucket
-	if !sticky && (bucket < 0 || int(bucket) >= t.spec.NumBuckets) {
-		return Handle{}, fmt.Errorf("writer: table %s has %d buckets, not bucket %d", t.spec.Path, t.spec.NumBuckets, bucket)
-	}
 	pq := t.partition(partitionID)
+	nb := len(pq.queues)
+	if !sticky && (bucket < 0 || int(bucket) >= nb) {
+		return Handle{}, fmt.Errorf("writer: table %s partition %d has %d buckets, not bucket %d", t.spec.Path, partitionID, nb, bucket)
+	}
 	if sticky {
 		bucket = pq.sticky.Load()
 	}
@@ -356,11 +420,11 @@ func (a *accumulator) write(ctx context.Context, t *Table, partitionID int64, bu
 			return h, err
 		}
 		q.mu.Unlock()
-		if sticky && !switched && t.spec.NumBuckets > 1 {
+		if sticky && !switched && nb > 1 {
 			// The sticky bucket needs a new batch: move on first, so that one
 			// batch fills one bucket and the next fills another.
 			switched = true
-			next := (bucket + 1 + int32(rand.IntN(t.spec.NumBuckets-1))) % int32(t.spec.NumBuckets)
+			next := (bucket + 1 + int32(rand.IntN(nb-1))) % int32(nb)
 			if pq.sticky.CompareAndSwap(bucket, next) {
 				bucket = next
 			} else {

@@ -25,6 +25,9 @@ type Transport interface {
 	// from its own refresh goroutines, never from the drain loop.
 	BucketLeader(ctx context.Context, tableID, partitionID int64, bucket int32) (fluss.ServerNode, error)
 	InvalidateTableMetadata(tableID int64)
+	// InvalidatePartitionMetadata forgets what is cached of one partition
+	// (its bucket count and leaders), after INVALID_BUCKET_ROUTING.
+	InvalidatePartitionMetadata(tableID, partitionID int64)
 	InitWriter(ctx context.Context, tables ...fluss.TablePath) (int64, error)
 }
 
@@ -37,9 +40,10 @@ type Config struct {
 	// compression). A batch is closed to appends once its estimate reaches
 	// it; a single larger record still gets a batch of its own.
 	BatchSize int
-	// Linger is how long a non-full batch waits for more records before it
-	// is ready to send; zero sends at once. The Fluss clients use 100ms; a
-	// Kafka producer waits for its own acks, so the default is 20ms.
+	// Linger bounds how long a non-full batch waits for more records while
+	// an earlier batch of its bucket is in flight; a bucket with nothing in
+	// flight sends at once, so under light load a write takes about one
+	// Fluss round trip. Zero never waits. The default is 20ms.
 	Linger time.Duration
 	// BufferMemory bounds the bytes of all incomplete batches (queued, in
 	// flight and awaiting retry); at least 2 × BatchSize.
@@ -79,6 +83,11 @@ type Config struct {
 	// acknowledgement, retries included; then the batch fails with
 	// ErrDeliveryTimeout.
 	DeliveryTimeout time.Duration
+	// KvMaxThrottle is the longest a primary-key table's bucket is held back
+	// when its tablet server reports storage pressure p in (0,1] (Fluss 1.0
+	// KV back-pressure; PutKv v2+): the bucket's next send waits
+	// KvMaxThrottle·p². Fluss's own clients default to 3s.
+	KvMaxThrottle time.Duration
 }
 
 // DefaultConfig returns the default of every setting.
@@ -97,6 +106,7 @@ func DefaultConfig() Config {
 		RetryBackoff:           100 * time.Millisecond,
 		RetryBackoffMax:        time.Second,
 		DeliveryTimeout:        2 * time.Minute,
+		KvMaxThrottle:          3 * time.Second,
 	}
 }
 
@@ -113,6 +123,7 @@ func (c Config) withDefaults() Config {
 	setDefault(&c.RetryBackoff, d.RetryBackoff)
 	setDefault(&c.RetryBackoffMax, d.RetryBackoffMax)
 	setDefault(&c.DeliveryTimeout, d.DeliveryTimeout)
+	setDefault(&c.KvMaxThrottle, d.KvMaxThrottle)
 	return c
 }
 
@@ -147,7 +158,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("writer: idempotence requires max in-flight per bucket ≤ 5, not %d", c.MaxInflightPerBucket)
 	case c.Retries < 0:
 		return fmt.Errorf("writer: retries %d must not be negative", c.Retries)
-	case c.RequestTimeout < 0 || c.RequestTimeoutOverhead < 0 || c.DeliveryTimeout < 0:
+	case c.RequestTimeout < 0 || c.RequestTimeoutOverhead < 0 || c.DeliveryTimeout < 0 || c.KvMaxThrottle < 0:
 		return errors.New("writer: timeouts must not be negative")
 	case c.RetryBackoff < 0 || c.RetryBackoffMax < c.RetryBackoff:
 		return fmt.Errorf("writer: retry backoff %v must be ≥ 0 and ≤ retry backoff max %v", c.RetryBackoff, c.RetryBackoffMax)

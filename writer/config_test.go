@@ -26,6 +26,7 @@ func TestDefaultConfig(t *testing.T) {
 		RetryBackoff:           100 * time.Millisecond,
 		RetryBackoffMax:        time.Second,
 		DeliveryTimeout:        2 * time.Minute,
+		KvMaxThrottle:          3 * time.Second,
 	}, DefaultConfig())
 	require.NoError(t, DefaultConfig().Validate())
 	// Zero Linger and Retries are taken as they are, not as "default".

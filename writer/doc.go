@@ -57,6 +57,20 @@
 // once. Every batch fails at the latest at [Config.DeliveryTimeout]
 // ([ErrDeliveryTimeout]).
 //
+// # Sealed batches
+//
+// [Writer.WriteSealed] queues one batch stamped with a writer id and
+// sequence the caller chose (the gateway's exactly-once routes, whose
+// stamps follow from state kept in Fluss so that another instance can
+// re-send the same batch). Sealed batches have their own queue per bucket:
+// nothing is merged into them, order and the in-flight cap hold per
+// (writer id, bucket), retries keep the stamp, a Fluss duplicate answer is
+// a success, and OUT_OF_ORDER_SEQUENCE at the head of a writer's batches
+// ([ErrSequenceRejected]) and unknown outcomes fail the batch without
+// resetting anything: the caller owns those sequences. A drain pass sends
+// at most one batch per bucket per request, merged or sealed (Fluss keeps
+// one records entry per bucket of a request).
+//
 // # Goroutines and concurrency
 //
 // New starts nothing. Run starts one goroutine per write request in flight

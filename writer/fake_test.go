@@ -93,6 +93,7 @@ type fakeBatch struct {
 	WriterID    int64
 	Seq         int32
 	Values      []int64
+	Routing     int32 // the routing bucket count sent (Fluss 1.0)
 }
 
 type bucketID struct {
@@ -123,6 +124,8 @@ type hookResult struct {
 	BucketErr map[int32]error
 	// ApplyThenFail writes the buckets, then returns CallErr (lost response).
 	ApplyThenFail bool
+	// Pressure is the KV storage pressure answered per bucket.
+	Pressure map[int32]float32
 }
 
 // fakeTransport emulates tablet servers and the coordinator in memory: it
@@ -144,6 +147,8 @@ type fakeTransport struct {
 	maxFlight map[bucketID]int
 	invalids  map[int64]int
 	dropped   map[int64]bool
+
+	partInvalids map[[2]int64]int // InvalidatePartitionMetadata calls per (table, partition)
 }
 
 type fakeHold struct {
@@ -161,6 +166,8 @@ func newFakeTransport() *fakeTransport {
 		maxFlight: make(map[bucketID]int),
 		invalids:  make(map[int64]int),
 		dropped:   make(map[int64]bool),
+
+		partInvalids: make(map[[2]int64]int),
 	}
 }
 
@@ -187,7 +194,7 @@ func (f *fakeTransport) write(ctx context.Context, server int32, tableID int64, 
 		if err != nil {
 			return nil, err
 		}
-		c.Buckets = append(c.Buckets, fakeBatch{br.PartitionID, br.Bucket, wid, seq, vals})
+		c.Buckets = append(c.Buckets, fakeBatch{br.PartitionID, br.Bucket, wid, seq, vals, br.RoutingBucketCount})
 	}
 	f.mu.Lock()
 	f.calls = append(f.calls, c)
@@ -236,7 +243,7 @@ func (f *fakeTransport) write(ctx context.Context, server int32, tableID int64, 
 	}
 	res := make([]fluss.BucketResult, 0, len(c.Buckets))
 	for _, b := range c.Buckets {
-		r := fluss.BucketResult{PartitionID: b.PartitionID, Bucket: b.Bucket, Offset: -1}
+		r := fluss.BucketResult{PartitionID: b.PartitionID, Bucket: b.Bucket, Offset: -1, Pressure: hr.Pressure[b.Bucket]}
 		if err := hr.BucketErr[b.Bucket]; err != nil {
 			r.Err = err
 			res = append(res, r)
@@ -317,6 +324,12 @@ func (f *fakeTransport) InvalidateTableMetadata(tableID int64) {
 	f.mu.Unlock()
 }
 
+func (f *fakeTransport) InvalidatePartitionMetadata(tableID, partitionID int64) {
+	f.mu.Lock()
+	f.partInvalids[[2]int64{tableID, partitionID}]++
+	f.mu.Unlock()
+}
+
 func (f *fakeTransport) InitWriter(ctx context.Context, tables ...fluss.TablePath) (int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -368,6 +381,21 @@ type tableDef struct {
 // newHarness runs a Writer configured as DefaultConfig changed by set.
 func newHarness(t *testing.T, set func(*Config), defs ...tableDef) *harness {
 	t.Helper()
+	h := newIdleHarness(t, set, defs...)
+	h.start()
+	return h
+}
+
+// start runs the harness's writer.
+func (h *harness) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	go func() { h.runErr <- h.w.Run(ctx) }()
+}
+
+// newIdleHarness is newHarness without Run: writes queue up until start.
+func newIdleHarness(t *testing.T, set func(*Config), defs ...tableDef) *harness {
+	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
 	fake := newFakeTransport()
 	w, err := New(testConfig(set), fake, WithJitterSeed(1), WithRegisterer(reg))
@@ -390,9 +418,6 @@ func newHarness(t *testing.T, set func(*Config), defs ...tableDef) *harness {
 		require.NoError(t, err)
 		h.tables[d.id] = tbl
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	h.cancel = cancel
-	go func() { h.runErr <- w.Run(ctx) }()
 	return h
 }
 

@@ -66,6 +66,8 @@ type sendMetrics struct {
 	errors       *prometheus.CounterVec
 	latency      *prometheus.HistogramVec
 	writerResets prometheus.Counter
+	kvPressure   *prometheus.GaugeVec
+	kvThrottle   *prometheus.CounterVec
 
 	tables  map[int64]*tableMetrics // loop-owned
 	servers map[serverAPI]prometheus.Observer
@@ -87,6 +89,9 @@ type tableMetrics struct {
 	retries prometheus.Counter
 	errs    *prometheus.CounterVec
 	codes   map[int32]prometheus.Counter
+
+	kvPressure prometheus.Gauge
+	kvThrottle prometheus.Counter
 }
 
 func newSendMetrics(reg prometheus.Registerer, s *sender) (*sendMetrics, error) {
@@ -135,11 +140,20 @@ func newSendMetrics(reg prometheus.Registerer, s *sender) (*sendMetrics, error) 
 			Name: "fluss_gateway_sender_writer_resets_total",
 			Help: "Writer id resets after a fatal sequence error or an unknown outcome.",
 		}),
+		kvPressure: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "fluss_gateway_sender_kv_pressure",
+			Help: "Last KV storage pressure a tablet server reported for a primary-key table (0 none, up to 1; Fluss 1.0).",
+		}, []string{"table"}),
+		kvThrottle: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fluss_gateway_sender_kv_throttle_seconds_total",
+			Help: "Time buckets of a primary-key table were held back for KV storage pressure.",
+		}, []string{"table"}),
 		tables:  make(map[int64]*tableMetrics),
 		servers: make(map[serverAPI]prometheus.Observer),
 	}
 	cs := []prometheus.Collector{
 		m.batches, m.records, m.bytes, m.fill, m.batchRecords, m.tableLatency, m.retries, m.errors, m.latency, m.writerResets,
+		m.kvPressure, m.kvThrottle,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "fluss_gateway_sender_inflight_requests",
 			Help: "Write requests sent and not yet answered.",
@@ -168,6 +182,9 @@ func (m *sendMetrics) table(t *Table) *tableMetrics {
 			retries: m.retries.WithLabelValues(name),
 			errs:    m.errors,
 			codes:   make(map[int32]prometheus.Counter),
+
+			kvPressure: m.kvPressure.WithLabelValues(name),
+			kvThrottle: m.kvThrottle.WithLabelValues(name),
 		}
 		m.tables[t.ID()] = tm
 	}
@@ -194,6 +211,12 @@ func (tm *tableMetrics) batchSent(b *Batch, batchSize int) {
 	tm.bytes.Add(float64(b.estimated))
 	tm.fill.Observe(float64(b.estimated) / float64(batchSize))
 	tm.recs.Observe(float64(b.records))
+}
+
+// pressure records a KV storage-pressure report and the hold-back it caused.
+func (tm *tableMetrics) pressure(p float64, d time.Duration) {
+	tm.kvPressure.Set(p)
+	tm.kvThrottle.Add(d.Seconds())
 }
 
 func (tm *tableMetrics) errorCode(code int32) {

@@ -27,6 +27,7 @@ type sender struct {
 
 	// Loop-owned state: touched only by the goroutine running run.
 	buckets map[*bucketQueue]*bucketState
+	sealed  map[sealedKey]*sealedState
 	leaders map[tableKey]*leaderCache
 	// queuedTail is, per (server, table), the queued signal of the request
 	// sent last: the next one is written after it (see request.after).
@@ -60,7 +61,10 @@ type tableKey struct {
 
 // bucketState is the sender's view of one queue (table, partition, bucket).
 type bucketState struct {
-	backoffUntil  time.Time
+	backoffUntil time.Time
+	// throttleUntil holds the bucket back after its server reported KV
+	// storage pressure (not a retry: no attempt is counted).
+	throttleUntil time.Time
 	retryAttempts int
 	// inflight: batches drained and not completed (sent, or waiting for a
 	// retry), in sequence order under idempotence.
@@ -132,6 +136,7 @@ func newSender(cfg Config, acc *accumulator, tr Transport, o options, reg promet
 		tr:         tr,
 		log:        o.logger,
 		buckets:    make(map[*bucketQueue]*bucketState),
+		sealed:     make(map[sealedKey]*sealedState),
 		queuedTail: make(map[groupKey]chan struct{}),
 		leaders:    make(map[tableKey]*leaderCache),
 		writerID:   noSequence,
@@ -217,6 +222,14 @@ func (s *sender) stop(ctx context.Context) error {
 			}
 		}
 		st.inflight = nil
+	}
+	for k, ss := range s.sealed {
+		for _, b := range ss.inflight {
+			if b.complete(-1, fmt.Errorf("write to table %s bucket %d: %w", b.Table().Path(), b.Bucket(), ErrStopped)) {
+				n++
+			}
+		}
+		delete(s.sealed, k)
 	}
 	if n > 0 {
 		s.log.Warn("sender stopped with batches not acknowledged", slog.Int("batches", n))
@@ -314,6 +327,15 @@ type groupKey struct {
 	tableID int64
 }
 
+// slotKey is one bucket's slot in a request. Fluss keeps one records entry
+// per bucket of a request (a second one for the same bucket replaces the
+// first: ServerRpcMessageUtils.getProduceLogData), so a drain pass sends
+// at most one batch per bucket, merged or sealed.
+type slotKey struct {
+	tableID, partitionID int64
+	bucket               int32
+}
+
 // drain pops at most one ready batch per bucket, groups them by (tablet
 // server, table) and starts one request per group. It returns when the
 // loop must look again by itself (linger, back-off, deadline), zero if only
@@ -328,6 +350,7 @@ func (s *sender) drain(ctx context.Context, now time.Time) time.Time {
 	var groups map[groupKey]*request
 	var order []*request
 	var serverBytes map[int32]int
+	var slots map[slotKey]bool
 	start := s.drainStart % len(queues)
 	s.drainStart++
 	for i := range queues {
@@ -347,17 +370,32 @@ func (s *sender) drain(ctx context.Context, now time.Time) time.Time {
 			}
 			continue
 		}
-		if !readyAt.IsZero() && readyAt.After(now) {
+		st := s.state(q)
+		if !readyAt.IsZero() && readyAt.After(now) && len(st.inflight) > 0 {
+			// Latency-driven batching (franz-go's producer works this
+			// way): an idle bucket sends at once; while one of its batches
+			// is in flight the next one grows, up to Linger or full.
 			next = earliest(next, readyAt)
 			continue
 		}
-		st := s.state(q)
 		if st.backoffUntil.After(now) {
 			next = earliest(next, st.backoffUntil)
 			continue
 		}
+		if st.throttleUntil.After(now) {
+			next = earliest(next, st.throttleUntil)
+			continue
+		}
 		retry := b.attempts > 0
-		if s.idem && retry && b.writerID != s.writerID {
+		slot := slotKey{q.table.ID(), q.partitionID, q.bucket}
+		if slots[slot] {
+			s.again = true // the bucket's slot is taken in this pass
+			continue
+		}
+		if q.sealed && !s.sealedReady(b) {
+			continue
+		}
+		if !q.sealed && s.idem && retry && b.writerID != s.writerID {
 			// Stamped under a writer id that was reset: resending it could
 			// duplicate or reorder.
 			if q.pop(b) {
@@ -371,7 +409,9 @@ func (s *sender) drain(ctx context.Context, now time.Time) time.Time {
 			next = earliest(next, deadline)
 			continue
 		}
-		if s.idem {
+		if q.sealed {
+			// stamped by the caller; sealedReady checked order and cap
+		} else if s.idem {
 			if s.writerID < 0 {
 				s.maybeInitWriter(ctx, now, &next)
 				next = earliest(next, deadline)
@@ -405,7 +445,12 @@ func (s *sender) drain(ctx context.Context, now time.Time) time.Time {
 		if !q.empty() {
 			s.again = true // one batch per bucket per pass: look again at once
 		}
-		if !retry {
+		switch {
+		case retry:
+		case q.sealed:
+			ss := s.sealedOf(b)
+			ss.inflight = append(ss.inflight, b)
+		default:
 			if s.idem {
 				b.stamp(s.writerID, st.nextSeq)
 				st.nextSeq++
@@ -416,7 +461,9 @@ func (s *sender) drain(ctx context.Context, now time.Time) time.Time {
 		if groups == nil {
 			groups = make(map[groupKey]*request)
 			serverBytes = make(map[int32]int)
+			slots = make(map[slotKey]bool)
 		}
+		slots[slot] = true
 		serverBytes[leader] += size
 		gk := groupKey{leader, q.table.ID()}
 		req := groups[gk]
@@ -456,7 +503,13 @@ func (s *sender) send(ctx context.Context, req *request) {
 			resp.buildErr[i] = err
 			continue
 		}
-		buckets = append(buckets, fluss.BucketRecords{PartitionID: b.PartitionID(), Bucket: b.Bucket(), Records: data})
+		buckets = append(buckets, fluss.BucketRecords{
+			PartitionID: b.PartitionID(), Bucket: b.Bucket(), Records: data,
+			// Fluss 1.0 wire: the count the rows were bucketed with; a server
+			// that knows another count for the partition answers
+			// INVALID_BUCKET_ROUTING instead of storing misrouted rows.
+			RoutingBucketCount: b.queue.buckets,
+		})
 	}
 	if len(buckets) > 0 && req.after != nil {
 		select {
@@ -525,6 +578,7 @@ func (s *sender) handleResponse(resp *response, now time.Time) {
 			continue
 		}
 		err, offset := resp.err, int64(-1)
+		var pressure float32
 		if err == nil {
 			err = errMissingBucket
 			match := func(r *fluss.BucketResult) bool {
@@ -532,19 +586,28 @@ func (s *sender) handleResponse(resp *response, now time.Time) {
 			}
 			if sent < len(resp.results) && match(&resp.results[sent]) {
 				// fast path: results come in request order
-				err, offset = resp.results[sent].Err, resp.results[sent].Offset
+				r := &resp.results[sent]
+				err, offset, pressure = r.Err, r.Offset, r.Pressure
 			} else {
 				for j := range resp.results {
-					if match(&resp.results[j]) {
-						err, offset = resp.results[j].Err, resp.results[j].Offset
+					if r := &resp.results[j]; match(r) {
+						err, offset, pressure = r.Err, r.Offset, r.Pressure
 						break
 					}
 				}
 			}
 		}
 		sent++
+		s.throttle(b, pressure, err, now, tm)
 		if s.handleBatch(req, i, b, offset, err, now, tm) {
 			refresh = true
+		}
+		if errors.Is(err, fluss.ErrInvalidBucketRouting) {
+			// The partition has another bucket count than the rows were
+			// bucketed with: nothing was stored; the owner re-buckets
+			// (Table.ForgetPartition) and the metadata is read anew.
+			refresh = true
+			s.tr.InvalidatePartitionMetadata(req.table.ID(), b.PartitionID())
 		}
 	}
 	if refresh {
@@ -556,6 +619,33 @@ func (s *sender) handleResponse(resp *response, now time.Time) {
 			}
 		}
 	}
+}
+
+// throttle holds a primary-key bucket back after its tablet server
+// reported storage pressure: by KvMaxThrottle·p² in the delayed zone
+// p ∈ (0,1), and by the whole KvMaxThrottle when the write was refused
+// with STORAGE_BACKPRESSURE (Fluss 1.0 KV back-pressure, the rule Fluss's
+// own clients apply). The table's throttle is what the Kafka side reports
+// to producers as throttle time.
+func (s *sender) throttle(b *Batch, pressure float32, err error, now time.Time, tm *tableMetrics) {
+	if errors.Is(err, fluss.ErrStorageBackpressure) {
+		pressure = 1
+	}
+	if pressure <= 0 || !b.Table().IsKv() {
+		return
+	}
+	p := float64(min(pressure, 1))
+	d := time.Duration(float64(s.cfg.KvMaxThrottle) * p * p)
+	tm.pressure(p, d)
+	if d <= 0 {
+		return
+	}
+	st := s.state(b.queue)
+	until := now.Add(d)
+	if until.After(st.throttleUntil) {
+		st.throttleUntil = until
+	}
+	b.Table().throttleTo(until)
 }
 
 func errCode(err error) int32 {
@@ -576,6 +666,10 @@ const (
 // writer (as the Java client's sender reacts to each error) and reports
 // whether leaders should be refreshed.
 func (s *sender) handleBatch(req *request, i int, b *Batch, offset int64, err error, now time.Time, tm *tableMetrics) bool {
+	if b.queue.sealed {
+		s.handleSealed(b, offset, err, now, tm)
+		return fluss.NeedsMetadataRefresh(err)
+	}
 	st := s.state(b.queue)
 	if err == nil {
 		s.succeed(b, st, offset, tm)
@@ -637,7 +731,7 @@ func (s *sender) handleBatch(req *request, i int, b *Batch, offset int64, err er
 // outcome unknown, so the writer id is reset.
 func (s *sender) fail(b *Batch, err error, definite bool) {
 	st := s.state(b.queue)
-	stamped := s.idem && b.sequence != noSequence && b.writerID == st.writerID
+	stamped := !b.queue.sealed && s.idem && b.sequence != noSequence && b.writerID == st.writerID
 	s.finish(b, st, -1, err)
 	if !stamped {
 		return
@@ -671,7 +765,7 @@ func (s *sender) resetWriter(why string) {
 }
 
 func (s *sender) succeed(b *Batch, st *bucketState, offset int64, tm *tableMetrics) {
-	if s.idem && b.writerID == st.writerID && b.sequence > st.lastAcked {
+	if !b.queue.sealed && s.idem && b.writerID == st.writerID && b.sequence > st.lastAcked {
 		st.lastAcked = b.sequence
 	}
 	st.retryAttempts = 0
@@ -681,6 +775,9 @@ func (s *sender) succeed(b *Batch, st *bucketState, offset int64, tm *tableMetri
 
 // finish removes b from the bucket's in-flight list and completes it.
 func (s *sender) finish(b *Batch, st *bucketState, offset int64, err error) {
+	if b.queue.sealed {
+		s.forgetSealed(b)
+	}
 	for j, x := range st.inflight {
 		if x == b {
 			st.inflight = append(st.inflight[:j], st.inflight[j+1:]...)
@@ -734,7 +831,7 @@ func (s *sender) leader(ctx context.Context, q *bucketQueue, now time.Time, next
 		lc = &leaderCache{}
 		s.leaders[k] = lc
 	}
-	if lc.valid {
+	if lc.valid && int(q.bucket) < len(lc.leaders) {
 		if l := lc.leaders[q.bucket]; l >= 0 {
 			return l, true
 		}
@@ -747,7 +844,7 @@ func (s *sender) leader(ctx context.Context, q *bucketQueue, now time.Time, next
 		return 0, false
 	}
 	lc.refreshing = true
-	n := q.table.NumBuckets()
+	n := int(q.buckets)
 	gen := lc.gen
 	s.wg.Add(1)
 	go func() {

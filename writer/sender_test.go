@@ -51,7 +51,9 @@ func TestWithheldResponseDoesNotBlockOtherTable(t *testing.T) {
 				for _, ha := range hA {
 					assert.False(t, done(ha), "table A must still wait for its response")
 				}
-				assert.Equal(t, 1, h.inflight())
+				// Idle buckets send at once, so A's rows may have gone in more
+				// than one request: every one in flight is one of A's, held.
+				assert.Equal(t, 1+len(holdA.arrived), h.inflight(), "only A's held requests in flight")
 				close(holdA.release)
 				for _, ha := range hA {
 					_, err := ha.Wait(context.Background())
@@ -674,29 +676,52 @@ func TestDroppedTableFailsQueuedBatches(t *testing.T) {
 	})
 }
 
-// Linger is honoured exactly, also while another request is in flight (the
-// timer is re-armed on every pass, not only when idle).
+// Latency-driven batching: a bucket with nothing in flight sends at once
+// whatever the linger; while one of its batches is in flight the next one
+// waits for Linger at most (the timer is re-armed on every pass, not only
+// when idle), or less when the batch in flight completes first.
 func TestLingerWhileRequestInFlight(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		const linger = 50 * time.Millisecond
-		h := newHarness(t, func(c *Config) {
-			c.Linger = linger
-		}, tableDef{id: 1, buckets: 1, server: 1}, tableDef{id: 2, buckets: 1, server: 1})
-		hold := h.fake.hold(1)
-		start := time.Now()
-		a := h.append(t, 1, 0, 1)
-		<-hold.arrived
-		assert.Equal(t, linger, time.Since(start), "sent when linger expired")
-		time.Sleep(7 * time.Millisecond) // fake clock: move time on before the next append
-		appended := time.Now()
-		b := h.append(t, 2, 0, 2)
-		_, err := b.Wait(context.Background())
-		require.NoError(t, err)
-		assert.Equal(t, linger, time.Since(appended), "B lingers exactly, with A in flight")
-		assert.False(t, done(a))
-		close(hold.release)
-		_, err = a.Wait(context.Background())
-		require.NoError(t, err)
-		h.close(t)
-	})
+	const linger = 50 * time.Millisecond
+	for _, tc := range []struct {
+		name      string
+		releaseAt time.Duration // when the first request is answered (0: after the second is sent)
+		want      time.Duration // when the second batch is sent
+	}{
+		{name: "linger expires first", want: 7*time.Millisecond + linger},
+		{name: "in-flight batch completes first", releaseAt: 20 * time.Millisecond, want: 20 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := newHarness(t, func(c *Config) {
+					c.Linger = linger
+				}, tableDef{id: 1, buckets: 1, server: 1}, tableDef{id: 2, buckets: 1, server: 1})
+				hold := h.fake.hold(1)
+				start := time.Now()
+				a := h.append(t, 1, 0, 1)
+				<-hold.arrived
+				assert.Equal(t, time.Duration(0), time.Since(start), "an idle bucket sends at once")
+				time.Sleep(7 * time.Millisecond) // fake clock: move time on before the next append
+				b := h.append(t, 1, 0, 2)
+				other := h.append(t, 2, 0, 3)
+				_, err := other.Wait(context.Background())
+				require.NoError(t, err)
+				assert.Equal(t, 7*time.Millisecond, time.Since(start), "another table's idle bucket does not linger")
+				if tc.releaseAt > 0 {
+					time.Sleep(tc.releaseAt - time.Since(start))
+					close(hold.release)
+				}
+				<-hold.arrived
+				assert.Equal(t, tc.want, time.Since(start), "second batch of the bucket sent")
+				assert.False(t, done(b) && tc.releaseAt == 0)
+				if tc.releaseAt == 0 {
+					close(hold.release)
+				}
+				for _, hd := range []Handle{a, b} {
+					_, err = hd.Wait(context.Background())
+					require.NoError(t, err)
+				}
+				h.close(t)
+			})
+		})
+	}
 }
