@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -42,7 +43,48 @@ type Config struct {
 	// matched first, then pattern routes in file order. The route type,
 	// its defaults and its checks are mapping's (mapping.RouteSpec).
 	Routes []mapping.RouteSpec `yaml:"routes"`
+	// ACLs say which principals may produce to (Write) or see (Describe)
+	// which topics, in Kafka's ACL model. None: every client may use every
+	// routed topic. Reloaded with the routes.
+	ACLs []ACL `yaml:"acls"`
 }
+
+// ACL is one access control entry, as Kafka's kafka-acls.sh writes them
+// for topics: a principal, an operation, a topic name or prefix, allow or
+// deny. Once any ACL is configured, what no ACL allows is denied, and a
+// deny wins over any allow.
+type ACL struct {
+	// Principal is "User:<name>" (the SASL username; User:ANONYMOUS on a
+	// listener without SASL) or "User:*" for every principal.
+	Principal string `yaml:"principal"`
+	// Operation is Write (produce; implies Describe), Describe (see the
+	// topic in Metadata) or All.
+	Operation string `yaml:"operation"`
+	// Topic is a topic name, a name prefix (PatternType prefixed) or "*"
+	// for every topic.
+	Topic string `yaml:"topic"`
+	// PatternType is literal or prefixed. Default literal.
+	PatternType string `yaml:"pattern_type"`
+	// Permission is allow or deny. Default allow.
+	Permission string `yaml:"permission"`
+}
+
+// ACL values.
+const (
+	ACLOperationWrite    = "Write"
+	ACLOperationDescribe = "Describe"
+	ACLOperationAll      = "All"
+
+	ACLPatternLiteral  = "literal"
+	ACLPatternPrefixed = "prefixed"
+
+	ACLAllow = "allow"
+	ACLDeny  = "deny"
+
+	// ACLPrincipalPrefix starts every principal; "User:*" is every one.
+	ACLPrincipalPrefix = "User:"
+	ACLWildcard        = "*"
+)
 
 // Listener is one Kafka-protocol listener.
 type Listener struct {
@@ -108,6 +150,17 @@ type Kafka struct {
 	// (left 0 here, resolved by kafkaproto) the larger of 256MiB and
 	// max_request_bytes.
 	MaxReadBytes ByteSize `yaml:"max_read_bytes"`
+	// MaxFirstRequestBytes bounds a connection's first request when no
+	// SASL is configured (with SASL, 512KiB before authentication), so an
+	// unauthenticated socket cannot make the gateway hold a giant frame.
+	// Default 2MiB.
+	MaxFirstRequestBytes ByteSize `yaml:"max_first_request_bytes"`
+	// RequestReadTimeout and MinReadBytesPerSecond give each request's body
+	// a read deadline of RequestReadTimeout + size/MinReadBytesPerSecond:
+	// slow senders are closed instead of pinning memory. Defaults 10s and
+	// 1MiB (per second).
+	RequestReadTimeout    time.Duration `yaml:"request_read_timeout"`
+	MinReadBytesPerSecond ByteSize      `yaml:"min_read_bytes_per_second"`
 	// MaxInFlightRequests bounds the requests read from one connection and
 	// not yet answered; past it the connection is not read. Default 16.
 	MaxInFlightRequests int `yaml:"max_in_flight_requests"`
@@ -135,6 +188,15 @@ type Fluss struct {
 	RequestTimeout time.Duration `yaml:"request_timeout"`
 	// DialTimeout bounds one connection attempt. Default 10s.
 	DialTimeout time.Duration `yaml:"dial_timeout"`
+	// InitWriterTimeout bounds the wait for a Fluss writer id when a Kafka
+	// producer asks for a producer id; then the producer is told to retry.
+	// Default 5s: below franz-go's 10s request overhead, far below
+	// request_timeout.
+	InitWriterTimeout time.Duration `yaml:"init_writer_timeout"`
+	// InitWriterBackoffMax bounds the back-off after failed writer-id
+	// requests, during which producers are answered at once from the last
+	// failure. It starts at 1s and doubles. Default 10s.
+	InitWriterBackoffMax time.Duration `yaml:"init_writer_backoff_max"`
 }
 
 // FlussSASL is the gateway's own credential towards Fluss.
@@ -176,6 +238,9 @@ type Writer struct {
 	// MaxInFlightPerBucket bounds unacknowledged requests per bucket.
 	// At most 5 with idempotence. Default 5.
 	MaxInFlightPerBucket int `yaml:"max_in_flight_per_bucket"`
+	// KvMaxThrottle is the longest a primary-key bucket is held back when
+	// Fluss reports KV storage pressure (Fluss 1.0). Default 3s.
+	KvMaxThrottle time.Duration `yaml:"kv_max_throttle"`
 }
 
 // SchemaRegistry is a Confluent-compatible schema registry (Confluent,
@@ -202,6 +267,13 @@ type Admin struct {
 	// Address is host:port of /metrics, /livez and /readyz; "" disables
 	// the server. Default ":9464".
 	Address string `yaml:"address"`
+	// ReadyInterval is how often readiness checks Fluss (metadata, the
+	// coordinator, the routes' bucket leaders). Default 2s.
+	ReadyInterval time.Duration `yaml:"ready_interval"`
+	// ReadyGrace is how long those checks may keep failing before /readyz
+	// turns 503, so that short blips do not take the instance out of a
+	// load balancer. Default 10s.
+	ReadyGrace time.Duration `yaml:"ready_grace"`
 }
 
 // Log levels and formats.
@@ -237,6 +309,10 @@ const (
 	DefaultListenerAdvertised = "localhost:9092"
 	DefaultAdminAddress       = ":9464"
 	DefaultShutdownDeadline   = 30 * time.Second
+	DefaultInitWriterTimeout  = 5 * time.Second
+	DefaultInitWriterBackoff  = 10 * time.Second
+	DefaultReadyInterval      = 2 * time.Second
+	DefaultReadyGrace         = 10 * time.Second
 )
 
 // Load reads and parses the configuration file at path.
@@ -287,24 +363,29 @@ func defaultConfig() *Config {
 	k := kafkaproto.DefaultConfig()
 	return &Config{
 		Kafka: Kafka{
-			ClusterID:           k.ClusterID,
-			MaxMessageBytes:     ByteSize(k.MaxMessageBytes),
-			MaxRequestBytes:     ByteSize(k.MaxFrameBytes),
-			MaxInFlightRequests: k.MaxInFlightRequests,
-			IdleTimeout:         k.IdleTimeout,
-			ProducerStateTTL:    k.ProducerStateTTL,
-			MaxProducerStates:   k.MaxProducerStates,
+			ClusterID:             k.ClusterID,
+			MaxMessageBytes:       ByteSize(k.MaxMessageBytes),
+			MaxRequestBytes:       ByteSize(k.MaxFrameBytes),
+			MaxFirstRequestBytes:  ByteSize(k.MaxFirstRequestBytes),
+			RequestReadTimeout:    k.RequestReadTimeout,
+			MinReadBytesPerSecond: ByteSize(k.MinReadBytesPerSecond),
+			MaxInFlightRequests:   k.MaxInFlightRequests,
+			IdleTimeout:           k.IdleTimeout,
+			ProducerStateTTL:      k.ProducerStateTTL,
+			MaxProducerStates:     k.MaxProducerStates,
 		},
 		Fluss: Fluss{
-			ClientID:       fluss.DefaultClientID,
-			RequestTimeout: fluss.DefaultRequestTimeout,
-			DialTimeout:    fluss.DefaultDialTimeout,
+			ClientID:             fluss.DefaultClientID,
+			RequestTimeout:       fluss.DefaultRequestTimeout,
+			DialTimeout:          fluss.DefaultDialTimeout,
+			InitWriterTimeout:    DefaultInitWriterTimeout,
+			InitWriterBackoffMax: DefaultInitWriterBackoff,
 		},
 		Writer: writerDefaults(),
 		SchemaRegistry: SchemaRegistry{
 			RequestTimeout: schemaregistry.DefaultConfig().RequestTimeout,
 		},
-		Admin:    Admin{Address: DefaultAdminAddress},
+		Admin:    Admin{Address: DefaultAdminAddress, ReadyInterval: DefaultReadyInterval, ReadyGrace: DefaultReadyGrace},
 		Logging:  Logging{Level: LevelInfo, Format: FormatText},
 		Shutdown: Shutdown{Deadline: DefaultShutdownDeadline},
 	}
@@ -324,6 +405,7 @@ func writerDefaults() Writer {
 		Acks:                 Acks(w.Acks),
 		Idempotence:          !w.DisableIdempotence,
 		MaxInFlightPerBucket: w.MaxInflightPerBucket,
+		KvMaxThrottle:        w.KvMaxThrottle,
 	}
 }
 
@@ -350,6 +432,20 @@ func (c *Config) fillDefaults() {
 	}
 	for i := range c.Routes {
 		c.Routes[i] = c.Routes[i].WithDefaults()
+	}
+	for i := range c.ACLs {
+		// kafka-acls.sh takes any case; keep one spelling from here on.
+		a := &c.ACLs[i]
+		a.PatternType, a.Permission = strings.ToLower(a.PatternType), strings.ToLower(a.Permission)
+		if a.PatternType == "" {
+			a.PatternType = ACLPatternLiteral
+		}
+		if a.Permission == "" {
+			a.Permission = ACLAllow
+		}
+		if op := NormalizeACLOperation(a.Operation); op != "" {
+			a.Operation = op
+		}
 	}
 }
 

@@ -30,13 +30,16 @@ func TestParseDefaults(t *testing.T) {
 	// The defaults come from the components; the literals are the ones
 	// docs/configuration.md documents.
 	assert.Equal(t, Kafka{
-		ClusterID:           "fluss-kafka-gateway",
-		MaxMessageBytes:     1048588,
-		MaxRequestBytes:     100 << 20,
-		MaxInFlightRequests: 16,
-		IdleTimeout:         10 * time.Minute,
-		ProducerStateTTL:    time.Hour,
-		MaxProducerStates:   100000,
+		ClusterID:             "fluss-kafka-gateway",
+		MaxMessageBytes:       1048588,
+		MaxRequestBytes:       100 << 20,
+		MaxFirstRequestBytes:  2 << 20,
+		RequestReadTimeout:    10 * time.Second,
+		MinReadBytesPerSecond: 1 << 20,
+		MaxInFlightRequests:   16,
+		IdleTimeout:           10 * time.Minute,
+		ProducerStateTTL:      time.Hour,
+		MaxProducerStates:     100000,
 	}, cfg.Kafka)
 	assert.Equal(t, "fluss-kafka-gateway", cfg.Fluss.ClientID)
 	assert.Equal(t, 30*time.Second, cfg.Fluss.RequestTimeout)
@@ -52,6 +55,7 @@ func TestParseDefaults(t *testing.T) {
 		Acks:                 AcksAll,
 		Idempotence:          true,
 		MaxInFlightPerBucket: 5,
+		KvMaxThrottle:        3 * time.Second,
 	}, cfg.Writer)
 	assert.Equal(t, DefaultAdminAddress, cfg.Admin.Address)
 	assert.Equal(t, Logging{Level: LevelInfo, Format: FormatText}, cfg.Logging)
@@ -338,4 +342,68 @@ func TestLoadMissingFile(t *testing.T) {
 	_, err := Load(filepath.Join(t.TempDir(), "nope.yaml"))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "read config")
+}
+
+func TestParseOutageAndReadinessDefaults(t *testing.T) {
+	t.Parallel()
+	cfg, err := Parse([]byte(minimal))
+	require.NoError(t, err)
+	assert.Equal(t, 5*time.Second, cfg.Fluss.InitWriterTimeout)
+	assert.Equal(t, 10*time.Second, cfg.Fluss.InitWriterBackoffMax)
+	assert.Equal(t, 2*time.Second, cfg.Admin.ReadyInterval)
+	assert.Equal(t, 10*time.Second, cfg.Admin.ReadyGrace)
+	assert.Empty(t, cfg.ACLs, "no ACLs: allow all")
+}
+
+func TestParseACLs(t *testing.T) {
+	t.Parallel()
+	cfg, err := Parse([]byte(minimal + `
+acls:
+  - {principal: "User:alice", operation: write, topic: orders}
+  - {principal: "User:*", operation: DESCRIBE, topic: "*", permission: Allow}
+  - {principal: "User:bob", operation: All, topic: "logs.", pattern_type: Prefixed, permission: deny}
+`))
+	require.NoError(t, err)
+	assert.Equal(t, []ACL{
+		{Principal: "User:alice", Operation: ACLOperationWrite, Topic: "orders", PatternType: ACLPatternLiteral, Permission: ACLAllow},
+		{Principal: "User:*", Operation: ACLOperationDescribe, Topic: "*", PatternType: ACLPatternLiteral, Permission: ACLAllow},
+		{Principal: "User:bob", Operation: ACLOperationAll, Topic: "logs.", PatternType: ACLPatternPrefixed, Permission: ACLDeny},
+	}, cfg.ACLs, "defaults filled, spellings normalised")
+}
+
+func TestParseACLAndOutageErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		yaml string
+		want []string
+	}{
+		{"unknown acl key", minimal + "acls: [{principal: 'User:a', operation: Write, topic: t, host: '*'}]\n", []string{"field host not found"}},
+		{"principal missing", minimal + "acls: [{operation: Write, topic: t}]\n", []string{"acls[0].principal: required"}},
+		{"principal without type", minimal + "acls: [{principal: alice, operation: Write, topic: t}]\n", []string{`acls[0].principal: "alice" is not User:<name> or User:*`}},
+		{"principal group", minimal + "acls: [{principal: 'Group:ops', operation: Write, topic: t}]\n", []string{"acls[0].principal"}},
+		{"principal empty name", minimal + "acls: [{principal: 'User:', operation: Write, topic: t}]\n", []string{`acls[0].principal: "User:" names no user`}},
+		{"operation", minimal + "acls: [{principal: 'User:a', operation: Read, topic: t}]\n", []string{`acls[0].operation: "Read" is not one of Write, Describe, All`}},
+		{"operation missing", minimal + "acls: [{principal: 'User:a', topic: t}]\n", []string{"acls[0].operation"}},
+		{"topic missing", minimal + "acls: [{principal: 'User:a', operation: Write}]\n", []string{"acls[0].topic: required"}},
+		{"prefixed wildcard", minimal + "acls: [{principal: 'User:a', operation: Write, topic: '*', pattern_type: prefixed}]\n", []string{"acls[0].topic: * is a literal wildcard"}},
+		{"pattern type", minimal + "acls: [{principal: 'User:a', operation: Write, topic: t, pattern_type: match}]\n", []string{`acls[0].pattern_type: "match" is not one of literal, prefixed`}},
+		{"permission", minimal + "acls: [{principal: 'User:a', operation: Write, topic: t, permission: maybe}]\n", []string{`acls[0].permission: "maybe" is not one of allow, deny`}},
+		{"second entry named", minimal + "acls: [{principal: 'User:a', operation: Write, topic: t}, {principal: 'User:b', operation: Alter, topic: t}]\n", []string{"acls[1].operation"}},
+		{"init writer timeout", "fluss: {bootstrap: ['a:1'], init_writer_timeout: 0s}\n", []string{"fluss.init_writer_timeout: must be positive"}},
+		{"init writer above request timeout", "fluss: {bootstrap: ['a:1'], request_timeout: 3s, init_writer_timeout: 5s}\n", []string{"fluss.init_writer_timeout: 5s exceeds fluss.request_timeout (3s)"}},
+		{"init writer backoff", "fluss: {bootstrap: ['a:1'], init_writer_backoff_max: -1s}\n", []string{"fluss.init_writer_backoff_max"}},
+		{"ready interval", minimal + "admin: {ready_interval: 0s}\n", []string{"admin.ready_interval: must be positive"}},
+		{"ready grace", minimal + "admin: {ready_grace: -1s}\n", []string{"admin.ready_grace: must not be negative"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Parse([]byte(tc.yaml))
+			require.Error(t, err)
+			for _, w := range tc.want {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/fluss-kafka/gateway/mapping"
 )
@@ -31,6 +32,12 @@ func (c *Config) Validate() error {
 	if c.Admin.Address != "" {
 		checkHostPort(&p, "admin.address", c.Admin.Address, true)
 	}
+	if c.Admin.ReadyInterval <= 0 {
+		p.add("admin.ready_interval", "must be positive, got %s", c.Admin.ReadyInterval)
+	}
+	if c.Admin.ReadyGrace < 0 {
+		p.add("admin.ready_grace", "must not be negative, got %s", c.Admin.ReadyGrace)
+	}
 	switch c.Logging.Level {
 	case LevelDebug, LevelInfo, LevelWarn, LevelError:
 	default:
@@ -46,7 +53,56 @@ func (c *Config) Validate() error {
 	}
 	c.validateRoutes(&p)
 	c.validateSchemaRegistry(&p)
+	c.validateACLs(&p)
 	return p.err()
+}
+
+// validateACLs checks each entry's fields against Kafka's ACL model for
+// topics; names match case-insensitively as kafka-acls.sh accepts them, so
+// only unknown values are errors.
+func (c *Config) validateACLs(p *problems) {
+	for i, a := range c.ACLs {
+		key := fmt.Sprintf("acls[%d]", i)
+		switch name, ok := strings.CutPrefix(a.Principal, ACLPrincipalPrefix); {
+		case a.Principal == "":
+			p.add(key+".principal", "required (User:<name> or User:*)")
+		case !ok:
+			p.add(key+".principal", "%q is not User:<name> or User:*", a.Principal)
+		case name == "":
+			p.add(key+".principal", "%q names no user", a.Principal)
+		}
+		if NormalizeACLOperation(a.Operation) == "" {
+			p.add(key+".operation", "%q is not one of Write, Describe, All", a.Operation)
+		}
+		pattern := strings.ToLower(a.PatternType)
+		switch pattern {
+		case ACLPatternLiteral, ACLPatternPrefixed:
+		default:
+			p.add(key+".pattern_type", "%q is not one of literal, prefixed", a.PatternType)
+		}
+		switch {
+		case a.Topic == "":
+			p.add(key+".topic", "required (a topic name, a prefix, or * for every topic)")
+		case a.Topic == ACLWildcard && pattern == ACLPatternPrefixed:
+			p.add(key+".topic", "* is a literal wildcard; a prefixed pattern of every topic is an empty prefix, which Kafka refuses too")
+		}
+		switch strings.ToLower(a.Permission) {
+		case ACLAllow, ACLDeny:
+		default:
+			p.add(key+".permission", "%q is not one of allow, deny", a.Permission)
+		}
+	}
+}
+
+// NormalizeACLOperation returns an ACL operation in its canonical
+// spelling (Write, Describe, All), or "" when it is none of them.
+func NormalizeACLOperation(op string) string {
+	for _, o := range []string{ACLOperationWrite, ACLOperationDescribe, ACLOperationAll} {
+		if strings.EqualFold(op, o) {
+			return o
+		}
+	}
+	return ""
 }
 
 func (c *Config) validateSchemaRegistry(p *problems) {
@@ -96,6 +152,15 @@ func (c *Config) validateKafka(p *problems) {
 	}
 	if k.MaxReadBytes != 0 && k.MaxReadBytes < k.MaxRequestBytes {
 		p.add("kafka.max_read_bytes", "%d is below kafka.max_request_bytes %d", k.MaxReadBytes, k.MaxRequestBytes)
+	}
+	if k.MaxFirstRequestBytes < 1024 {
+		p.add("kafka.max_first_request_bytes", "must be at least 1KiB, got %d", k.MaxFirstRequestBytes)
+	}
+	if k.RequestReadTimeout <= 0 {
+		p.add("kafka.request_read_timeout", "must be positive, got %s", k.RequestReadTimeout)
+	}
+	if k.MinReadBytesPerSecond < 1024 {
+		p.add("kafka.min_read_bytes_per_second", "must be at least 1KiB, got %d", k.MinReadBytesPerSecond)
 	}
 	if k.MaxInFlightRequests < 1 {
 		p.add("kafka.max_in_flight_requests", "must be at least 1, got %d", k.MaxInFlightRequests)
@@ -191,6 +256,14 @@ func (c *Config) validateFluss(p *problems) {
 	}
 	if f.DialTimeout <= 0 {
 		p.add("fluss.dial_timeout", "must be positive, got %s", f.DialTimeout)
+	}
+	if f.InitWriterTimeout <= 0 {
+		p.add("fluss.init_writer_timeout", "must be positive, got %s", f.InitWriterTimeout)
+	} else if f.InitWriterTimeout > f.RequestTimeout && f.RequestTimeout > 0 {
+		p.add("fluss.init_writer_timeout", "%s exceeds fluss.request_timeout (%s)", f.InitWriterTimeout, f.RequestTimeout)
+	}
+	if f.InitWriterBackoffMax <= 0 {
+		p.add("fluss.init_writer_backoff_max", "must be positive, got %s", f.InitWriterBackoffMax)
 	}
 	if s := f.SASL; s != nil {
 		if s.Mechanism != MechanismPlain {

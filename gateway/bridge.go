@@ -29,6 +29,7 @@ type bridge struct {
 	pending *pendingWrites
 	ids     writerIDs
 	reg     *schemaregistry.Client // nil: no schema_registry configured
+	eo      *exactlyOnce           // nil: no Fluss client to keep producer states in
 	log     *slog.Logger
 	m       *gatewayMetrics
 
@@ -48,9 +49,14 @@ type writerIDs interface {
 // convBatch holds the converted rows of one Kafka batch until they are all
 // appended: a batch is converted whole first, so a record rejected in
 // reject mode leaves the whole batch unwritten, as Kafka batches are atomic.
+//
+// The rows come from the route's converter (mapping.Rows, warm across
+// garbage collections); convert takes them and putBatch gives them back.
 type convBatch struct {
-	convs   []mapping.Converted
-	dead    []bool // record goes to the dead-letter table
+	convs   []mapping.Converted // rows.Converted once convert ran, else nil
+	rows    *mapping.Rows
+	conv    *mapping.Converter // what rows came from
+	dead    []bool             // record goes to the dead-letter table
 	partIDs []int64
 	headers []mapping.Header
 	rec     mapping.Record
@@ -90,7 +96,21 @@ func (s *bridge) Topic(name string) (int32, bool) {
 	if !ok {
 		return 0, false
 	}
-	return int32(r.Converter().NumBuckets()), true
+	return kafkaPartitions(st, r), true
+}
+
+// kafkaPartitions is a routed topic's partition count: the table's bucket
+// count when the gateway first bound it. It stays put across reloads even
+// when the table's count is altered (Fluss 1.0 applies a new count only to
+// partitions created afterwards): a Kafka producer must never see its
+// topic's partition count change. Rows of a log table without bucket key
+// go to bucket (Kafka partition mod the Fluss partition's count); keyed
+// rows go where their key hashes for that count.
+func kafkaPartitions(st *routeState, r *mapping.Route) int32 {
+	if t := st.tables[r.Table()]; t != nil {
+		return int32(t.NumBuckets())
+	}
+	return int32(r.Converter().NumBuckets())
 }
 
 // AllTopics implements kafkaproto.Topics. Pattern routes cannot be listed;
@@ -103,7 +123,7 @@ func (s *bridge) AllTopics() []kafkaproto.TopicInfo {
 	var out []kafkaproto.TopicInfo
 	for _, r := range st.routes.All() {
 		if t := r.Spec().Topic; t != "" {
-			out = append(out, kafkaproto.TopicInfo{Name: t, Partitions: int32(r.Converter().NumBuckets())})
+			out = append(out, kafkaproto.TopicInfo{Name: t, Partitions: kafkaPartitions(st, r)})
 		}
 	}
 	return out
@@ -112,6 +132,9 @@ func (s *bridge) AllTopics() []kafkaproto.TopicInfo {
 // NextProducerID implements kafkaproto.ProducerIDs with Fluss writer ids,
 // which Fluss allocates cluster-wide, so every gateway instance sharing the
 // cluster hands out distinct producer ids without talking to the others.
+// In the gateway s.ids is a producerIDs (producer_ids.go): a bounded wait,
+// a back-off while Fluss keeps failing, and failures that already carry
+// their Kafka code (kafkaError passes them through).
 func (s *bridge) NextProducerID(ctx context.Context) (int64, error) {
 	st := s.state.Load()
 	var tables []fluss.TablePath
@@ -136,11 +159,16 @@ func (s *bridge) NextProducerID(ctx context.Context) (int64, error) {
 func (s *bridge) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) (kafkaproto.PartitionWrite, error) {
 	st := s.state.Load()
 	if st == nil {
+		req.Release()
 		return nil, fmt.Errorf("%w: routes not loaded yet", kafkaproto.ErrLeaderNotAvailable)
 	}
 	route, ok := st.routes.Resolve(req.Topic)
 	if !ok {
+		req.Release()
 		return nil, kafkaproto.ErrUnknownTopicOrPartition
+	}
+	if route.Spec().ExactlyOnce && req.ProducerID >= 0 {
+		return s.produceExactlyOnce(ctx, st, route, req)
 	}
 	cb := s.getBatch(len(req.Records))
 	schemasMissing := s.frame(route, req, cb)
@@ -149,9 +177,13 @@ func (s *bridge) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) 
 		if err := s.convert(route, req, cb); err != nil {
 			s.putBatch(cb)
 			s.m.rejected(route.Name(), len(req.Records))
+			req.Release()
 			return nil, err
 		}
-		if !s.pending.busy(tp) && s.resolveCached(st, route, cb) {
+		if !s.pending.busy(tp) && s.resolveCached(st, route, req, cb) {
+			// The writer copies the rows: the decoded records can go back
+			// once they are appended.
+			defer req.Release()
 			defer s.putBatch(cb)
 			return s.write(ctx, st, route, req, cb)
 		}
@@ -164,6 +196,7 @@ func (s *bridge) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) 
 	}
 	c := kafkaproto.NewCompletion()
 	s.pending.enqueue(tp, func() {
+		defer req.Release()
 		defer s.putBatch(cb)
 		jctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 		defer cancel()
@@ -182,7 +215,7 @@ func (s *bridge) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) 
 				return
 			}
 		}
-		if err := s.resolvePartitions(jctx, st, route, cb); err != nil {
+		if err := s.resolvePartitions(jctx, st, route, req, cb); err != nil {
 			s.log.Warn("produce: partition resolution failed", slog.String("topic", req.Topic),
 				slog.Int("partition", int(req.Partition)), slog.Any("err", err))
 			c.Complete(failedResult(kafkaError(err)))
@@ -230,7 +263,7 @@ func (s *bridge) write(ctx context.Context, st *routeState, route *mapping.Route
 }
 
 func failedResult(err error) kafkaproto.PartitionResult {
-	return kafkaproto.PartitionResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1, Err: err}
+	return kafkaproto.PartitionResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1, Err: err, ThrottleTime: throttleFor(err)}
 }
 
 // convert converts every record of the batch. In reject mode the first
@@ -239,6 +272,10 @@ func failedResult(err error) kafkaproto.PartitionResult {
 func (s *bridge) convert(route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) error {
 	conv := route.Converter()
 	dlq := route.DLQ()
+	if cb.rows == nil {
+		cb.rows, cb.conv = conv.GetRows(len(req.Records)), conv
+	}
+	cb.convs = cb.rows.Converted
 	var rejects []kafkaproto.RecordError
 	for i := range req.Records {
 		kr := &req.Records[i]
@@ -292,21 +329,21 @@ func (s *bridge) convert(route *mapping.Route, req *kafkaproto.PartitionProduce,
 
 // resolveCached fills the batch's partition ids from the cache alone and
 // reports whether every one was there.
-func (s *bridge) resolveCached(st *routeState, route *mapping.Route, cb *convBatch) bool {
-	return s.fillPartitionIDs(route, cb, func(name string) (int64, error) {
-		if id, ok := s.parts.cached(st.infos[route.Table()].TableID, name); ok {
-			return id, nil
+func (s *bridge) resolveCached(st *routeState, route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) bool {
+	return s.fillPartitionIDs(route, req, cb, func(name string) (int64, int, error) {
+		if id, n, ok := s.parts.cached(st.infos[route.Table()].TableID, name); ok {
+			return id, n, nil
 		}
-		return 0, errNotCached
+		return 0, 0, errNotCached
 	}) == nil
 }
 
 // resolvePartitions fills the batch's partition ids, looking up (and
 // creating) partitions not cached yet. It may block on Fluss, honouring ctx.
 // A failure leaves the whole batch unwritten.
-func (s *bridge) resolvePartitions(ctx context.Context, st *routeState, route *mapping.Route, cb *convBatch) error {
+func (s *bridge) resolvePartitions(ctx context.Context, st *routeState, route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) error {
 	info := st.infos[route.Table()]
-	return s.fillPartitionIDs(route, cb, func(name string) (int64, error) {
+	return s.fillPartitionIDs(route, req, cb, func(name string) (int64, int, error) {
 		return s.parts.id(ctx, info, name)
 	})
 }
@@ -314,18 +351,29 @@ func (s *bridge) resolvePartitions(ctx context.Context, st *routeState, route *m
 // errNotCached stops resolveCached at the first partition not cached.
 var errNotCached = errors.New("partition not cached")
 
-func (s *bridge) fillPartitionIDs(route *mapping.Route, cb *convBatch, id func(name string) (int64, error)) error {
-	partID, partName := int64(writer.NoPartition), ""
+// fillPartitionIDs sets each row's partition id and, where the partition's
+// bucket count differs from the table's (Fluss 1.0 per-partition counts),
+// chooses its bucket again for that count.
+func (s *bridge) fillPartitionIDs(route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch, id func(name string) (int64, int, error)) error {
+	conv := route.Converter()
+	partID, partName, buckets := int64(writer.NoPartition), "", 0
 	for i := range cb.convs {
 		c := &cb.convs[i]
-		if !cb.dead[i] && c.Partition != partName {
-			partName, partID = c.Partition, writer.NoPartition
+		if cb.dead[i] {
+			cb.partIDs[i] = writer.NoPartition
+			continue
+		}
+		if c.Partition != partName {
+			partName, partID, buckets = c.Partition, writer.NoPartition, 0
 			if partName != "" {
 				var err error
-				if partID, err = id(partName); err != nil {
+				if partID, buckets, err = id(partName); err != nil {
 					return err
 				}
 			}
+		}
+		if buckets > 0 && buckets != conv.NumBuckets() {
+			conv.Rebucket(c, req.Partition, buckets)
 		}
 		cb.partIDs[i] = partID
 	}
@@ -375,25 +423,38 @@ func (s *bridge) getBatch(n int) *convBatch {
 	if cb == nil {
 		cb = &convBatch{}
 	}
-	if cap(cb.convs) < n {
-		cb.convs = append(cb.convs[:cap(cb.convs)], make([]mapping.Converted, n-cap(cb.convs))...)
-	}
-	cb.convs = cb.convs[:n]
+	cb.convs = nil
 	cb.dead = slices.Grow(cb.dead[:0], n)[:n]
 	clear(cb.dead)
 	cb.partIDs = slices.Grow(cb.partIDs[:0], n)[:n]
 	cb.headers = cb.headers[:0]
-	cb.handles = make([]writer.Handle, 0, n) // handed to the completion
+	cb.handles = slices.Grow(cb.handles[:0], n)
 	return cb
 }
 
 func (s *bridge) putBatch(cb *convBatch) {
-	// Very large batches would pin their row buffers; let the GC have them.
-	if cap(cb.convs) > 4096 {
+	if cb.rows != nil {
+		cb.conv.PutRows(cb.rows)
+		cb.rows, cb.conv, cb.convs = nil, nil, nil
+	}
+	// Very large batches would pin their buffers; let the GC have them.
+	if cap(cb.dead) > 4096 {
 		return
 	}
 	cb.rec = mapping.Record{}
-	cb.handles = nil
+	// awaitHandles keeps the handles slice only when the rows span several
+	// Fluss batches (its goroutine reads it); for one batch it copies the
+	// first handle. Reuse the slice only when it is not retained.
+	retained := false
+	for i := 1; i < len(cb.handles) && !retained; i++ {
+		retained = cb.handles[i].Batch() != cb.handles[0].Batch()
+	}
+	if retained {
+		cb.handles = nil
+	} else {
+		clear(cb.handles) // they point to Fluss batches and their bytes
+		cb.handles = cb.handles[:0]
+	}
 	clear(cb.headers)
 	// The payloads point into the request frame: do not pin it.
 	clear(cb.framing.values)
@@ -410,8 +471,21 @@ func (s *bridge) writeDone(route string) func(time.Duration, *writer.Batch, erro
 	observe := s.m.produceDone(route)
 	return func(d time.Duration, failed *writer.Batch, err error) {
 		observe(d)
-		if failed != nil && errors.Is(err, fluss.ErrPartitionNotExists) {
+		if failed == nil {
+			return
+		}
+		switch {
+		case errors.Is(err, fluss.ErrPartitionNotExists):
 			s.parts.forget(failed.Table().ID(), failed.PartitionID())
+		case errors.Is(err, fluss.ErrInvalidBucketRouting) && failed.PartitionID() != writer.NoPartition:
+			// The partition has another bucket count than we bucketed
+			// with (nothing of it was stored): forget the count and the
+			// writer's layout, so the producer's retry (a retriable error
+			// to Kafka) is bucketed with the count read anew.
+			s.parts.forget(failed.Table().ID(), failed.PartitionID())
+			failed.Table().ForgetPartition(failed.PartitionID())
+			s.log.Warn("produce: partition bucket count changed; re-bucketing on the producer's retry",
+				slog.String("table", failed.Table().Path().String()), slog.Int64("partition_id", failed.PartitionID()))
 		}
 	}
 }
@@ -489,9 +563,16 @@ func (w *handleWrite) Result() kafkaproto.PartitionResult {
 	return w.res
 }
 
+// result is a Kafka batch's answer. While the table's tablet server reports
+// KV storage pressure the answer carries the writer's hold-back as throttle
+// time, so producers slow down the Kafka way instead of filling the buffer.
 func result(first writer.Handle, err error) kafkaproto.PartitionResult {
-	if err != nil {
-		return kafkaproto.PartitionResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1, Err: kafkaError(err)}
+	throttle := throttleFor(err)
+	if b := first.Batch(); b != nil {
+		throttle = max(throttle, b.Table().Throttle(time.Now()))
 	}
-	return kafkaproto.PartitionResult{BaseOffset: first.Offset(), LogAppendTime: -1, LogStartOffset: -1}
+	if err != nil {
+		return kafkaproto.PartitionResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1, Err: kafkaError(err), ThrottleTime: throttle}
+	}
+	return kafkaproto.PartitionResult{BaseOffset: first.Offset(), LogAppendTime: -1, LogStartOffset: -1, ThrottleTime: throttle}
 }

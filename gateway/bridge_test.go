@@ -5,7 +5,9 @@ import (
 	"errors"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,6 +32,9 @@ func (f fakePartitions) EnsurePartition(_ context.Context, _ fluss.TablePath, sp
 	}
 	return 0, errors.New("create partition refused")
 }
+
+// BucketCount reports no count of its own: partitions have the table's.
+func (fakePartitions) BucketCount(context.Context, int64, int64) (int32, error) { return 0, nil }
 
 // exampleSink binds configs/gateway.yaml's routes to exampleTables and
 // returns a bridge over a fresh writer that is not running (its batches
@@ -56,9 +61,10 @@ func exampleSinkWith(t *testing.T, parts partitionSource, wcfg writer.Config) (*
 	require.NoError(t, err)
 	acc, err := writer.New(wcfg, failingTransport{code: 36})
 	require.NoError(t, err)
-	st, err := newTableRegistry(acc).state(bound, infos)
+	pc := newPartitionCache(parts)
+	st, err := newTableRegistry(acc, pc).state(bound, infos)
 	require.NoError(t, err)
-	s := newBridge(acc, newPartitionCache(parts), nil, newGatewayMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler))
+	s := newBridge(acc, pc, nil, newGatewayMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler))
 	s.state.Store(st)
 	return s, acc
 }
@@ -335,7 +341,8 @@ func (failingTransport) BucketLeader(context.Context, int64, int64, int32) (flus
 	return fluss.ServerNode{ID: 1, Host: "127.0.0.1", Port: 1}, nil
 }
 
-func (failingTransport) InvalidateTableMetadata(int64) {}
+func (failingTransport) InvalidateTableMetadata(int64)            {}
+func (failingTransport) InvalidatePartitionMetadata(int64, int64) {}
 
 func (failingTransport) InitWriter(context.Context, ...fluss.TablePath) (int64, error) { return 1, nil }
 
@@ -345,4 +352,129 @@ func closeWriter(t *testing.T, w *writer.Writer) {
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
 	_ = w.Close(ctx)
+}
+
+// countedPartitions resolves partitions from a map and reports their own
+// bucket counts (Fluss 1.0), which a test may change.
+type countedPartitions struct {
+	fakePartitions
+	mu     sync.Mutex
+	counts map[int64]int32
+	asked  int
+}
+
+func (c *countedPartitions) BucketCount(_ context.Context, _, partitionID int64) (int32, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.asked++
+	return c.counts[partitionID], nil
+}
+
+func (c *countedPartitions) set(partitionID int64, n int32) {
+	c.mu.Lock()
+	c.counts[partitionID] = n
+	c.mu.Unlock()
+}
+
+// routingTransport records the (bucket, routing count) of every bucket
+// written and answers INVALID_BUCKET_ROUTING while reject is set.
+type routingTransport struct {
+	failingTransport
+	mu     sync.Mutex
+	seen   [][2]int32
+	reject bool
+}
+
+func (r *routingTransport) SendProduceLog(_ context.Context, _ int32, req *fluss.ProduceLogRequest) (*fluss.PendingWrite, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res := make([]fluss.BucketResult, len(req.Buckets))
+	for i, b := range req.Buckets {
+		r.seen = append(r.seen, [2]int32{b.Bucket, b.RoutingBucketCount})
+		res[i] = fluss.BucketResult{PartitionID: b.PartitionID, Bucket: b.Bucket, Offset: 0}
+		if r.reject {
+			res[i].Err, res[i].Offset = fluss.ErrorForCode(74, "routing bucket count mismatch"), -1
+		}
+	}
+	return fluss.NewPendingWrite(func(context.Context) ([]fluss.BucketResult, error) { return res, nil }), nil
+}
+
+func (r *routingTransport) written() [][2]int32 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.seen)
+}
+
+// TestPartitionBucketCountsAndInvalidRouting: rows of a Fluss partition are
+// bucketed with that partition's own bucket count (Kafka partition mod the
+// count for a log table without bucket key) and sent with it as the routing
+// count; the topic keeps the table's partition count. When Fluss answers
+// INVALID_BUCKET_ROUTING, the producer gets a retriable error, and its
+// retry is bucketed with the count read anew.
+func TestPartitionBucketCountsAndInvalidRouting(t *testing.T) {
+	t.Parallel()
+	parts := &countedPartitions{fakePartitions: fakePartitions{"20240102": 1}, counts: map[int64]int32{1: 2}}
+	wcfg := writer.DefaultConfig()
+	wcfg.Linger = 0
+	cfg, err := configs.Load(filepath.Join("..", "configs", "gateway.yaml"))
+	require.NoError(t, err)
+	rs, err := mapping.NewRoutes(cfg.Routes)
+	require.NoError(t, err)
+	infos := exampleTables()
+	id := int64(100)
+	for _, info := range infos {
+		info.TableID, id = id, id+1
+	}
+	bound, err := rs.Bind(infos)
+	require.NoError(t, err)
+	tr := &routingTransport{}
+	w, err := writer.New(wcfg, tr)
+	require.NoError(t, err)
+	pc := newPartitionCache(parts)
+	st, err := newTableRegistry(w, pc).state(bound, infos)
+	require.NoError(t, err)
+	s := newBridge(w, pc, nil, newGatewayMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler))
+	s.state.Store(st)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() { _ = w.Run(ctx) }()
+
+	n, ok := s.Topic("clicks")
+	require.True(t, ok)
+	assert.EqualValues(t, 3, n, "the topic has the table's bucket count")
+	click := &kafkaproto.PartitionProduce{
+		Topic: "clicks", Partition: 2, Acks: -1, ProducerID: -1, BaseSequence: -1,
+		Records: []kafkaproto.Record{{Index: 0, Timestamp: 1_704_164_645_000, Value: []byte(`{"user_id": 1}`)}},
+	}
+	produce := func() kafkaproto.PartitionResult {
+		pw, err := s.Produce(t.Context(), click)
+		require.NoError(t, err)
+		select {
+		case <-pw.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatal("the write did not complete")
+		}
+		return pw.Result()
+	}
+	require.NoError(t, produce().Err)
+	assert.Equal(t, [][2]int32{{0, 2}}, tr.written(), "Kafka partition 2 mod the partition's 2 buckets, routing count 2")
+
+	// Fluss says the count is wrong; the partition really has 5 buckets.
+	tr.mu.Lock()
+	tr.reject = true
+	tr.mu.Unlock()
+	parts.set(1, 5)
+	res := produce()
+	require.Error(t, res.Err)
+	assert.ErrorIs(t, res.Err, kafkaproto.ErrNotLeaderOrFollower, "retriable for the producer")
+
+	tr.mu.Lock()
+	tr.reject = false
+	tr.mu.Unlock()
+	require.NoError(t, produce().Err, "the producer's retry")
+	got := tr.written()
+	assert.Equal(t, [2]int32{2, 5}, got[len(got)-1], "re-bucketed for 5 buckets, routing count 5")
+	n, _ = s.Topic("clicks")
+	assert.EqualValues(t, 3, n, "the topic's partition count did not change")
+	closeWriter(t, w)
 }

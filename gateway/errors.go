@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/kafkaproto"
@@ -17,6 +18,18 @@ import (
 // built by the gateway, not by the producer (the converter refuses null
 // keys and bad values itself, as INVALID_RECORD with record_errors), so a
 // producer retry would not fix it.
+//
+// The writer retries retriable Fluss errors itself until
+// writer.delivery_timeout, so a producer mostly sees a retriable code once
+// the writer gave up on a batch, or for a batch the writer cannot resend.
+// Codes that mean "none of the batch was written" map to
+// NOT_ENOUGH_REPLICAS: every producer retries it and librdkafka marks it
+// "not persisted" (REQUEST_TIMED_OUT says "maybe persisted").
+//
+// Of the codes new in Fluss 1.0 (64–74), the write path can meet 65, 70,
+// 72, 73 and 74; the scanner codes (66–69), CONFIG_EXCEPTION (64) and
+// INSUFFICIENT_KV_LEADER_REPLICA_CAPACITY (71, a cluster capacity problem
+// no retry fixes) stay UNKNOWN_SERVER_ERROR.
 var flussToKafka = []struct {
 	fluss *fluss.Error
 	kafka *kafkaproto.Error
@@ -42,6 +55,35 @@ var flussToKafka = []struct {
 	{fluss.ErrInvalidTimestamp, kafkaproto.ErrInvalidTimestamp},
 	{fluss.ErrAuthenticate, kafkaproto.ErrTopicAuthorizationFailed}, // the gateway's own Fluss credentials
 	{fluss.ErrAuthorization, kafkaproto.ErrTopicAuthorizationFailed},
+	// Fluss refused the batch on sequence grounds and wrote none of it
+	// (the writer resets its writer id for the bucket's later batches).
+	{fluss.ErrOutOfOrderSequence, kafkaproto.ErrNotEnoughReplicas},
+	{fluss.ErrUnknownWriterID, kafkaproto.ErrNotEnoughReplicas},
+	// A coordinator failover while a partition is created: nothing written.
+	{fluss.ErrNotCoordinatorLeader, kafkaproto.ErrLeaderNotAvailable},
+	// The table was rescaled: the batch was refused, and the producer's
+	// retry is bucketed against the refreshed bucket count.
+	{fluss.ErrInvalidBucketRouting, kafkaproto.ErrNotLeaderOrFollower},
+}
+
+// flussThrottle adds a pause to the Kafka answer of the Fluss errors that
+// mean "storage under pressure" (the Produce throttle time, which Java and
+// franz-go honour on Produce v6+): the storage recovers sooner when the
+// producers' retries do not come at once. A second is about what the
+// writer's own retries wait between attempts by then.
+var flussThrottle = map[int32]time.Duration{
+	fluss.ErrStorageBackpressure.Code:          time.Second,
+	fluss.ErrHistoricalPartitionThrottled.Code: time.Second,
+}
+
+// throttleFor is the throttle time a failed Produce partition carries
+// (kafkaproto.PartitionResult.ThrottleTime); zero for most errors.
+func throttleFor(err error) time.Duration {
+	var fe *fluss.Error
+	if !errors.As(err, &fe) {
+		return 0
+	}
+	return flussThrottle[fe.Code]
 }
 
 // kafkaError classifies an error of the write path for the Kafka front,
@@ -57,6 +99,11 @@ func kafkaError(err error) error {
 	}
 	var fe *fluss.Error
 	switch {
+	case errors.Is(err, writer.ErrWriterReset):
+		// The batch was stamped with a writer id the writer has since
+		// reset (after OUT_OF_ORDER_SEQUENCE): it was not written and will
+		// not be, so the producer's retry is safe, and needed.
+		return fmt.Errorf("%w: fluss writer reset after a sequence error; none of the batch was written, retry is safe: %w", kafkaproto.ErrNotEnoughReplicas, err)
 	case errors.As(err, &fe):
 		for _, m := range flussToKafka {
 			if m.fluss.Code == fe.Code {

@@ -12,16 +12,20 @@ import (
 // partitionSource is what partition resolution needs from Fluss.
 type partitionSource interface {
 	EnsurePartition(ctx context.Context, path fluss.TablePath, spec fluss.PartitionSpec) (int64, error)
+	// BucketCount is a partition's own bucket count (Fluss 1.0: fixed when
+	// the partition is created, the table's count at that moment).
+	BucketCount(ctx context.Context, tableID, partitionID int64) (int32, error)
 }
 
-// partitionCache resolves partition names to ids, creating partitions that
-// do not exist yet. Ids are cached per table id, so a re-created table does
-// not reuse stale ones.
+// partitionCache resolves partition names to ids and bucket counts,
+// creating partitions that do not exist yet. Ids are cached per table id,
+// so a re-created table does not reuse stale ones.
 type partitionCache struct {
 	src partitionSource
 
-	mu  sync.RWMutex // guards ids
-	ids map[partitionKey]int64
+	mu      sync.RWMutex // guards ids and buckets
+	ids     map[partitionKey]int64
+	buckets map[partitionRef]int32
 }
 
 type partitionKey struct {
@@ -29,7 +33,12 @@ type partitionKey struct {
 	name    string
 }
 
-// forget drops the cached id of a partition that Fluss says is gone.
+type partitionRef struct {
+	tableID, partitionID int64
+}
+
+// forget drops the cached id and bucket count of a partition that Fluss
+// says is gone, or whose bucket count was wrong.
 func (c *partitionCache) forget(tableID, partitionID int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -38,35 +47,52 @@ func (c *partitionCache) forget(tableID, partitionID int64) {
 			delete(c.ids, k)
 		}
 	}
+	delete(c.buckets, partitionRef{tableID, partitionID})
 }
 
 func newPartitionCache(src partitionSource) *partitionCache {
-	return &partitionCache{src: src, ids: make(map[partitionKey]int64)}
+	return &partitionCache{src: src, ids: make(map[partitionKey]int64), buckets: make(map[partitionRef]int32)}
 }
 
-// cached returns the partition id of name in the table when it is known,
-// without calling Fluss.
-func (c *partitionCache) cached(tableID int64, name string) (int64, bool) {
+// bucketsOf returns the cached bucket count of a partition (0: unknown).
+// It never calls Fluss: the writer asks it on its write path.
+func (c *partitionCache) bucketsOf(tableID, partitionID int64) int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return int(c.buckets[partitionRef{tableID, partitionID}])
+}
+
+// cached returns the partition id and bucket count of name in the table
+// when both are known, without calling Fluss.
+func (c *partitionCache) cached(tableID int64, name string) (int64, int, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	id, ok := c.ids[partitionKey{tableID, name}]
-	return id, ok
+	if !ok {
+		return 0, 0, false
+	}
+	n, ok := c.buckets[partitionRef{tableID, id}]
+	return id, int(n), ok
 }
 
-// id returns the partition id of name in the table, creating the partition
-// when it does not exist. It may block on Fluss, honouring ctx.
-func (c *partitionCache) id(ctx context.Context, info *fluss.TableInfo, name string) (int64, error) {
+// id returns the partition id and bucket count of name in the table,
+// creating the partition when it does not exist. It may block on Fluss,
+// honouring ctx.
+func (c *partitionCache) id(ctx context.Context, info *fluss.TableInfo, name string) (int64, int, error) {
+	if id, n, ok := c.cached(info.TableID, name); ok {
+		return id, n, nil
+	}
 	k := partitionKey{info.TableID, name}
 	c.mu.RLock()
 	id, ok := c.ids[k]
 	c.mu.RUnlock()
 	if ok {
-		return id, nil
+		return c.countOf(ctx, info, name, id)
 	}
 	keys := info.Descriptor.PartitionKeys
 	values := strings.Split(name, fluss.PartitionSeparator)
 	if len(values) != len(keys) {
-		return 0, fmt.Errorf("partition %q of table %s: %d values for %d partition keys", name, info.Path, len(values), len(keys))
+		return 0, 0, fmt.Errorf("partition %q of table %s: %d values for %d partition keys", name, info.Path, len(values), len(keys))
 	}
 	spec := make(fluss.PartitionSpec, len(keys))
 	for i, key := range keys {
@@ -74,12 +100,27 @@ func (c *partitionCache) id(ctx context.Context, info *fluss.TableInfo, name str
 	}
 	id, err := c.src.EnsurePartition(ctx, info.Path, spec)
 	if err != nil {
-		return 0, fmt.Errorf("resolve partition %q of table %s: %w", name, info.Path, err)
+		return 0, 0, fmt.Errorf("resolve partition %q of table %s: %w", name, info.Path, err)
 	}
 	c.mu.Lock()
 	c.ids[k] = id
 	c.mu.Unlock()
-	return id, nil
+	return c.countOf(ctx, info, name, id)
+}
+
+// countOf looks up and caches a partition's bucket count.
+func (c *partitionCache) countOf(ctx context.Context, info *fluss.TableInfo, name string, id int64) (int64, int, error) {
+	n, err := c.src.BucketCount(ctx, info.TableID, id)
+	if err != nil {
+		return 0, 0, fmt.Errorf("bucket count of partition %q of table %s: %w", name, info.Path, err)
+	}
+	if n <= 0 { // not reported: the table's
+		n = int32(info.Descriptor.BucketCount)
+	}
+	c.mu.Lock()
+	c.buckets[partitionRef{info.TableID, id}] = n
+	c.mu.Unlock()
+	return id, int(n), nil
 }
 
 // topicPartition names a Kafka partition.

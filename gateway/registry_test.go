@@ -48,10 +48,11 @@ func registryBridge(t *testing.T, reg *srfake.Registry) (*bridge, *writer.Writer
 	w, err := writer.New(cfg, failingTransport{code: 36})
 	require.NoError(t, err)
 	t.Cleanup(func() { closeWriter(t, w) })
-	st, err := newTableRegistry(w).state(bound, infos)
+	pc := newPartitionCache(fakePartitions{})
+	st, err := newTableRegistry(w, pc).state(bound, infos)
 	require.NoError(t, err)
 	m := newGatewayMetrics(prometheus.NewRegistry())
-	s := newBridge(w, newPartitionCache(fakePartitions{}), nil, m, slog.New(slog.DiscardHandler))
+	s := newBridge(w, pc, nil, m, slog.New(slog.DiscardHandler))
 	rc := schemaregistry.DefaultConfig()
 	rc.URLs, rc.RequestTimeout = []string{reg.URL()}, time.Second
 	s.reg, err = schemaregistry.New(rc)

@@ -18,6 +18,7 @@ import (
 	"github.com/fluss-kafka/gateway/configs"
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/fluss/flussfake"
+	"github.com/fluss-kafka/gateway/kafkaproto"
 )
 
 // logSignal closes ch when a record whose message contains substr is logged.
@@ -54,14 +55,7 @@ routes:
 func TestReloadDuringStartupIsKept(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	cl, err := flussfake.NewCluster()
-	require.NoError(t, err)
-	defer cl.Close()
-	desc := fluss.TableDescriptor{Schema: fluss.Schema{Columns: []fluss.Column{{Name: "payload", Type: fluss.Bytes()}}}, BucketCount: 1}
-	for _, name := range []string{"old_t", "new_t"} {
-		_, err := cl.AddTable(fluss.TablePath{Database: "db", Table: name}, desc)
-		require.NoError(t, err)
-	}
+	cl := rawTablesCluster(t, 1, "old_t", "new_t")
 	var failing atomic.Bool
 	failing.Store(true)
 	cl.Control(func(r *flussfake.Request) (flussfake.Response, bool) {
@@ -98,6 +92,7 @@ func TestReloadDuringStartupIsKept(t *testing.T) {
 	assert.True(t, ok, "the reloaded route is served")
 	_, ok = g.bridge.Topic("old")
 	assert.False(t, ok, "the start-up configuration did not come back")
+	g.health.check(ctx) // as Run's readiness loop does
 	assert.NoError(t, g.ready())
 }
 
@@ -107,12 +102,7 @@ func TestReloadDuringStartupIsKept(t *testing.T) {
 func TestLoadRetriesTransientTableInfoErrors(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	cl, err := flussfake.NewCluster()
-	require.NoError(t, err)
-	defer cl.Close()
-	desc := fluss.TableDescriptor{Schema: fluss.Schema{Columns: []fluss.Column{{Name: "payload", Type: fluss.Bytes()}}}, BucketCount: 2}
-	_, err = cl.AddTable(fluss.TablePath{Database: "db", Table: "t"}, desc)
-	require.NoError(t, err)
+	cl := rawTablesCluster(t, 2, "t")
 	var failures atomic.Int32
 	cl.Control(func(r *flussfake.Request) (flussfake.Response, bool) {
 		if r.APIKey == flussfake.GetTableInfo && failures.Add(1) == 1 {
@@ -138,12 +128,7 @@ func TestLoadRetriesTransientTableInfoErrors(t *testing.T) {
 func TestReloadWhileStoppingKeepsNotReady(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	cl, err := flussfake.NewCluster()
-	require.NoError(t, err)
-	defer cl.Close()
-	desc := fluss.TableDescriptor{Schema: fluss.Schema{Columns: []fluss.Column{{Name: "payload", Type: fluss.Bytes()}}}, BucketCount: 1}
-	_, err = cl.AddTable(fluss.TablePath{Database: "db", Table: "t"}, desc)
-	require.NoError(t, err)
+	cl := rawTablesCluster(t, 1, "t")
 	path := filepath.Join(t.TempDir(), "gateway.yaml")
 	require.NoError(t, os.WriteFile(path, []byte(routeConfig(cl.Bootstrap(), "events", "db.t")), 0o600))
 	cfg, err := configs.Load(path)
@@ -152,6 +137,7 @@ func TestReloadWhileStoppingKeepsNotReady(t *testing.T) {
 	require.NoError(t, err)
 	defer g.client.Close()
 	require.NoError(t, g.load(ctx))
+	g.health.check(ctx) // as Run's readiness loop does
 	require.NoError(t, g.ready())
 
 	g.setLoadErr(errShuttingDown) // as Run does on SIGTERM
@@ -196,4 +182,46 @@ func TestReloadSeesRecreatedTable(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, int32(3), n, "the re-created table's bucket count")
 	assert.Equal(t, newID, g.bridge.state.Load().infos[tpath].TableID)
+}
+
+// TestReloadSwapsACLs: the ACLs are reloaded with the routes; a reload
+// refused for its routes keeps the old ACLs too, and an ACL change alone
+// is not a "needs a restart" setting.
+func TestReloadSwapsACLs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	cl := rawTablesCluster(t, 1, "t")
+	path := filepath.Join(t.TempDir(), "gateway.yaml")
+	write := func(table, acls string) {
+		require.NoError(t, os.WriteFile(path, []byte(routeConfig(cl.Bootstrap(), "events", table)+acls), 0o600))
+	}
+	write("db.t", "acls: [{principal: 'User:alice', operation: Write, topic: events}]\n")
+	cfg, err := configs.Load(path)
+	require.NoError(t, err)
+	h := &recordingHandler{}
+	g, err := New(cfg, slog.New(h))
+	require.NoError(t, err)
+	defer g.client.Close()
+	require.NoError(t, g.load(ctx))
+	assert.Contains(t, h.lines(slog.LevelWarn), durabilityMessage, "start-up warns: the fake's table states no replication factor")
+	b := backend{g.bridge, g.acls}
+	require.True(t, b.Authorize("alice", kafkaproto.OpWrite, "events"))
+	require.False(t, b.Authorize("bob", kafkaproto.OpWrite, "events"))
+
+	write("db.t", "acls: [{principal: 'User:bob', operation: Write, topic: events}]\n")
+	require.True(t, g.Reload(ctx, path))
+	assert.True(t, b.Authorize("bob", kafkaproto.OpWrite, "events"), "the new ACLs apply")
+	assert.False(t, b.Authorize("alice", kafkaproto.OpWrite, "events"))
+	for _, w := range h.lines(slog.LevelWarn) {
+		assert.NotContains(t, w, "after a restart", "an ACL change needs no restart")
+	}
+
+	write("db.missing", "")
+	require.False(t, g.Reload(ctx, path), "routes to a missing table are refused")
+	assert.True(t, b.Authorize("bob", kafkaproto.OpWrite, "events"), "a refused reload keeps the old ACLs")
+	assert.False(t, b.Authorize("carol", kafkaproto.OpWrite, "events"))
+
+	write("db.t", "")
+	require.True(t, g.Reload(ctx, path))
+	assert.True(t, b.Authorize("carol", kafkaproto.OpWrite, "events"), "no ACLs: allow all again")
 }

@@ -41,8 +41,12 @@ type Gateway struct {
 	w       *writer.Writer
 	tables  *tableRegistry
 	bridge  *bridge
+	acls    *aclHolder
+	health  *writeReadiness
 	servers []*kafkaproto.Server
 	admin   *adminServer
+	// loadLog reports the start-up load's retries while Fluss is away.
+	loadLog *outageLog
 
 	// listeners are opened by listen, before Run, so that callers (tests,
 	// the demo) know the ports.
@@ -75,8 +79,19 @@ func New(cfg *configs.Config, log *slog.Logger) (*Gateway, error) {
 		return nil, fmt.Errorf("writer: %w", err)
 	}
 	g.w = w
-	g.tables = newTableRegistry(w)
-	g.bridge = newBridge(w, newPartitionCache(client), client, g.m, log.With(slog.String("component", "bridge")))
+	parts := newPartitionCache(client)
+	g.tables = newTableRegistry(w, parts)
+	ids := newProducerIDs(client, set.initWriterTimeout, set.initWriterBackoffMax,
+		newOutageLog(log, "fluss writer ids unavailable", "fluss writer ids available again", 0, nil), nil)
+	g.bridge = newBridge(w, parts, ids, g.m, log.With(slog.String("component", "bridge")))
+	if err := g.bridge.enableExactlyOnce(client, reg); err != nil {
+		client.Close()
+		return nil, fmt.Errorf("exactly-once metrics: %w", err)
+	}
+	g.acls = newACLHolder(set.acls)
+	g.health = newReadiness(flussProbe(client, g.bridge.state.Load), set.readyInterval, set.readyGrace,
+		newOutageLog(log, "fluss not writable: readiness check failing", "fluss writable again: readiness check passing", 0, nil), nil)
+	g.loadLog = newOutageLog(log, "cannot load routes yet; retrying", "routes loaded after retries", 0, nil)
 	if set.registry != nil {
 		if g.bridge.reg, err = schemaregistry.New(*set.registry); err != nil {
 			client.Close()
@@ -86,7 +101,8 @@ func New(cfg *configs.Config, log *slog.Logger) (*Gateway, error) {
 	}
 	for i, l := range set.listeners {
 		name := l.name
-		srv, err := kafkaproto.New(l.kafka, g.bridge,
+		srv, err := kafkaproto.New(l.kafka, backend{g.bridge, g.acls},
+			kafkaproto.WithReadyCheck(g.routesReady),
 			kafkaproto.WithLogger(log.With(slog.String("listener", name))),
 			kafkaproto.WithRegisterer(prometheus.WrapRegistererWith(prometheus.Labels{"listener": name}, reg)))
 		if err != nil {
@@ -112,6 +128,12 @@ type settings struct {
 	logJSON   bool
 	routes    []mapping.RouteSpec    // compiled and bound by bindRoutes
 	registry  *schemaregistry.Config // nil: no schema_registry
+	acls      []configs.ACL          // compiled by newACLSet; none: allow all
+
+	initWriterTimeout    time.Duration // one InitWriter for a Kafka producer id
+	initWriterBackoffMax time.Duration
+	readyInterval        time.Duration // readiness probe period
+	readyGrace           time.Duration // failing probes tolerated this long
 }
 
 // listenerSettings is one Kafka listener.
@@ -150,6 +172,7 @@ func settingsFrom(cfg *configs.Config) (settings, error) {
 	set.writer.RetryBackoff = w.RetryBackoff
 	set.writer.RetryBackoffMax = max(w.RetryBackoff, set.writer.RetryBackoffMax)
 	set.writer.DeliveryTimeout = w.DeliveryTimeout
+	set.writer.KvMaxThrottle = w.KvMaxThrottle
 	if err := set.writer.Validate(); err != nil {
 		return set, fmt.Errorf("writer: %w", err)
 	}
@@ -162,6 +185,9 @@ func settingsFrom(cfg *configs.Config) (settings, error) {
 		set.listeners = append(set.listeners, listenerSettings{name: l.Name, bind: l.Bind, kafka: kc})
 	}
 	set.admin = cfg.Admin.Address
+	set.readyInterval, set.readyGrace = cfg.Admin.ReadyInterval, cfg.Admin.ReadyGrace
+	set.initWriterTimeout, set.initWriterBackoffMax = cfg.Fluss.InitWriterTimeout, cfg.Fluss.InitWriterBackoffMax
+	set.acls = cfg.ACLs
 	set.shutdown = cfg.Shutdown.Deadline
 	set.logLevel, set.logJSON = logLevel(cfg.Logging)
 	set.routes = cfg.Routes
@@ -203,14 +229,17 @@ func NewLogger(c configs.Logging, w io.Writer) *slog.Logger {
 // kafkaConfig turns a configured listener into the Kafka server's config.
 func kafkaConfig(k configs.Kafka, l configs.Listener) (kafkaproto.Config, error) {
 	kc := kafkaproto.Config{
-		ClusterID:           k.ClusterID,
-		MaxMessageBytes:     int(k.MaxMessageBytes),
-		MaxFrameBytes:       int(k.MaxRequestBytes),
-		MaxReadBytes:        int64(k.MaxReadBytes),
-		MaxInFlightRequests: k.MaxInFlightRequests,
-		IdleTimeout:         k.IdleTimeout,
-		ProducerStateTTL:    k.ProducerStateTTL,
-		MaxProducerStates:   k.MaxProducerStates,
+		ClusterID:             k.ClusterID,
+		MaxMessageBytes:       int(k.MaxMessageBytes),
+		MaxFrameBytes:         int(k.MaxRequestBytes),
+		MaxReadBytes:          int64(k.MaxReadBytes),
+		MaxFirstRequestBytes:  int(k.MaxFirstRequestBytes),
+		RequestReadTimeout:    k.RequestReadTimeout,
+		MinReadBytesPerSecond: int64(k.MinReadBytesPerSecond),
+		MaxInFlightRequests:   k.MaxInFlightRequests,
+		IdleTimeout:           k.IdleTimeout,
+		ProducerStateTTL:      k.ProducerStateTTL,
+		MaxProducerStates:     k.MaxProducerStates,
 	}
 	adv := l.Advertised
 	if adv == "" {
@@ -293,6 +322,7 @@ func (g *Gateway) load(ctx context.Context) error {
 	for {
 		err := g.applyStartup(ctx)
 		if err == nil {
+			g.loadLog.ok()
 			return nil
 		}
 		g.setLoadErr(err)
@@ -302,7 +332,7 @@ func (g *Gateway) load(ctx context.Context) error {
 		if !isTransient(err) {
 			return err
 		}
-		g.log.Warn("cannot load routes yet; retrying", slog.Duration("backoff", backoff), slog.Any("err", err))
+		g.loadLog.fail(err, slog.Duration("backoff", backoff))
 		select {
 		case <-time.After(backoff):
 		case <-ctx.Done():
@@ -359,6 +389,9 @@ func (g *Gateway) apply(ctx context.Context, specs []mapping.RouteSpec, fresh bo
 		g.log.Info("route bound", slog.String("route", r.Name()), slog.String("table", r.Table().String()),
 			slog.Int("buckets", info.Descriptor.BucketCount), slog.Bool("primary_key", info.Descriptor.HasPrimaryKey()))
 	}
+	for _, w := range durabilityWarnings(routes, infos) {
+		g.log.Warn(durabilityMessage, w.attrs()...)
+	}
 	return nil
 }
 
@@ -374,8 +407,19 @@ func (g *Gateway) setLoadErr(err error) {
 	g.mu.Unlock()
 }
 
-// ready is /readyz: routes bound to tables found in Fluss.
+// ready is /readyz: routes bound to tables found in Fluss, and Fluss
+// writable (see writeReadiness).
 func (g *Gateway) ready() error {
+	if err := g.routesReady(); err != nil {
+		return err
+	}
+	return g.health.err()
+}
+
+// routesReady is the Kafka listeners' ready check: until routes are bound
+// (and once shutdown began) a client is told to retry. A Fluss blip does
+// not refuse clients: their writes get the Fluss error's Kafka code.
+func (g *Gateway) routesReady() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.loadErr
@@ -390,18 +434,23 @@ func (g *Gateway) Run(ctx, force context.Context) error {
 		adminDone = make(chan error, 1)
 		go func() { adminDone <- g.admin.Serve(g.adminListener) }()
 	}
-	if err := g.load(ctx); err != nil {
-		g.shutdownAdmin(adminDone)
-		g.closeListeners()
-		g.client.Close()
-		return fmt.Errorf("load routes: %w", err)
-	}
+	healthCtx, stopHealth := context.WithCancel(ctx)
+	healthDone := make(chan struct{})
+	go func() {
+		defer close(healthDone)
+		g.health.run(healthCtx)
+	}()
+	// Stopped before the Fluss client closes, so the last probe does not
+	// report the closed client as an outage.
+	endHealth := sync.OnceFunc(func() {
+		stopHealth()
+		<-healthDone
+	})
+	defer endHealth()
 
-	runCtx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopWriter()
-	writerDone := make(chan error, 1)
-	go func() { writerDone <- g.w.Run(runCtx) }()
-
+	// The listeners serve from the start: until the routes are loaded the
+	// ready check answers every client with a retriable error, instead of
+	// leaving early connections unanswered in the accept queue.
 	grp, gctx := errgroup.WithContext(ctx)
 	for i, srv := range g.servers {
 		ln := g.kafkaListeners[i]
@@ -412,6 +461,28 @@ func (g *Gateway) Run(ctx, force context.Context) error {
 			return nil
 		})
 	}
+	if err := g.load(gctx); err != nil {
+		// Nothing was accepted for writing yet (not ready): stop at once.
+		for _, srv := range g.servers {
+			if cerr := srv.Close(); cerr != nil {
+				err = errors.Join(err, fmt.Errorf("kafka close: %w", cerr))
+			}
+		}
+		if serr := grp.Wait(); serr != nil {
+			err = errors.Join(err, serr)
+		}
+		g.shutdownAdmin(adminDone)
+		g.closeListeners()
+		endHealth()
+		g.client.Close()
+		return fmt.Errorf("load routes: %w", err)
+	}
+
+	runCtx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWriter()
+	writerDone := make(chan error, 1)
+	go func() { writerDone <- g.w.Run(runCtx) }()
+
 	for _, ln := range g.kafkaListeners {
 		g.log.Info("kafka listener serving", slog.String("addr", ln.Addr().String()))
 	}
@@ -452,6 +523,7 @@ func (g *Gateway) Run(ctx, force context.Context) error {
 	if err := <-writerDone; err != nil && !errors.Is(err, context.Canceled) {
 		errs = append(errs, fmt.Errorf("writer: %w", err))
 	}
+	endHealth()
 	if err := g.client.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("fluss client: %w", err))
 	}
@@ -493,10 +565,20 @@ func (g *Gateway) shutdownAdmin(done chan error) {
 	<-done
 }
 
+// Validation is what `gateway validate` reports for a configuration the
+// tables accept.
+type Validation struct {
+	// Routes are the routes bound to their tables.
+	Routes *mapping.Routes
+	// Warnings are what is accepted but unsafe, each naming its route and
+	// table (replication factor 1).
+	Warnings []string
+}
+
 // Validate binds cfg's routes to the real Fluss tables without starting
 // anything, for `gateway validate`: every problem is reported, each naming
 // its route, table and column.
-func Validate(ctx context.Context, cfg *configs.Config) (*mapping.Routes, error) {
+func Validate(ctx context.Context, cfg *configs.Config) (*Validation, error) {
 	set, err := settingsFrom(cfg)
 	if err != nil {
 		return nil, err
@@ -506,16 +588,26 @@ func Validate(ctx context.Context, cfg *configs.Config) (*mapping.Routes, error)
 		return nil, fmt.Errorf("fluss client: %w", err)
 	}
 	defer client.Close()
-	routes, _, err := bindRoutes(ctx, client, set.routes, false)
-	if err != nil || set.registry == nil {
-		return routes, err
+	routes, infos, err := bindRoutes(ctx, client, set.routes, false)
+	if err != nil {
+		return nil, err
+	}
+	v := &Validation{Routes: routes}
+	for _, w := range durabilityWarnings(routes, infos) {
+		v.Warnings = append(v.Warnings, w.String())
+	}
+	if set.registry == nil {
+		return v, nil
 	}
 	reg, err := schemaregistry.New(*set.registry)
 	if err != nil {
 		return nil, fmt.Errorf("schema_registry: %w", err)
 	}
 	defer reg.Close()
-	return routes, checkSubjects(ctx, reg, routes)
+	if err := checkSubjects(ctx, reg, routes); err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 // checkSubjects checks each route that names a value or key subject

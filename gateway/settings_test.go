@@ -83,6 +83,8 @@ func wiringChanges(t *testing.T) map[string]keyChange {
 	route := func(key string, v any) []set { return []set{{"routes.0." + key, v}} }
 	registry := []set{{"schema_registry.urls", []any{"http://127.0.0.1:8081/apis/ccompat/v7"}}}
 	one := func(path string, v any) keyChange { return keyChange{change: []set{{path, v}}} }
+	acl := []set{{"acls", []any{map[string]any{"principal": "User:a", "operation": "Write", "topic": "events"}}}}
+	aclKey := func(key string, v any) keyChange { return keyChange{base: acl, change: []set{{"acls.0." + key, v}}} }
 	return map[string]keyChange{
 		"listeners[].name":                  one("listeners.0.name", "other"),
 		"listeners[].bind":                  one("listeners.0.bind", "127.0.0.1:19093"),
@@ -100,6 +102,9 @@ func wiringChanges(t *testing.T) map[string]keyChange {
 		"kafka.max_message_bytes":           one("kafka.max_message_bytes", "2MiB"),
 		"kafka.max_request_bytes":           one("kafka.max_request_bytes", "50MiB"),
 		"kafka.max_read_bytes":              one("kafka.max_read_bytes", "512MiB"),
+		"kafka.max_first_request_bytes":     one("kafka.max_first_request_bytes", "1MiB"),
+		"kafka.request_read_timeout":        one("kafka.request_read_timeout", "20s"),
+		"kafka.min_read_bytes_per_second":   one("kafka.min_read_bytes_per_second", "2MiB"),
 		"kafka.max_in_flight_requests":      one("kafka.max_in_flight_requests", 3),
 		"kafka.idle_timeout":                one("kafka.idle_timeout", "1m"),
 		"kafka.producer_state_ttl":          one("kafka.producer_state_ttl", "5m"),
@@ -112,6 +117,16 @@ func wiringChanges(t *testing.T) map[string]keyChange {
 		"fluss.client_id":                   one("fluss.client_id", "other"),
 		"fluss.request_timeout":             one("fluss.request_timeout", "7s"),
 		"fluss.dial_timeout":                one("fluss.dial_timeout", "3s"),
+		"fluss.init_writer_timeout":         one("fluss.init_writer_timeout", "3s"),
+		"fluss.init_writer_backoff_max":     one("fluss.init_writer_backoff_max", "20s"),
+		"admin.ready_interval":              one("admin.ready_interval", "1s"),
+		"admin.ready_grace":                 one("admin.ready_grace", "3s"),
+		"acls":                              {change: acl},
+		"acls[].principal":                  aclKey("principal", "User:b"),
+		"acls[].operation":                  aclKey("operation", "Describe"),
+		"acls[].topic":                      aclKey("topic", "other"),
+		"acls[].pattern_type":               aclKey("pattern_type", "prefixed"),
+		"acls[].permission":                 aclKey("permission", "deny"),
 		"writer.linger":                     one("writer.linger", "0s"),
 		"writer.batch_size":                 one("writer.batch_size", "1MiB"),
 		"writer.buffer_memory":              one("writer.buffer_memory", "32MiB"),
@@ -122,6 +137,7 @@ func wiringChanges(t *testing.T) map[string]keyChange {
 		"writer.acks":                       {base: []set{{"writer.idempotence", false}}, change: []set{{"writer.acks", 1}}},
 		"writer.idempotence":                one("writer.idempotence", false),
 		"writer.max_in_flight_per_bucket":   one("writer.max_in_flight_per_bucket", 2),
+		"writer.kv_max_throttle":            one("writer.kv_max_throttle", "1s"),
 		"admin.address":                     one("admin.address", "127.0.0.1:19464"),
 		"logging.level":                     one("logging.level", "debug"),
 		"logging.format":                    one("logging.format", "json"),
@@ -136,6 +152,7 @@ func wiringChanges(t *testing.T) map[string]keyChange {
 		"routes[].tombstone":                {change: route("tombstone", "delete")},
 		"routes[].partition":                {change: route("partition", []any{map[string]any{"column": "dt"}})},
 		"routes[].errors":                   {change: route("errors", map[string]any{"mode": "dlq", "dlq_table": "db.dlq"})},
+		"routes[].exactly_once":             {change: route("exactly_once", true)},
 		"routes[].value.format":             {change: route("value", map[string]any{"format": "string", "column": "payload"})},
 		"routes[].value.column":             {base: route("value", map[string]any{"format": "raw", "column": "payload"}), change: route("value.column", "other")},
 		"routes[].value.columns":            {change: route("value.columns", map[string]any{"c": "a.b"})},

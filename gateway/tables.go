@@ -65,14 +65,15 @@ func bindRoutes(ctx context.Context, src tableSource, routes []mapping.RouteSpec
 // tableRegistry keeps one writer table per Fluss table id across
 // reloads, so a reload never strands batches already queued.
 type tableRegistry struct {
-	w *writer.Writer
+	w     *writer.Writer
+	parts *partitionCache // per-partition bucket counts for the writer
 
 	mu   sync.Mutex // guards byID
 	byID map[int64]*writer.Table
 }
 
-func newTableRegistry(w *writer.Writer) *tableRegistry {
-	return &tableRegistry{w: w, byID: make(map[int64]*writer.Table)}
+func newTableRegistry(w *writer.Writer, parts *partitionCache) *tableRegistry {
+	return &tableRegistry{w: w, parts: parts, byID: make(map[int64]*writer.Table)}
 }
 
 // state registers the tables of bound routes and returns the new generation.
@@ -86,6 +87,10 @@ func (r *tableRegistry) state(routes *mapping.Routes, infos map[fluss.TablePath]
 			spec, err := tableSpec(info)
 			if err != nil {
 				return nil, err
+			}
+			if parts, id := r.parts, info.TableID; parts != nil && info.Descriptor.IsPartitioned() {
+				// The count the bridge bucketed the partition's rows with.
+				spec.PartitionBuckets = func(partitionID int64) int { return parts.bucketsOf(id, partitionID) }
 			}
 			if t, err = r.w.AddTable(spec); err != nil {
 				return nil, fmt.Errorf("register table %s: %w", path, err)

@@ -118,7 +118,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 func validate(cfg *configs.Config, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Fluss.RequestTimeout+cfg.Fluss.DialTimeout)
 	defer cancel()
-	routes, err := gateway.Validate(ctx, cfg)
+	v, err := gateway.Validate(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, "gateway validate: configuration refused:")
 		var joined interface{ Unwrap() []error }
@@ -131,8 +131,12 @@ func validate(cfg *configs.Config, stdout, stderr io.Writer) int {
 		}
 		return 1
 	}
-	for _, r := range routes.All() {
+	for _, r := range v.Routes.All() {
 		fmt.Fprintf(stdout, "route %s -> %s: ok\n", r.Name(), r.Table())
+	}
+	// Accepted, but an operator should know: printed, not a failure.
+	for _, w := range v.Warnings {
+		fmt.Fprintln(stderr, "gateway validate: warning:", w)
 	}
 	return 0
 }

@@ -12,5 +12,11 @@
 // Require… and [StartTest] are the testing.TB forms: they fail the test
 // instead of returning an error.
 //
+// For fault tests: [StartOn] puts the Kafka listener on a chosen port,
+// [Process.Kill] is kill -9, and [Process.Successor] starts a new instance
+// on the same Kafka port once it is free (a restart, or a takeover while
+// the old one drains). [JavaLoad] compiles java/LoadMain.java, a steady
+// idempotent Java producer that reports each record's outcome on stdout.
+//
 // Test and dev only: the gateway itself never imports it.
 package gatewaytest

@@ -31,6 +31,7 @@ type Process struct {
 	ConfigPath string // the configuration file it was started with
 	LogPath    string // its stdout and stderr
 
+	bin       string
 	cmd       *exec.Cmd
 	kafkaPort int
 	adminPort int
@@ -46,9 +47,18 @@ type Process struct {
 // 200. Reloads happen on SIGHUP only (-watch-interval 0), so the caller
 // decides when. On error the process is killed.
 func Start(ctx context.Context, bin, dir string, cfg Config) (*Process, error) {
-	kafkaPort, err := FreePort()
-	if err != nil {
-		return nil, err
+	return StartOn(ctx, bin, dir, cfg, 0)
+}
+
+// StartOn is [Start] with the Kafka listener on kafkaPort (0: a free port),
+// so that a test can put a new instance where an old one was and its
+// clients reconnect to it. The admin port is always a free one.
+func StartOn(ctx context.Context, bin, dir string, cfg Config, kafkaPort int) (*Process, error) {
+	var err error
+	if kafkaPort == 0 {
+		if kafkaPort, err = FreePort(); err != nil {
+			return nil, err
+		}
 	}
 	adminPort, err := FreePort()
 	if err != nil {
@@ -71,6 +81,7 @@ func Start(ctx context.Context, bin, dir string, cfg Config) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.bin = bin
 	p.cmd = exec.Command(bin, "-config", p.ConfigPath, "-watch-interval", "0")
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	if err := p.cmd.Start(); err != nil {
@@ -155,7 +166,50 @@ func (p *Process) Wait(timeout time.Duration) error {
 	return nil
 }
 
-// Kill kills the process unless it has exited, and waits for it.
+// KafkaPort is the port of the Kafka listener.
+func (p *Process) KafkaPort() int { return p.kafkaPort }
+
+// Exited is closed once the process has ended.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// Successor starts another instance of the same binary and configuration
+// (its routes as last rewritten) on the same Kafka port, in dir, as an
+// operator's restart or takeover would: it waits up to portTimeout for the
+// port to be free (p, or its listener, gone), then starts as [StartOn]
+// does. p may still be running (a graceful stop that has closed its
+// listener but is draining).
+func (p *Process) Successor(ctx context.Context, dir string, portTimeout time.Duration) (*Process, error) {
+	if err := waitPortFree(ctx, p.kafkaPort, portTimeout); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	cfg := p.cfg
+	p.mu.Unlock()
+	return StartOn(ctx, p.bin, dir, cfg, p.kafkaPort)
+}
+
+// waitPortFree polls until a listener can bind the loopback port.
+func waitPortFree(ctx context.Context, port int, timeout time.Duration) error {
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	deadline := time.Now().Add(timeout)
+	for {
+		l, err := net.Listen("tcp", addr)
+		if err == nil {
+			return l.Close()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("port %s still taken after %s: %w", addr, timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// Kill kills the process with SIGKILL (kill -9: no shutdown code runs)
+// unless it has exited, and waits for it.
 func (p *Process) Kill() {
 	select {
 	case <-p.exited:

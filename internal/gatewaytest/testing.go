@@ -14,7 +14,15 @@ import (
 // did not stop it, and a failed test logs the gateway's whole log.
 func StartTest(tb testing.TB, bin string, cfg Config) *Process {
 	tb.Helper()
-	p, err := Start(tb.Context(), bin, tb.TempDir(), cfg)
+	return StartTestOn(tb, bin, cfg, 0)
+}
+
+// StartTestOn is [StartTest] with the Kafka listener on kafkaPort (0: a
+// free port), e.g. a port reserved with [FreePort] and given to clients
+// before the instance exists.
+func StartTestOn(tb testing.TB, bin string, cfg Config, kafkaPort int) *Process {
+	tb.Helper()
+	p, err := StartOn(tb.Context(), bin, tb.TempDir(), cfg, kafkaPort)
 	require.NoError(tb, err)
 	tb.Cleanup(func() {
 		p.Kill()
@@ -23,6 +31,21 @@ func StartTest(tb testing.TB, bin string, cfg Config) *Process {
 		}
 	})
 	return p
+}
+
+// SuccessorTest is [Process.Successor] for tests, with the same cleanup as
+// [StartTest]; it waits up to a minute for the port.
+func (p *Process) SuccessorTest(tb testing.TB) *Process {
+	tb.Helper()
+	s, err := p.Successor(tb.Context(), tb.TempDir(), time.Minute)
+	require.NoError(tb, err)
+	tb.Cleanup(func() {
+		s.Kill()
+		if tb.Failed() {
+			tb.Logf("gateway %s (successor) log:\n%s", s.KafkaAddr, s.Logs())
+		}
+	})
+	return s
 }
 
 // RequireSignal sends sig to the process.

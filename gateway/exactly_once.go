@@ -1,0 +1,608 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/fluss-kafka/gateway/fluss"
+	"github.com/fluss-kafka/gateway/kafkaproto"
+	"github.com/fluss-kafka/gateway/mapping"
+	"github.com/fluss-kafka/gateway/writer"
+)
+
+// Exactly-once routes (docs/exactly-once.md, design C). Every Kafka batch
+// of an idempotent producer-partition P is written as one sealed Fluss
+// batch per target bucket, under a Fluss writer id that belongs to P alone,
+// with per-target sequences that follow from P's committed state. The
+// state is committed to the producer-state table before the Kafka answer.
+// After a crash any instance loads the state and, for the batches the
+// producer re-sends, computes the same (writer id, bucket, sequence,
+// content) as the crashed one: Fluss drops what it already holds and
+// appends the rest.
+//
+// Failures are handled the same way: once a batch of P fails after its
+// sequences were assigned, P's in-memory state is dropped as soon as its
+// batches in flight are resolved, and the producer's retry starts again
+// from the committed state, exactly as after a crash.
+
+// producerKey is a producer-partition: the unit of Kafka idempotence.
+type producerKey struct {
+	id        int64
+	topic     string
+	partition int32
+}
+
+// producerStore keeps the committed producer states (stateStore; an
+// in-memory one in tests).
+type producerStore interface {
+	lookup(ctx context.Context, k producerKey) (producerState, bool, error)
+	// commit queues an upsert of k's state and returns its acknowledgement.
+	commit(ctx context.Context, k producerKey, p *producerState) (ack, error)
+}
+
+// ack is a queued write's acknowledgement (writer.Handle).
+type ack interface {
+	Wait(ctx context.Context) (int64, error)
+}
+
+// exactlyOnce runs the exactly-once routes' write path.
+type exactlyOnce struct {
+	store producerStore
+	w     *writer.Writer
+	ids   writerIDs
+	log   *slog.Logger
+	// stopped ends when a shutdown runs out of time: it bounds the waits
+	// for acks and commits that outlive their request (bridge.stopped).
+	stopped context.Context
+	m       *eoMetrics // nil until registered
+
+	mu        sync.Mutex // guards ps and lastSweep
+	ps        map[producerKey]*producerPartition
+	lastSweep time.Time
+}
+
+// eoMaxTargets bounds the targets of one producer state (and the Fluss
+// writer states of its writer id): beyond it the state takes a new writer
+// id when it is next loaded.
+const eoMaxTargets = 1024
+
+// eoIdle is how long a producer-partition's loaded state stays in memory
+// without batches; dropping it is always safe (its next batch loads it
+// again from Fluss), so this only bounds memory against client churn.
+const eoIdle = 10 * time.Minute
+
+func newExactlyOnce(stopped context.Context, store producerStore, w *writer.Writer, ids writerIDs, log *slog.Logger) *exactlyOnce {
+	return &exactlyOnce{stopped: stopped, store: store, w: w, ids: ids, log: log, ps: make(map[producerKey]*producerPartition)}
+}
+
+// producerPartition is P's state on this instance.
+type producerPartition struct {
+	key producerKey
+
+	// mu serialises P's admissions and guards the fields below.
+	mu       sync.Mutex
+	evicted  bool // dropped from exactlyOnce.ps: look the key up again
+	lastUsed time.Time
+	loaded   bool
+	// st is the state after every batch assigned so far (ahead of what
+	// is committed while batches are in flight).
+	st producerState
+	// recent are the batches of st.window with their completions, oldest
+	// first: a re-sent batch still in flight here waits for the original.
+	recent   []*eoBatch
+	inflight int
+	// poisoned: a batch failed after its sequences were assigned; no
+	// later batch commits, and the state is loaded again once nothing is
+	// in flight.
+	poisoned bool
+	// rotate: Fluss rejected a sequence (its writer state is gone); the
+	// next load takes a new writer id.
+	rotate bool
+	// last is the batch assigned last: commits follow assignment order.
+	last *eoBatch
+}
+
+// eoBatch is one Kafka batch of P on its way through the exactly-once path.
+type eoBatch struct {
+	first, last int32
+	c           *kafkaproto.Completion
+	// committed is closed once the batch's state commit is acknowledged
+	// or failed (ok says which); offset is its answer then.
+	committed chan struct{}
+	ok        bool
+	offset    int64
+}
+
+// OwnsIdempotence implements kafkaproto.IdempotenceOwner: exactly-once
+// routes admit idempotent batches from the Fluss-held state, not from one
+// instance's memory.
+func (s *bridge) OwnsIdempotence(topic string) bool {
+	st := s.state.Load()
+	if st == nil || s.eo == nil {
+		return false
+	}
+	r, ok := st.routes.Resolve(topic)
+	return ok && r.Spec().ExactlyOnce
+}
+
+var _ kafkaproto.IdempotenceOwner = (*bridge)(nil)
+
+// produceExactlyOnce queues the batch of an idempotent producer on an
+// exactly-once route behind the earlier batches of its Kafka partition
+// (its first batch on this instance looks the producer state up, which
+// blocks on Fluss) and returns its completion.
+func (s *bridge) produceExactlyOnce(ctx context.Context, st *routeState, route *mapping.Route, req *kafkaproto.PartitionProduce) (kafkaproto.PartitionWrite, error) {
+	if s.eo == nil {
+		return nil, fmt.Errorf("%w: exactly-once routes are not available in this gateway", kafkaproto.ErrUnknownServerError)
+	}
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(defaultResolveTimeout)
+	}
+	c := kafkaproto.NewCompletion()
+	s.pending.enqueue(topicPartition{req.Topic, req.Partition}, func() {
+		jctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+		defer cancel()
+		stop := context.AfterFunc(s.stopped, cancel)
+		defer stop()
+		s.writeExactlyOnce(jctx, st, route, req, c)
+	})
+	return c, nil
+}
+
+// writeExactlyOnce converts, admits, writes and (in a goroutine) commits
+// one batch; c gets its answer.
+func (s *bridge) writeExactlyOnce(ctx context.Context, st *routeState, route *mapping.Route, req *kafkaproto.PartitionProduce, c *kafkaproto.Completion) {
+	cb := s.getBatch(len(req.Records))
+	defer s.putBatch(cb)
+	if s.frame(route, req, cb) {
+		if err := s.resolveSchemas(ctx, route.Name(), cb); err != nil {
+			c.Complete(failedResult(err))
+			return
+		}
+	}
+	// Converted before any sequence is assigned: a rejected batch uses
+	// none, and the producer's next batch reuses its sequence.
+	if err := s.convert(route, req, cb); err != nil {
+		s.m.rejected(route.Name(), len(req.Records))
+		c.Complete(failedResult(err))
+		return
+	}
+	// Partition names resolve to the ids that exist (or are created), so a
+	// replay finds the targets the original write used.
+	if !s.resolveCached(st, route, req, cb) {
+		if err := s.resolvePartitions(ctx, st, route, req, cb); err != nil {
+			s.log.Warn("produce: partition resolution failed", slog.String("topic", req.Topic),
+				slog.Int("partition", int(req.Partition)), slog.Any("err", err))
+			c.Complete(failedResult(kafkaError(err)))
+			return
+		}
+	}
+	groups := eoGroups(st, route, req, cb)
+	key := producerKey{req.ProducerID, req.Topic, req.Partition}
+	w, err := s.eo.admit(ctx, key, req, route, st, groups, c)
+	if err != nil {
+		c.Complete(failedResult(err))
+		return
+	}
+	if w != c {
+		go func() { // a re-sent batch: the original's answer
+			<-w.Done()
+			c.Complete(w.Result())
+		}()
+		return
+	}
+	s.m.recordsIn(route.Name(), len(req.Records))
+}
+
+// eoGroup is the rows of one Kafka batch for one target bucket, in record
+// order.
+type eoGroup struct {
+	table  *writer.Table
+	target targetKey
+	ops    []writer.Op
+}
+
+// eoGroups splits the converted batch by target bucket, in order of first
+// appearance. Dead-letter rows go to the bucket of their Kafka partition
+// (never a sticky one: a replay must find the same target).
+func eoGroups(st *routeState, route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) []eoGroup {
+	table := st.tables[route.Table()]
+	var dlqTable *writer.Table
+	if d := route.DLQ(); d != nil {
+		dlqTable = st.tables[d.Table()]
+	}
+	var groups []eoGroup
+	for i := range cb.convs {
+		cv := &cb.convs[i]
+		t, op := table, writer.Op{Kind: cv.Op, Key: cv.Key, Row: cv.Row}
+		bucket, partID := cv.Bucket, cb.partIDs[i]
+		if cb.dead[i] {
+			t, op = dlqTable, writer.Op{Kind: fluss.WriteAppend, Row: cv.Row}
+			bucket, partID = req.Partition%int32(dlqTable.NumBuckets()), writer.NoPartition
+		}
+		tk := targetKey{tableID: t.ID(), partitionID: partID, bucket: bucket}
+		j := 0
+		for j < len(groups) && groups[j].target != tk {
+			j++
+		}
+		if j == len(groups) {
+			groups = append(groups, eoGroup{table: t, target: tk})
+		}
+		groups[j].ops = append(groups[j].ops, op)
+	}
+	return groups
+}
+
+// errRecovering answers batches of a producer-partition whose state is
+// being recovered after a failure: retriable, and the retry is exact.
+var errRecovering = fmt.Errorf("%w: exactly-once state of this producer is being recovered after a failed write; retry", kafkaproto.ErrNotEnoughReplicas)
+
+// partition returns P's state holder, locked.
+func (e *exactlyOnce) partition(key producerKey) *producerPartition {
+	for {
+		e.mu.Lock()
+		now := time.Now()
+		if now.Sub(e.lastSweep) > eoIdle/10 {
+			e.sweepLocked(now)
+		}
+		p := e.ps[key]
+		if p == nil {
+			p = &producerPartition{key: key}
+			e.ps[key] = p
+		}
+		e.mu.Unlock()
+		p.mu.Lock()
+		if !p.evicted {
+			p.lastUsed = now
+			return p
+		}
+		p.mu.Unlock()
+	}
+}
+
+// sweepLocked drops idle producer-partitions with nothing in flight.
+func (e *exactlyOnce) sweepLocked(now time.Time) {
+	e.lastSweep = now
+	for k, p := range e.ps {
+		if !p.mu.TryLock() {
+			continue // in use
+		}
+		if p.inflight == 0 && now.Sub(p.lastUsed) > eoIdle {
+			p.evicted = true
+			delete(e.ps, k)
+		}
+		p.mu.Unlock()
+	}
+}
+
+// admit applies Kafka's idempotence rules to the batch against P's state
+// (loading it first), and for a new batch assigns its per-target
+// sequences, queues its sealed Fluss batches and starts its commit. It
+// returns the write that answers the batch: c itself for a new batch, the
+// original's for a re-sent one, or an error.
+func (e *exactlyOnce) admit(ctx context.Context, key producerKey, req *kafkaproto.PartitionProduce, route *mapping.Route, st *routeState, groups []eoGroup, c *kafkaproto.Completion) (kafkaproto.PartitionWrite, error) {
+	p := e.partition(key)
+	defer p.mu.Unlock()
+	if p.poisoned {
+		if p.inflight > 0 {
+			return nil, errRecovering
+		}
+		p.loaded, p.poisoned, p.recent, p.last = false, false, nil, nil
+		e.m.recovery()
+	}
+	fp := routeFingerprint(st, route)
+	if !p.loaded {
+		if err := e.load(ctx, p, route, fp); err != nil {
+			return nil, kafkaError(err)
+		}
+	}
+	s := &p.st
+	first := req.BaseSequence
+	last := seqAdd(first, int32(len(req.Records))-1)
+	if s.known {
+		switch {
+		case req.ProducerEpoch < s.epoch:
+			return nil, fmt.Errorf("%w: producer %d epoch %d is older than %d", kafkaproto.ErrInvalidProducerEpoch, key.id, req.ProducerEpoch, s.epoch)
+		case req.ProducerEpoch > s.epoch:
+			if first != 0 {
+				return nil, fmt.Errorf("%w: producer %d bumped epoch to %d with sequence %d, expected 0", kafkaproto.ErrOutOfOrderSequenceNumber, key.id, req.ProducerEpoch, first)
+			}
+			// The producer gave up on its unanswered batches (a bump
+			// follows an unknown outcome) and numbers anew: its next
+			// batches are not the ones that may sit uncommitted in Fluss,
+			// so they must not get their Fluss sequences (Fluss would drop
+			// them as copies). A fresh writer id, once nothing is in flight.
+			if p.inflight > 0 {
+				return nil, errRecovering
+			}
+			// Committed with the new epoch, so that a replay of this batch
+			// after a crash finds the new writer and no second bump.
+			bumped := s.clone()
+			bumped.epoch, bumped.nextSeq, bumped.window = req.ProducerEpoch, 0, nil
+			if err := e.newWriter(ctx, key, &bumped, route, fp, "epoch_bump"); err != nil {
+				return nil, kafkaError(err)
+			}
+			*s, p.recent, p.last = bumped, nil, nil
+		default:
+			for i, w := range s.window {
+				if w.first != first || w.last != last {
+					continue
+				}
+				e.m.windowAnswer()
+				if b := p.batch(i); b != nil {
+					return b.c, nil // in flight or answered here: the same answer
+				}
+				return kafkaproto.Completed(kafkaproto.PartitionResult{BaseOffset: w.offset, LogAppendTime: -1, LogStartOffset: -1}), nil
+			}
+			if first != s.nextSeq {
+				if seqBefore(first, s.nextSeq) {
+					return nil, fmt.Errorf("%w: producer %d sequence %d on %s/%d is older than the last %d batches", kafkaproto.ErrDuplicateSequenceNumber, key.id, first, key.topic, key.partition, len(s.window))
+				}
+				return nil, fmt.Errorf("%w: producer %d epoch %d: sequence %d on %s/%d, expected %d", kafkaproto.ErrOutOfOrderSequenceNumber, key.id, req.ProducerEpoch, first, key.topic, key.partition, s.nextSeq)
+			}
+		}
+	}
+	if !s.known || req.ProducerEpoch != s.epoch {
+		s.window, p.recent = s.window[:0], p.recent[:0]
+	}
+
+	// A new batch: assign, in memory, what the crashed instance would have.
+	seqs := make([]int32, len(groups))
+	for i, g := range groups {
+		seq, ok := s.targets[g.target]
+		if ok {
+			seq = seqAdd(seq, 1)
+		}
+		s.targets[g.target] = seq
+		seqs[i] = seq
+	}
+	s.version++
+	s.known, s.epoch, s.nextSeq = true, req.ProducerEpoch, seqAdd(last, 1)
+	b := &eoBatch{first: first, last: last, c: c, committed: make(chan struct{}), offset: -1}
+	s.window = append(s.window, committedBatch{first: first, last: last, offset: -1})
+	p.recent = append(p.recent, b)
+	if len(s.window) > sequenceWindowSize {
+		s.window = s.window[1:]
+	}
+	if n := len(p.recent) - len(s.window); n > 0 {
+		p.recent = p.recent[n:] // recent are the window's newest entries
+	}
+	snapshot := s.clone()
+	prev := p.last
+	p.last = b
+	p.inflight++
+
+	handles := make([]writer.Handle, 0, len(groups))
+	var werr error
+	for i, g := range groups {
+		h, err := e.w.WriteSealed(ctx, g.table, g.target.partitionID, g.target.bucket, s.writerID, seqs[i], g.ops)
+		if err != nil {
+			werr = fmt.Errorf("exactly-once write of %s/%d to table %s bucket %d: %w", key.topic, key.partition, g.table.Path(), g.target.bucket, err)
+			break
+		}
+		handles = append(handles, h)
+	}
+	if werr != nil {
+		// Sealed batches already queued may still be written: only a
+		// reload from the committed state replays them exactly.
+		p.poisoned = true
+	}
+	go e.complete(p, b, prev, snapshot, handles, werr)
+	return c, nil
+}
+
+// batch returns the in-flight record of window entry i, or nil if the
+// entry was loaded from the committed row.
+func (p *producerPartition) batch(i int) *eoBatch {
+	off := len(p.st.window) - len(p.recent)
+	if i < off {
+		return nil
+	}
+	return p.recent[i-off]
+}
+
+// load reads P's committed state, or starts a new one with its own writer
+// id, committed before any data is written under it.
+func (e *exactlyOnce) load(ctx context.Context, p *producerPartition, route *mapping.Route, fp int64) error {
+	st, ok, err := e.store.lookup(ctx, p.key)
+	if err != nil {
+		e.m.load("error")
+		return fmt.Errorf("%w: %w", kafkaproto.ErrNotEnoughReplicas, err)
+	}
+	e.m.load(map[bool]string{true: "found", false: "missing"}[ok])
+	why := ""
+	switch {
+	case !ok:
+		why = "new"
+		st = producerState{targets: map[targetKey]int32{}}
+	case st.fingerprint != fp:
+		// The route changed since the state was written: batches in flight
+		// then may have gone elsewhere; do not replay them (at least once).
+		why = "route_changed"
+	case p.rotate:
+		why = "failed_write"
+	case len(st.targets) > eoMaxTargets:
+		// Nothing of P is in flight (it is loading): a fresh writer id
+		// drops the targets of e.g. old partitions, and the tablet
+		// servers' writer states with them after their expiry.
+		why = "too_many_targets"
+	}
+	if why != "" {
+		if err := e.newWriter(ctx, p.key, &st, route, fp, why); err != nil {
+			return err
+		}
+	}
+	p.st, p.loaded, p.rotate, p.recent, p.last = st, true, false, nil, nil
+	return nil
+}
+
+// newWriter gives st a fresh Fluss writer id with every target unseen, and
+// commits it before any data goes out under it. Batches written under the
+// old id and not committed are not replayed under the new one.
+func (e *exactlyOnce) newWriter(ctx context.Context, key producerKey, st *producerState, route *mapping.Route, fp int64, why string) error {
+	id, err := e.ids.InitWriter(ctx, route.Table())
+	if err != nil {
+		return fmt.Errorf("exactly-once writer id for %s/%d: %w", key.topic, key.partition, err)
+	}
+	next := st.clone()
+	next.version++
+	next.writerID, next.fingerprint = id, fp
+	next.targets = map[targetKey]int32{}
+	h, err := e.store.commit(ctx, key, &next)
+	if err != nil {
+		return fmt.Errorf("%w: commit producer state: %w", kafkaproto.ErrNotEnoughReplicas, err)
+	}
+	if _, err := h.Wait(ctx); err != nil {
+		return fmt.Errorf("%w: commit producer state: %w", kafkaproto.ErrNotEnoughReplicas, err)
+	}
+	*st = next
+	e.m.writerID(why)
+	e.log.Debug("exactly-once writer id assigned", slog.String("topic", key.topic), slog.Int("partition", int(key.partition)),
+		slog.Int64("producer_id", key.id), slog.Int64("writer_id", id), slog.String("reason", why))
+	return nil
+}
+
+// complete waits for the batch's sealed writes, then for the commit of the
+// batch before it, commits the batch's state and answers it.
+func (e *exactlyOnce) complete(p *producerPartition, b *eoBatch, prev *eoBatch, snapshot producerState, handles []writer.Handle, err error) {
+	offset := int64(-1)
+	written := false // some part of the batch is in Fluss
+	for i, h := range handles {
+		off, herr := h.Wait(e.stopped) // the writer completes every batch
+		if herr != nil && err == nil {
+			err = herr
+		}
+		written = written || herr == nil
+		if i == 0 {
+			offset = off
+		}
+	}
+	if err == nil && prev != nil {
+		<-prev.committed
+		if !prev.ok {
+			err = errRecovering
+		}
+	}
+	if err == nil {
+		// The window entries before this batch were answered by now.
+		for i := range snapshot.window {
+			w := &snapshot.window[i]
+			if w.first == b.first && w.last == b.last {
+				w.offset = offset
+			} else if w.offset < 0 {
+				w.offset = p.offsetOf(w.first, w.last)
+			}
+		}
+		start := time.Now()
+		var h ack
+		if h, err = e.store.commit(e.stopped, p.key, &snapshot); err == nil {
+			_, err = h.Wait(e.stopped)
+		}
+		e.m.committed(time.Since(start))
+		if err != nil {
+			err = fmt.Errorf("%w: commit producer state: %w", kafkaproto.ErrNotEnoughReplicas, err)
+		}
+	}
+	var answer error
+	if err != nil {
+		answer = eoError(err)
+	}
+	p.mu.Lock()
+	p.inflight--
+	if err != nil {
+		p.poisoned = true
+		var ke *kafkaproto.Error
+		definite := errors.As(answer, &ke) && !ke.Retriable
+		if errors.Is(err, writer.ErrSequenceRejected) || (definite && written) {
+			// Fluss lost the writer's state, or the producer drops a batch
+			// that is partly in Fluss and will number its next batches
+			// anew: their content must not meet the used sequences.
+			p.rotate = true
+		}
+	} else {
+		b.offset, b.ok = offset, true
+	}
+	p.mu.Unlock()
+	close(b.committed)
+	if err != nil {
+		e.log.Debug("exactly-once batch failed; state reloads on the retry", slog.String("topic", p.key.topic),
+			slog.Int("partition", int(p.key.partition)), slog.Int64("producer_id", p.key.id), slog.Any("err", err))
+		b.c.Complete(failedResult(answer))
+		return
+	}
+	b.c.Complete(kafkaproto.PartitionResult{BaseOffset: offset, LogAppendTime: -1, LogStartOffset: -1})
+}
+
+// offsetOf returns the answer of an in-flight batch of P already committed.
+func (p *producerPartition) offsetOf(first, last int32) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, b := range p.recent {
+		if b.first == first && b.last == last {
+			select {
+			case <-b.committed:
+				return b.offset
+			default:
+			}
+		}
+	}
+	return -1
+}
+
+// eoError is the Kafka answer to a failed exactly-once batch. A definite
+// Fluss rejection keeps its code; Fluss refusing a sequence is
+// OUT_OF_ORDER_SEQUENCE_NUMBER (its writer state is gone: the producer must
+// reset); anything else is retriable, since the retry replays exactly.
+func eoError(err error) error {
+	if errors.Is(err, writer.ErrSequenceRejected) {
+		return fmt.Errorf("%w: %w", kafkaproto.ErrOutOfOrderSequenceNumber, err)
+	}
+	k := kafkaError(err)
+	var ke *kafkaproto.Error
+	if errors.As(k, &ke) && ke.Retriable {
+		return k
+	}
+	var fe *fluss.Error
+	if errors.As(err, &fe) && !fe.Retriable {
+		return k
+	}
+	return fmt.Errorf("%w: %w", kafkaproto.ErrNotEnoughReplicas, err)
+}
+
+// seqAdd returns seq advanced by n, wrapping from MaxInt32 to 0 as Kafka
+// clients and Fluss do.
+func seqAdd(seq, n int32) int32 {
+	return int32((int64(seq) + int64(n)) % (math.MaxInt32 + 1))
+}
+
+// seqBefore reports whether a comes before b within half the sequence
+// space (the wrap-around).
+func seqBefore(a, b int32) bool {
+	d := (int64(b) - int64(a) + math.MaxInt32 + 1) % (math.MaxInt32 + 1)
+	return d > 0 && d < math.MaxInt32/2
+}
+
+// routeFingerprint identifies what decides where and how a route writes:
+// its spec and the ids and schema ids of its tables. A state written under
+// another fingerprint is not replayed (docs/exactly-once.md, 5.2).
+func routeFingerprint(st *routeState, route *mapping.Route) int64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%+v", route.Spec())
+	paths := []fluss.TablePath{route.Table()}
+	if d := route.DLQ(); d != nil {
+		paths = append(paths, d.Table())
+	}
+	for _, path := range paths {
+		if info := st.infos[path]; info != nil {
+			fmt.Fprintf(h, "|%d/%d/%d", info.TableID, info.SchemaID, info.Descriptor.BucketCount)
+		}
+	}
+	return int64(h.Sum64() &^ (1 << 63))
+}

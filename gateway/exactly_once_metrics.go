@@ -1,0 +1,101 @@
+package gateway
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// eoMetrics are the exactly-once path's metrics. A nil *eoMetrics records
+// nothing (a bridge whose metrics were not registered).
+type eoMetrics struct {
+	loads     *prometheus.CounterVec
+	writerIDs *prometheus.CounterVec
+	window    prometheus.Counter
+	recovered prometheus.Counter
+	commit    prometheus.Histogram
+}
+
+func newEOMetrics(reg prometheus.Registerer) (*eoMetrics, error) {
+	m := &eoMetrics{
+		loads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fluss_gateway_exactly_once_state_loads_total",
+			Help: "Producer-partition states looked up in the producer-state table on first contact (result found, missing or error).",
+		}, []string{"result"}),
+		writerIDs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fluss_gateway_exactly_once_writer_ids_total",
+			Help: "Fluss writer ids taken for producer-partitions, by reason (new, route_changed, epoch_bump, failed_write, too_many_targets).",
+		}, []string{"reason"}),
+		window: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "fluss_gateway_exactly_once_window_answers_total",
+			Help: "Re-sent Kafka batches answered from the producer's window (committed, or still in flight here) without writing.",
+		}),
+		recovered: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "fluss_gateway_exactly_once_recoveries_total",
+			Help: "Producer-partition states dropped after a failed write, to be reloaded from Fluss on the producer's retry.",
+		}),
+		commit: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "fluss_gateway_exactly_once_commit_duration_seconds",
+			Help:    "Time from a batch's last Fluss ack to the acknowledgement of its producer-state commit.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.loads, m.writerIDs, m.window, m.recovered, m.commit} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// enableExactlyOnce lets routes with exactly_once keep their producers'
+// state in Fluss (src: the gateway's Fluss client) and registers the
+// exactly-once metrics with reg. Without it such routes are refused.
+func (s *bridge) enableExactlyOnce(src stateSource, reg prometheus.Registerer) error {
+	s.eo = newExactlyOnce(s.stopped, newStateStore(src, s.w, defaultStateTable), s.w, s.ids, s.log)
+	return s.registerExactlyOnce(reg)
+}
+
+// registerExactlyOnce registers the exactly-once metrics with reg; until
+// it is called they are not recorded.
+func (s *bridge) registerExactlyOnce(reg prometheus.Registerer) error {
+	if s.eo == nil {
+		return nil
+	}
+	m, err := newEOMetrics(reg)
+	if err != nil {
+		return err
+	}
+	s.eo.m = m
+	return nil
+}
+
+func (m *eoMetrics) load(result string) {
+	if m != nil {
+		m.loads.WithLabelValues(result).Inc()
+	}
+}
+
+func (m *eoMetrics) writerID(reason string) {
+	if m != nil {
+		m.writerIDs.WithLabelValues(reason).Inc()
+	}
+}
+
+func (m *eoMetrics) windowAnswer() {
+	if m != nil {
+		m.window.Inc()
+	}
+}
+
+func (m *eoMetrics) recovery() {
+	if m != nil {
+		m.recovered.Inc()
+	}
+}
+
+func (m *eoMetrics) committed(d time.Duration) {
+	if m != nil {
+		m.commit.Observe(d.Seconds())
+	}
+}

@@ -1,0 +1,492 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fluss-kafka/gateway/fluss"
+	"github.com/fluss-kafka/gateway/kafkaproto"
+	"github.com/fluss-kafka/gateway/mapping"
+	"github.com/fluss-kafka/gateway/writer"
+)
+
+// dedupFluss is one in-memory Fluss cluster shared by several gateway
+// instances: per (table, bucket) a log of decoded rows, and Fluss's
+// idempotent-writer rules (a writer unknown to the bucket starts at 0, each
+// batch's sequence is the last + 1, a copy of one of the last five batches
+// is answered with its original offset and not appended, anything else is
+// OUT_OF_ORDER_SEQUENCE).
+type dedupFluss struct {
+	schemas map[int64]*fluss.Schema // per table id
+
+	mu      sync.Mutex // guards the fields below
+	logs    map[[2]int64][]string
+	writers map[[3]int64]*dedupWriter
+	nextID  int64
+	// lostAnswers makes that many log writes apply, then fail with a
+	// connection error (the answer is lost: an unknown outcome).
+	lostAnswers int
+}
+
+type dedupWriter struct {
+	last   int32
+	recent [][2]int64 // (seq, base offset)
+}
+
+func newDedupFluss() *dedupFluss {
+	return &dedupFluss{schemas: map[int64]*fluss.Schema{eoTableID: &eoSchema, eoDLQTableID: &eoDLQSchema},
+		logs: map[[2]int64][]string{}, writers: map[[3]int64]*dedupWriter{}, nextID: 1000}
+}
+
+func (f *dedupFluss) SendProduceLog(_ context.Context, _ int32, req *fluss.ProduceLogRequest) (*fluss.PendingWrite, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	res := make([]fluss.BucketResult, len(req.Buckets))
+	for i, b := range req.Buckets {
+		res[i] = fluss.BucketResult{PartitionID: b.PartitionID, Bucket: b.Bucket}
+		res[i].Offset, res[i].Err = f.applyLocked(req.TableID, b)
+	}
+	var callErr error
+	if f.lostAnswers > 0 {
+		f.lostAnswers--
+		callErr = fluss.ErrConnectionClosed
+	}
+	return fluss.NewPendingWrite(func(context.Context) ([]fluss.BucketResult, error) { return res, callErr }), nil
+}
+
+func (f *dedupFluss) applyLocked(tableID int64, b fluss.BucketRecords) (int64, error) {
+	lk := [2]int64{tableID, int64(b.Bucket)}
+	wid, seq, _ := fluss.LogBatchWriter(b.Records)
+	if wid >= 0 {
+		wk := [3]int64{tableID, int64(b.Bucket), wid}
+		w := f.writers[wk]
+		if w == nil {
+			w = &dedupWriter{last: -1}
+			f.writers[wk] = w
+		}
+		for _, r := range w.recent {
+			if int32(r[0]) == seq {
+				return r[1], nil
+			}
+		}
+		if seq != w.last+1 {
+			return -1, fluss.ErrorForCode(31, fmt.Sprintf("expected %d, got %d", w.last+1, seq))
+		}
+		w.last = seq
+		w.recent = append(w.recent, [2]int64{int64(seq), int64(len(f.logs[lk]))})
+		if len(w.recent) > 5 {
+			w.recent = w.recent[1:]
+		}
+	}
+	recs, err := fluss.DecodeLogBatchesFormat(b.Records, f.schemas[tableID], fluss.LogFormatIndexed)
+	if err != nil {
+		return -1, fluss.ErrorForCode(2, err.Error())
+	}
+	base := int64(len(f.logs[lk]))
+	for _, r := range recs {
+		row := fmt.Sprintf("%s/%d", r.Row[0].B, r.Row[1].I)
+		if tableID == eoDLQTableID {
+			row = string(r.Row[1].B) // the value
+		}
+		f.logs[lk] = append(f.logs[lk], row)
+	}
+	return base, nil
+}
+
+func (f *dedupFluss) SendPutKv(context.Context, int32, *fluss.PutKvRequest) (*fluss.PendingWrite, error) {
+	return nil, errors.New("no kv tables here")
+}
+
+func (f *dedupFluss) BucketLeader(context.Context, int64, int64, int32) (fluss.ServerNode, error) {
+	return fluss.ServerNode{ID: 1, Host: "127.0.0.1", Port: 1}, nil
+}
+func (f *dedupFluss) InvalidateTableMetadata(int64)            {}
+func (f *dedupFluss) InvalidatePartitionMetadata(int64, int64) {}
+
+func (f *dedupFluss) InitWriter(context.Context, ...fluss.TablePath) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nextID++
+	return f.nextID, nil
+}
+
+// rows counts each row of the table read back from the fake's logs.
+func (f *dedupFluss) rows(tableID int64) map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]int{}
+	for k, l := range f.logs {
+		if k[0] == tableID {
+			for _, r := range l {
+				out[r]++
+			}
+		}
+	}
+	return out
+}
+
+// memStore is the producer-state table in memory, with the versioned
+// merge engine's rule (a lower version is ignored). dead fails every
+// commit of the instance using it: a crashed instance never commits.
+type memStore struct {
+	mu      sync.Mutex
+	rows    map[producerKey]producerState
+	commits int
+}
+
+func (m *memStore) lookup(_ context.Context, k producerKey) (producerState, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, ok := m.rows[k]
+	if !ok {
+		return producerState{}, false, nil
+	}
+	return p.clone(), true, nil
+}
+
+func (m *memStore) commit(_ context.Context, k producerKey, p *producerState) (ack, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.commits++
+	if old, ok := m.rows[k]; !ok || p.version >= old.version {
+		m.rows[k] = p.clone()
+	}
+	return doneAck{}, nil
+}
+
+type doneAck struct{ err error }
+
+func (d doneAck) Wait(context.Context) (int64, error) { return 0, d.err }
+
+// crashable is an instance's view of the store: once crashed, its commits
+// never reach the table and never complete (until the test ends), while
+// its data writes go on: the instance died between writing and committing.
+type crashable struct {
+	*memStore
+	mu      sync.Mutex
+	crashed bool
+	hung    chan struct{} // closed at the end of the test
+}
+
+func (c *crashable) crash() { c.mu.Lock(); c.crashed = true; c.mu.Unlock() }
+
+func (c *crashable) commit(ctx context.Context, k producerKey, p *producerState) (ack, error) {
+	c.mu.Lock()
+	crashed := c.crashed
+	c.mu.Unlock()
+	if crashed {
+		return hungAck(c.hung), nil
+	}
+	return c.memStore.commit(ctx, k, p)
+}
+
+type hungAck chan struct{}
+
+func (h hungAck) Wait(context.Context) (int64, error) {
+	<-h
+	return -1, errors.New("instance crashed")
+}
+
+var (
+	eoSchema = fluss.Schema{Columns: []fluss.Column{
+		{Name: "producer", Type: fluss.String()},
+		{Name: "seq", Type: fluss.BigInt()},
+	}}
+	eoDLQSchema = fluss.Schema{Columns: []fluss.Column{
+		{Name: mapping.DLQColumnTopic, Type: fluss.String()},
+		{Name: mapping.DLQColumnValue, Type: fluss.Bytes()},
+		{Name: mapping.DLQColumnReason, Type: fluss.String()},
+	}}
+)
+
+const (
+	eoTableID    = 10
+	eoDLQTableID = 11
+)
+
+// newEOInstance is one gateway instance's bridge with an exactly-once
+// route "load" to a 2-bucket log table in f, keeping states in store.
+func newEOInstance(t *testing.T, f *dedupFluss, store producerStore, set func(*writer.Config)) *bridge {
+	t.Helper()
+	indexed := map[string]string{fluss.PropLogFormat: string(fluss.LogFormatIndexed)}
+	info := &fluss.TableInfo{TableID: eoTableID, SchemaID: 1, Path: fluss.TablePath{Database: "db", Table: "load"},
+		Descriptor: fluss.TableDescriptor{Schema: eoSchema, BucketCount: 2, BucketKeys: []string{"seq"}, Properties: indexed}}
+	dlq := &fluss.TableInfo{TableID: eoDLQTableID, SchemaID: 1, Path: fluss.TablePath{Database: "db", Table: "dlq"},
+		Descriptor: fluss.TableDescriptor{Schema: eoDLQSchema, BucketCount: 3, Properties: indexed}}
+	infos := map[fluss.TablePath]*fluss.TableInfo{info.Path: info, dlq.Path: dlq}
+	rs, err := mapping.NewRoutes([]mapping.RouteSpec{{Topic: "load", Table: info.Path, ExactlyOnce: true,
+		Errors: mapping.ErrorSpec{Mode: mapping.ErrorsDLQ, DLQTable: dlq.Path}}})
+	require.NoError(t, err)
+	bound, err := rs.Bind(infos)
+	require.NoError(t, err)
+	wcfg := writer.DefaultConfig()
+	wcfg.Linger = 0
+	wcfg.RetryBackoff, wcfg.RetryBackoffMax = time.Millisecond, time.Millisecond
+	if set != nil {
+		set(&wcfg)
+	}
+	w, err := writer.New(wcfg, f)
+	require.NoError(t, err)
+	pc := newPartitionCache(nil)
+	st, err := newTableRegistry(w, pc).state(bound, infos)
+	require.NoError(t, err)
+	log := slog.New(slog.DiscardHandler)
+	b := newBridge(w, pc, f, newGatewayMetrics(prometheus.NewRegistry()), log)
+	b.eo = newExactlyOnce(b.stopped, store, w, f, log)
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, b.registerExactlyOnce(reg))
+	problems, err := testutil.GatherAndLint(reg)
+	require.NoError(t, err)
+	require.Empty(t, problems)
+	b.state.Store(st)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { _ = w.Run(ctx) }()
+	t.Cleanup(func() {
+		closeWriter(t, w)
+		cancel()
+	})
+	require.True(t, b.OwnsIdempotence("load"))
+	return b
+}
+
+// eoBatch k (from 0) of producer id 7, partition 0: records k*n..k*n+n-1.
+func eoProduce(id int64, epoch int16, k, n int) *kafkaproto.PartitionProduce {
+	p := &kafkaproto.PartitionProduce{Topic: "load", Partition: 0, Acks: -1, ProducerID: id, ProducerEpoch: epoch, BaseSequence: int32(k * n)}
+	for i := range n {
+		p.Records = append(p.Records, kafkaproto.Record{Index: int32(i), OffsetDelta: int32(i),
+			Value: fmt.Appendf(nil, `{"producer": "p%d", "seq": %d}`, id, k*n+i)})
+	}
+	return p
+}
+
+// eoMixed is eoProduce with every third record not JSON: it goes to the
+// dead-letter table, so the batch has targets in two tables.
+func eoMixed(id int64, k, n int) *kafkaproto.PartitionProduce {
+	p := eoProduce(id, 0, k, n)
+	for i := range p.Records {
+		if (k*n+i)%3 == 0 {
+			p.Records[i].Value = fmt.Appendf(nil, "bad p%d/%d", id, k*n+i)
+		}
+	}
+	return p
+}
+
+func await(t *testing.T, b *bridge, req *kafkaproto.PartitionProduce) kafkaproto.PartitionResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	pw, err := b.Produce(ctx, req)
+	if err != nil {
+		return kafkaproto.PartitionResult{Err: err}
+	}
+	select {
+	case <-pw.Done():
+	case <-ctx.Done():
+		t.Fatal("no answer")
+	}
+	return pw.Result()
+}
+
+// The replay induction (docs/exactly-once.md 5.3): instance A commits
+// three batches, then crashes after writing k more to Fluss without
+// committing them; the producer re-sends those k and the rest to
+// instance B, which has never seen the producer. Each batch's rows scatter
+// over both buckets of the table (a bucket key) and the dead-letter table
+// (every third record does not convert), so every batch has several
+// targets. Every record is in Fluss exactly once.
+func TestExactlyOnceReplayAfterCrash(t *testing.T) {
+	t.Parallel()
+	const n = 4
+	for _, k := range []int{0, 1, 2, 5} {
+		t.Run(fmt.Sprintf("written_uncommitted_%d", k), func(t *testing.T) {
+			t.Parallel()
+			f := newDedupFluss()
+			ms := &memStore{rows: map[producerKey]producerState{}}
+			storeA := &crashable{memStore: ms, hung: make(chan struct{})}
+			t.Cleanup(func() { close(storeA.hung) })
+			a := newEOInstance(t, f, storeA, nil)
+			for i := range 3 {
+				require.NoError(t, await(t, a, eoMixed(7, i, n)).Err)
+			}
+			storeA.crash()
+			for i := 3; i < 3+k; i++ {
+				_, err := a.Produce(t.Context(), eoMixed(7, i, n)) // never answered
+				require.NoError(t, err)
+			}
+			require.NoError(t, a.drain(t.Context()), "A admitted them")
+			require.NoError(t, a.w.Flush(t.Context()), "A's data writes reach Fluss")
+			written := total(f.rows(eoTableID)) + total(f.rows(eoDLQTableID))
+			require.Equal(t, (3+k)*n, written, "A wrote its batches")
+
+			b := newEOInstance(t, f, ms, nil)
+			for i := 3; i < 3+k+2; i++ {
+				require.NoError(t, await(t, b, eoMixed(7, i, n)).Err, "batch %d", i)
+			}
+			rows, dead := f.rows(eoTableID), f.rows(eoDLQTableID)
+			assert.Equal(t, (3+k+2)*n, total(rows)+total(dead))
+			assert.NotEmpty(t, dead)
+			for _, m := range []map[string]int{rows, dead} {
+				for id, c := range m {
+					assert.Equal(t, 1, c, "row %s", id)
+				}
+			}
+		})
+	}
+}
+
+// Admission follows Kafka's rules from the Fluss-held state: a committed
+// batch re-sent is answered with its original offset and not written
+// again, also by another instance; a gap is OUT_OF_ORDER_SEQUENCE_NUMBER;
+// a batch older than the window DUPLICATE_SEQUENCE_NUMBER; an older epoch
+// INVALID_PRODUCER_EPOCH; a new epoch starts again at sequence 0.
+func TestExactlyOnceAdmission(t *testing.T) {
+	t.Parallel()
+	f := newDedupFluss()
+	ms := &memStore{rows: map[producerKey]producerState{}}
+	a := newEOInstance(t, f, ms, nil)
+	const n = 2
+	var offsets []int64
+	for i := range 7 {
+		r := await(t, a, eoProduce(9, 1, i, n))
+		require.NoError(t, r.Err)
+		offsets = append(offsets, r.BaseOffset)
+	}
+	rows := total(f.rows(eoTableID))
+	commits := ms.commits
+
+	r := await(t, a, eoProduce(9, 1, 6, n))
+	require.NoError(t, r.Err)
+	assert.Equal(t, offsets[6], r.BaseOffset)
+	b := newEOInstance(t, f, ms, nil)
+	r = await(t, b, eoProduce(9, 1, 5, n))
+	require.NoError(t, r.Err)
+	assert.Equal(t, offsets[5], r.BaseOffset, "another instance answers from the committed window")
+	assert.Equal(t, rows, total(f.rows(eoTableID)), "nothing written again")
+	assert.Equal(t, commits, ms.commits, "nothing committed again")
+	assert.Equal(t, 1.0, testutil.ToFloat64(a.eo.m.window))
+	assert.Equal(t, 1.0, testutil.ToFloat64(a.eo.m.loads.WithLabelValues("missing")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(a.eo.m.writerIDs.WithLabelValues("new")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(b.eo.m.window))
+	assert.Equal(t, 1.0, testutil.ToFloat64(b.eo.m.loads.WithLabelValues("found")))
+	assert.Equal(t, 0.0, testutil.ToFloat64(b.eo.m.writerIDs.WithLabelValues("new")), "B carries on with A's writer id")
+
+	assert.ErrorIs(t, await(t, b, eoProduce(9, 1, 9, n)).Err, kafkaproto.ErrOutOfOrderSequenceNumber)
+	assert.ErrorIs(t, await(t, b, eoProduce(9, 1, 0, n)).Err, kafkaproto.ErrDuplicateSequenceNumber)
+	assert.ErrorIs(t, await(t, b, eoProduce(9, 0, 7, n)).Err, kafkaproto.ErrInvalidProducerEpoch)
+	assert.ErrorIs(t, await(t, b, eoProduce(9, 2, 3, n)).Err, kafkaproto.ErrOutOfOrderSequenceNumber, "a new epoch starts at 0")
+	require.NoError(t, await(t, b, eoProduce(9, 2, 0, n)).Err)
+	assert.Equal(t, rows+n, total(f.rows(eoTableID)))
+}
+
+func total(rows map[string]int) int {
+	n := 0
+	for _, c := range rows {
+		n += c
+	}
+	return n
+}
+
+// A write whose outcome is unknown (applied, answer lost, retries spent)
+// is answered with a retriable error; the producer's retry reloads the
+// committed state and replays the batch, which Fluss recognises: written
+// once.
+func TestExactlyOnceUnknownOutcomeReplays(t *testing.T) {
+	t.Parallel()
+	f := newDedupFluss()
+	ms := &memStore{rows: map[producerKey]producerState{}}
+	a := newEOInstance(t, f, ms, func(c *writer.Config) { c.Retries = 1 })
+	require.NoError(t, await(t, a, eoProduce(3, 0, 0, 3)).Err)
+	f.mu.Lock()
+	f.lostAnswers = 2 // the first send and its one retry
+	f.mu.Unlock()
+	r := await(t, a, eoProduce(3, 0, 1, 3))
+	require.Error(t, r.Err)
+	var ke *kafkaproto.Error
+	require.ErrorAs(t, r.Err, &ke)
+	assert.True(t, ke.Retriable, "the producer retries: %v", r.Err)
+	require.Len(t, f.rows(eoTableID), 6, "the batch was written once")
+
+	require.NoError(t, await(t, a, eoProduce(3, 0, 1, 3)).Err, "the retry")
+	assert.Equal(t, 1.0, testutil.ToFloat64(a.eo.m.recovered))
+	require.NoError(t, await(t, a, eoProduce(3, 0, 2, 3)).Err)
+	got := f.rows(eoTableID)
+	assert.Len(t, got, 9)
+	for id, c := range got {
+		assert.Equal(t, 1, c, "row %s", id)
+	}
+}
+
+// A re-sent batch is answered with its original offset whether its window
+// entry came from the committed row or from this instance's own batches,
+// across the window's turnover.
+func TestExactlyOnceWindowAcrossLoad(t *testing.T) {
+	t.Parallel()
+	f := newDedupFluss()
+	ms := &memStore{rows: map[producerKey]producerState{}}
+	a := newEOInstance(t, f, ms, nil)
+	const n = 3
+	offsets := map[int]int64{}
+	for i := range 3 {
+		r := await(t, a, eoProduce(5, 0, i, n))
+		require.NoError(t, r.Err)
+		offsets[i] = r.BaseOffset
+	}
+	b := newEOInstance(t, f, ms, nil)
+	for i := 3; i < 6; i++ {
+		r := await(t, b, eoProduce(5, 0, i, n))
+		require.NoError(t, r.Err)
+		offsets[i] = r.BaseOffset
+	}
+	rows := total(f.rows(eoTableID))
+	for _, i := range []int{1, 2, 3, 5} { // the window: batches 1 to 5
+		r := await(t, b, eoProduce(5, 0, i, n))
+		require.NoError(t, r.Err, "batch %d", i)
+		assert.Equal(t, offsets[i], r.BaseOffset, "batch %d", i)
+	}
+	assert.ErrorIs(t, await(t, b, eoProduce(5, 0, 0, n)).Err, kafkaproto.ErrDuplicateSequenceNumber, "out of the window")
+	assert.Equal(t, rows, total(f.rows(eoTableID)))
+}
+
+// A producer that gives up on a batch the crashed instance wrote but never
+// committed (its delivery timeout) bumps its epoch and numbers its next
+// batch from 0. That batch is new content: it must not get the abandoned
+// batch's Fluss sequences, or Fluss would drop it as a copy and the
+// producer would be told it was written.
+func TestExactlyOnceEpochBumpAfterCrash(t *testing.T) {
+	t.Parallel()
+	const n = 4
+	f := newDedupFluss()
+	ms := &memStore{rows: map[producerKey]producerState{}}
+	storeA := &crashable{memStore: ms, hung: make(chan struct{})}
+	t.Cleanup(func() { close(storeA.hung) })
+	a := newEOInstance(t, f, storeA, nil)
+	for i := range 3 {
+		require.NoError(t, await(t, a, eoProduce(8, 0, i, n)).Err)
+	}
+	storeA.crash()
+	_, err := a.Produce(t.Context(), eoProduce(8, 0, 3, n)) // written, never committed nor answered
+	require.NoError(t, err)
+	require.NoError(t, a.drain(t.Context()))
+	require.NoError(t, a.w.Flush(t.Context()))
+	require.Equal(t, 4*n, total(f.rows(eoTableID)))
+
+	b := newEOInstance(t, f, ms, nil)
+	bumped := eoProduce(8, 1, 10, n) // records 40..43, numbered from 0 in epoch 1
+	bumped.BaseSequence = 0
+	require.NoError(t, await(t, b, bumped).Err)
+	got := f.rows(eoTableID)
+	for i := 40; i < 44; i++ {
+		assert.Equal(t, 1, got[fmt.Sprintf("p8/%d", i)], "record %d of the new epoch", i)
+	}
+	assert.Equal(t, 1.0, testutil.ToFloat64(b.eo.m.writerIDs.WithLabelValues("epoch_bump")))
+}

@@ -1,0 +1,185 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/fluss-kafka/gateway/fluss"
+)
+
+// writeReadiness is the Fluss half of /readyz: whether the gateway can write.
+// A probe (flussProbe) runs every interval; the gateway is ready while
+// the last probe succeeded, or failed for less than grace since the last
+// success, so a blip (a leader election, one slow metadata answer) does not
+// take the instance out of its load balancer, while a dead coordinator does
+// within grace plus one interval. Before the first success it is not ready.
+type writeReadiness struct {
+	probe    func(ctx context.Context) error
+	interval time.Duration
+	grace    time.Duration
+	timeout  time.Duration // bounds one probe
+	now      func() time.Time
+	outage   *outageLog
+
+	mu      sync.Mutex // guards the fields below
+	okOnce  bool
+	lastOK  time.Time
+	lastErr error
+}
+
+// errNotProbedYet is the readiness before the first probe finished.
+var errNotProbedYet = errors.New("fluss not checked yet")
+
+func newReadiness(probe func(context.Context) error, interval, grace time.Duration, outage *outageLog, now func() time.Time) *writeReadiness {
+	if now == nil {
+		now = time.Now
+	}
+	// A probe that takes longer than the grace would hide a dead cluster
+	// for its whole timeout; one that gives up too soon would call a slow
+	// answer a failure.
+	timeout := min(max(grace, time.Second), 5*time.Second)
+	return &writeReadiness{probe: probe, interval: interval, grace: grace, timeout: timeout, now: now, outage: outage, lastErr: errNotProbedYet}
+}
+
+// run probes every interval until ctx ends.
+func (r *writeReadiness) run(ctx context.Context) {
+	t := time.NewTicker(r.interval)
+	defer t.Stop()
+	for {
+		r.check(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// check runs one probe and records its outcome.
+func (r *writeReadiness) check(ctx context.Context) {
+	pctx, cancel := context.WithTimeout(ctx, r.timeout)
+	err := r.probe(pctx)
+	cancel()
+	if err != nil && ctx.Err() != nil {
+		return // stopping: not a Fluss failure
+	}
+	r.observe(err)
+}
+
+// observe records a probe outcome.
+func (r *writeReadiness) observe(err error) {
+	r.mu.Lock()
+	if err == nil {
+		r.okOnce, r.lastOK, r.lastErr = true, r.now(), nil
+	} else {
+		r.lastErr = err
+	}
+	r.mu.Unlock()
+	if err == nil {
+		r.outage.ok()
+	} else {
+		r.outage.fail(err)
+	}
+}
+
+// err is nil when ready, else why not.
+func (r *writeReadiness) err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.lastErr == nil:
+		return nil
+	case !r.okOnce:
+		return r.lastErr
+	case r.now().Sub(r.lastOK) <= r.grace:
+		return nil // within grace
+	}
+	return fmt.Errorf("%w (failing for %s)", r.lastErr, r.now().Sub(r.lastOK).Round(time.Second))
+}
+
+// clusterProbe is what the readiness probe asks of the Fluss client.
+type clusterProbe interface {
+	RefreshMetadata(ctx context.Context, tables ...fluss.TablePath) error
+	Coordinator(ctx context.Context) (fluss.ServerNode, error)
+	BucketLeader(ctx context.Context, tableID, partitionID int64, bucket int32) (fluss.ServerNode, error)
+	RawRequest(ctx context.Context, addr string, apiKey, apiVersion int16, payload []byte, timeout time.Duration) (fluss.RawResponse, error)
+}
+
+// flussAPIVersions is Fluss's API_VERSIONS key: every server role answers
+// it, so it is the cheapest "are you there" a server can be asked.
+const flussAPIVersions int16 = 1000
+
+// pingPayload is an ApiVersionsRequest (client_software_name = 1,
+// client_software_version = 2, both required), encoded by hand because
+// the message types are internal to package fluss.
+var pingPayload = func() []byte {
+	var b []byte
+	for i, s := range []string{fluss.DefaultClientID, "readyz"} {
+		b = append(b, byte((i+1)<<3|2), byte(len(s)))
+		b = append(b, s...)
+	}
+	return b
+}()
+
+// flussProbe checks that the gateway can write: cluster and bucket-leader
+// metadata of the routes' tables can be fetched now (so it is fresh), the
+// coordinator answers (it creates partitions and elects leaders, and its
+// death stops writes within seconds), and every bucket of the routes'
+// non-partitioned tables has a live leader that answers. Partitioned
+// tables' buckets are checked by the writes themselves (partitions come and
+// go); their table metadata is checked here.
+func flussProbe(c clusterProbe, state func() *routeState) func(context.Context) error {
+	return func(ctx context.Context) error {
+		st := state()
+		var tables []fluss.TablePath
+		if st != nil {
+			tables = st.routes.Tables()
+		}
+		if err := c.RefreshMetadata(ctx, tables...); err != nil {
+			return fmt.Errorf("fluss metadata: %w", err)
+		}
+		co, err := c.Coordinator(ctx)
+		if err != nil {
+			return fmt.Errorf("fluss coordinator: %w", err)
+		}
+		if err := ping(ctx, c, co.Addr()); err != nil {
+			return fmt.Errorf("fluss coordinator %s unreachable: %w", co.Addr(), err)
+		}
+		if st == nil {
+			return nil
+		}
+		var leaders []string
+		for _, path := range tables {
+			info := st.infos[path]
+			if info == nil || info.Descriptor.IsPartitioned() {
+				continue
+			}
+			for b := range info.Descriptor.BucketCount {
+				n, err := c.BucketLeader(ctx, info.TableID, fluss.NoPartition, int32(b))
+				if err != nil {
+					return fmt.Errorf("table %s bucket %d: no leader: %w", path, b, err)
+				}
+				if !slices.Contains(leaders, n.Addr()) {
+					leaders = append(leaders, n.Addr())
+				}
+			}
+		}
+		for _, addr := range leaders {
+			if err := ping(ctx, c, addr); err != nil {
+				return fmt.Errorf("fluss tablet server %s (a routed table's leader) unreachable: %w", addr, err)
+			}
+		}
+		return nil
+	}
+}
+
+// ping asks a server for its API versions; any answer, even an error
+// response, shows it is up.
+func ping(ctx context.Context, c clusterProbe, addr string) error {
+	_, err := c.RawRequest(ctx, addr, flussAPIVersions, 0, pingPayload, 0)
+	return err
+}

@@ -1,0 +1,282 @@
+package gateway
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fluss-kafka/gateway/configs"
+	"github.com/fluss-kafka/gateway/fluss"
+	"github.com/fluss-kafka/gateway/fluss/flussfake"
+	"github.com/fluss-kafka/gateway/kafkaproto"
+	"github.com/fluss-kafka/gateway/mapping"
+)
+
+func newTestReadiness(clock *fakeClock, h slog.Handler, probe func(context.Context) error) *writeReadiness {
+	return newReadiness(probe, 2*time.Second, 10*time.Second,
+		newOutageLog(slog.New(h), "fluss not writable", "fluss writable again", time.Minute, clock.now), clock.now)
+}
+
+// TestReadinessGrace: not ready until a check passes; a failing check
+// keeps the gateway ready for the grace period (a blip), then /readyz
+// reports the failure; it is ready again at the next passing check. Each
+// change is logged once.
+func TestReadinessGrace(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	h := &recordingHandler{}
+	coordinatorDown := errors.New("fluss coordinator 10.0.0.1:9123 unreachable: connection refused")
+	r := newTestReadiness(clock, h, nil)
+
+	require.ErrorIs(t, r.err(), errNotProbedYet, "not ready before the first check")
+	r.observe(coordinatorDown)
+	require.ErrorIs(t, r.err(), coordinatorDown, "started while the coordinator is down: not ready, with the reason")
+	r.observe(nil)
+	require.NoError(t, r.err(), "ready once a server answers")
+
+	clock.advance(2 * time.Second)
+	r.observe(coordinatorDown)
+	clock.advance(8 * time.Second)
+	r.observe(coordinatorDown)
+	assert.NoError(t, r.err(), "a failure shorter than the grace does not flip readiness")
+	clock.advance(2*time.Second + time.Millisecond)
+	r.observe(coordinatorDown)
+	err := r.err()
+	require.Error(t, err, "the coordinator stayed dead past the grace")
+	assert.ErrorIs(t, err, coordinatorDown)
+	assert.Contains(t, err.Error(), "failing for 12s")
+
+	for range 30 { // another minute of outage
+		clock.advance(2 * time.Second)
+		r.observe(coordinatorDown)
+	}
+	r.observe(nil)
+	assert.NoError(t, r.err())
+	assert.Len(t, h.lines(slog.LevelWarn), 3, "state change once, then a summary per minute: %v", h.lines(slog.LevelWarn))
+	assert.Len(t, h.lines(slog.LevelInfo), 2, "each recovery once")
+}
+
+// TestReadyzReportsWhy: /readyz is 503 with the reason while not ready.
+func TestReadyzReportsWhy(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	state := errors.New("fluss coordinator 10.0.0.1:9123 unreachable")
+	a := newAdminServer(prometheus.NewRegistry(), func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		return state
+	}, slog.New(slog.DiscardHandler))
+	get := func() (int, string) {
+		rec := httptest.NewRecorder()
+		a.srv.Handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+		return rec.Code, rec.Body.String()
+	}
+	code, body := get()
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Contains(t, body, "coordinator 10.0.0.1:9123 unreachable")
+	mu.Lock()
+	state = nil
+	mu.Unlock()
+	code, _ = get()
+	assert.Equal(t, http.StatusOK, code)
+}
+
+// fakeCluster is a clusterProbe whose answers the test sets.
+type fakeCluster struct {
+	metadataErr error
+	coordinator fluss.ServerNode
+	noLeader    map[int32]bool   // bucket -> no leader
+	down        map[string]bool  // addresses that do not answer
+	leaders     map[int32]string // bucket -> leader host
+	pinged      []string
+}
+
+func (f *fakeCluster) RefreshMetadata(context.Context, ...fluss.TablePath) error {
+	return f.metadataErr
+}
+
+func (f *fakeCluster) Coordinator(context.Context) (fluss.ServerNode, error) {
+	return f.coordinator, nil
+}
+
+func (f *fakeCluster) BucketLeader(_ context.Context, _, _ int64, bucket int32) (fluss.ServerNode, error) {
+	if f.noLeader[bucket] {
+		return fluss.ServerNode{}, fluss.ErrorForCode(44, "no leader")
+	}
+	return fluss.ServerNode{ID: bucket, Host: f.leaders[bucket], Port: 9124}, nil
+}
+
+func (f *fakeCluster) RawRequest(_ context.Context, addr string, apiKey, _ int16, payload []byte, _ time.Duration) (fluss.RawResponse, error) {
+	f.pinged = append(f.pinged, addr)
+	if apiKey != flussAPIVersions || len(payload) == 0 {
+		return fluss.RawResponse{}, errors.New("not a ping")
+	}
+	if f.down[addr] {
+		return fluss.RawResponse{}, fluss.ErrRequestTimeout
+	}
+	return fluss.RawResponse{}, nil
+}
+
+// TestFlussProbe: the check fails, naming what, when metadata cannot be
+// fetched, the coordinator does not answer, a routed bucket has no leader
+// or its leader does not answer; leaders are pinged once each.
+func TestFlussProbe(t *testing.T) {
+	t.Parallel()
+	path := fluss.TablePath{Database: "db", Table: "events"}
+	spec := mapping.RouteSpec{Topic: "events", Table: path, Value: mapping.ValueSpec{Format: mapping.ValueRaw, Column: "payload"}}
+	routes, err := mapping.NewRoutes([]mapping.RouteSpec{spec.WithDefaults()})
+	require.NoError(t, err)
+	info := &fluss.TableInfo{Path: path, TableID: 7, Descriptor: fluss.TableDescriptor{
+		Schema:      fluss.Schema{Columns: []fluss.Column{{Name: "payload", Type: fluss.Bytes()}}},
+		BucketCount: 3,
+	}}
+	bound, err := routes.Bind(map[fluss.TablePath]*fluss.TableInfo{path: info})
+	require.NoError(t, err)
+	st := &routeState{routes: bound, infos: map[fluss.TablePath]*fluss.TableInfo{path: info}}
+	healthy := func() *fakeCluster {
+		return &fakeCluster{coordinator: fluss.ServerNode{ID: 100, Host: "co", Port: 9123},
+			leaders: map[int32]string{0: "ts0", 1: "ts1", 2: "ts0"}, down: map[string]bool{}, noLeader: map[int32]bool{}}
+	}
+	ctx := t.Context()
+
+	c := healthy()
+	require.NoError(t, flussProbe(c, func() *routeState { return st })(ctx))
+	assert.Equal(t, []string{"co:9123", "ts0:9124", "ts1:9124"}, c.pinged, "coordinator, then each leader once")
+
+	c = healthy()
+	require.NoError(t, flussProbe(c, func() *routeState { return nil })(ctx), "before routes load, metadata and the coordinator only")
+	assert.Equal(t, []string{"co:9123"}, c.pinged)
+
+	c = healthy()
+	c.metadataErr = errors.New("no fluss server reachable")
+	assert.ErrorContains(t, flussProbe(c, func() *routeState { return st })(ctx), "fluss metadata: no fluss server reachable")
+
+	c = healthy()
+	c.down["co:9123"] = true
+	assert.ErrorContains(t, flussProbe(c, func() *routeState { return st })(ctx), "fluss coordinator co:9123 unreachable")
+
+	c = healthy()
+	c.noLeader[1] = true
+	assert.ErrorContains(t, flussProbe(c, func() *routeState { return st })(ctx), "table db.events bucket 1: no leader")
+
+	c = healthy()
+	c.down["ts1:9124"] = true
+	assert.ErrorContains(t, flussProbe(c, func() *routeState { return st })(ctx), "tablet server ts1:9124")
+}
+
+// kafkaRoundTrip sends one non-flexible request on nc and decodes its
+// response.
+func kafkaRoundTrip(t *testing.T, nc net.Conn, corr int32, req kmsg.Request) kmsg.Response {
+	t.Helper()
+	require.NoError(t, nc.SetDeadline(time.Now().Add(10*time.Second)))
+	_, err := nc.Write(kmsg.NewRequestFormatter().AppendRequest(nil, req, corr))
+	require.NoError(t, err)
+	var size [4]byte
+	_, err = io.ReadFull(nc, size[:])
+	require.NoError(t, err)
+	body := make([]byte, binary.BigEndian.Uint32(size[:]))
+	_, err = io.ReadFull(nc, body)
+	require.NoError(t, err)
+	require.Equal(t, corr, int32(binary.BigEndian.Uint32(body)))
+	resp := req.ResponseKind()
+	resp.SetVersion(req.GetVersion())
+	require.NoError(t, resp.ReadFrom(body[4:]))
+	return resp
+}
+
+// TestStartWhileFlussDown: a gateway started while Fluss cannot be asked
+// for its tables answers early Kafka clients at once with retriable errors
+// (instead of leaving them unanswered), is not ready, and once Fluss
+// answers loads its routes, serves the topic and turns ready.
+func TestStartWhileFlussDown(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cl := rawTablesCluster(t, 1, "t")
+	var down atomic.Bool
+	down.Store(true)
+	cl.Control(func(r *flussfake.Request) (flussfake.Response, bool) {
+		if down.Load() && (r.APIKey == flussfake.GetTableInfo || r.APIKey == flussfake.GetMetadata) {
+			return flussfake.Response{ErrCode: 10, ErrMsg: "coordinator restarting"}, true // retriable
+		}
+		return flussfake.Response{}, false
+	})
+	cfg, err := configs.Parse([]byte(fmt.Sprintf(`
+listeners: [{name: plain, bind: '127.0.0.1:0'}]
+admin: {address: '127.0.0.1:0', ready_interval: 20ms, ready_grace: 0s}
+fluss: {bootstrap: ['%s'], request_timeout: 5s, dial_timeout: 2s}
+routes: [{topic: events, table: db.t, value: {format: raw, column: payload}}]
+`, cl.Bootstrap())))
+	require.NoError(t, err)
+	h := &recordingHandler{}
+	g, err := New(cfg, slog.New(h))
+	require.NoError(t, err)
+	require.NoError(t, g.Listen())
+	stop := runGateway(t, ctx, g)
+
+	nc, err := net.Dial("tcp", g.kafkaListeners[0].Addr().String())
+	require.NoError(t, err)
+	defer nc.Close()
+	meta := kmsg.NewPtrMetadataRequest()
+	meta.Version = 1
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr("events")
+	meta.Topics = append(meta.Topics, mt)
+	resp := kafkaRoundTrip(t, nc, 1, meta).(*kmsg.MetadataResponse)
+	require.Len(t, resp.Topics, 1)
+	assert.Equal(t, kafkaproto.ErrLeaderNotAvailable.Code, resp.Topics[0].ErrorCode, "an early client is told to retry")
+	ipid := kmsg.NewPtrInitProducerIDRequest()
+	ipid.Version = 1
+	assert.Equal(t, kafkaproto.ErrCoordinatorLoadInProgress.Code, kafkaRoundTrip(t, nc, 2, ipid).(*kmsg.InitProducerIDResponse).ErrorCode)
+	readyz := func() (int, string) {
+		r, err := http.Get("http://" + g.adminListener.Addr().String() + "/readyz")
+		require.NoError(t, err)
+		defer r.Body.Close()
+		b, _ := io.ReadAll(r.Body)
+		return r.StatusCode, string(b)
+	}
+	code, body := readyz()
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Contains(t, body, "not ready")
+
+	down.Store(false)
+	for corr := int32(3); ; corr++ {
+		resp = kafkaRoundTrip(t, nc, corr, meta).(*kmsg.MetadataResponse)
+		if resp.Topics[0].ErrorCode == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("routes never loaded after Fluss came back")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	assert.Len(t, resp.Topics[0].Partitions, 1)
+	for {
+		if code, _ := readyz(); code == http.StatusOK {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("never ready after Fluss came back")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	stop()
+	assert.Contains(t, h.lines(slog.LevelWarn), "cannot load routes yet; retrying")
+	assert.Contains(t, h.lines(slog.LevelInfo), "routes loaded after retries")
+}
