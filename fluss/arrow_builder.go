@@ -14,8 +14,9 @@ import (
 // Rows are appended column by column into plain byte buffers laid out as
 // Arrow buffers (validity bitmap, offsets, values), so Append allocates
 // nothing once the buffers have grown. AppendTo writes the IPC framing and
-// compresses the body buffers; see arrow_ipc.go for why the framing is our
-// own rather than arrow-go's writer.
+// compresses the body buffers straight into its destination; see
+// arrow_ipc.go for why the framing is our own rather than arrow-go's
+// writer, and arrow_compress.go for the codecs' settings.
 //
 // Type mapping (fluss-common utils/ArrowUtils.toArrowType and
 // row/arrow/writers/*): BOOLEAN Bool; TINYINT..BIGINT Int8..Int64; FLOAT,
@@ -52,7 +53,6 @@ type ArrowLogBuilder struct {
 	bufs  [][]byte
 	nodes []arrowNode
 	spans []arrowSpan
-	body  []byte
 }
 
 // ArrowOption configures an ArrowLogBuilder.
@@ -657,8 +657,7 @@ func (b *ArrowLogBuilder) AppendTo(dst []byte) ([]byte, error) {
 		b.nodes, b.bufs = nodes, bufs
 		raw := b.rawBodySize()
 		var err error
-		dst, err = b.appendMessage(dst, nodes)
-		if err != nil {
+		if dst, err = b.appendMessage(dst, nodes); err != nil {
 			return dst[:start], err
 		}
 		if b.comp.flatbufCodec() >= 0 && raw > 0 {
