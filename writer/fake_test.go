@@ -148,7 +148,8 @@ type fakeTransport struct {
 	invalids  map[int64]int
 	dropped   map[int64]bool
 
-	partInvalids map[[2]int64]int // InvalidatePartitionMetadata calls per (table, partition)
+	partInvalids map[[2]int64]int           // InvalidatePartitionMetadata calls per (table, partition)
+	served       map[[2]int64]chan struct{} // per (server, table): closed once the last request arrived is served
 }
 
 type fakeHold struct {
@@ -168,6 +169,7 @@ func newFakeTransport() *fakeTransport {
 		dropped:   make(map[int64]bool),
 
 		partInvalids: make(map[[2]int64]int),
+		served:       make(map[[2]int64]chan struct{}),
 	}
 }
 
@@ -187,26 +189,36 @@ func (f *fakeTransport) setHook(h func(c fakeCall) hookResult) {
 	f.mu.Unlock()
 }
 
-func (f *fakeTransport) write(ctx context.Context, server int32, tableID int64, buckets []fluss.BucketRecords) ([]fluss.BucketResult, error) {
-	c := fakeCall{Server: server, TableID: tableID}
+// arrive records a request when it is sent, in the order the writer queues
+// requests on a connection, and returns the channel closed once the
+// previous request of the same (server, table) has been served: like a
+// server reading one connection, the fake serves them in that order.
+func (f *fakeTransport) arrive(server int32, tableID int64, buckets []fluss.BucketRecords) (c fakeCall, h *fakeHold, prev <-chan struct{}, done chan struct{}, err error) {
+	c = fakeCall{Server: server, TableID: tableID}
 	for _, br := range buckets {
 		wid, seq, vals, err := decodeTestBatch(br.Records)
 		if err != nil {
-			return nil, err
+			return c, nil, nil, nil, err
 		}
 		c.Buckets = append(c.Buckets, fakeBatch{br.PartitionID, br.Bucket, wid, seq, vals, br.RoutingBucketCount})
 	}
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.calls = append(f.calls, c)
 	for _, b := range c.Buckets {
 		id := bucketID{tableID, b.PartitionID, b.Bucket}
 		f.inflight[id]++
 		f.maxFlight[id] = max(f.maxFlight[id], f.inflight[id])
 	}
-	h := f.holds[tableID]
-	hook := f.hook
-	latency := f.latency
-	f.mu.Unlock()
+	k := [2]int64{int64(server), tableID}
+	prev, done = f.served[k], make(chan struct{})
+	f.served[k] = done
+	return c, f.holds[tableID], prev, done, nil
+}
+
+// serve answers an arrived request once the previous one is served.
+func (f *fakeTransport) serve(ctx context.Context, c fakeCall, h *fakeHold, prev <-chan struct{}) ([]fluss.BucketResult, error) {
+	server, tableID := c.Server, c.TableID
 	defer func() {
 		f.mu.Lock()
 		for _, b := range c.Buckets {
@@ -216,12 +228,25 @@ func (f *fakeTransport) write(ctx context.Context, server int32, tableID int64, 
 	}()
 	if h != nil {
 		h.arrived <- c
+	}
+	if prev != nil {
+		select {
+		case <-prev:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if h != nil {
 		select {
 		case <-h.release:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
 	}
+	f.mu.Lock()
+	hook := f.hook
+	latency := f.latency
+	f.mu.Unlock()
 	if latency > 0 {
 		time.Sleep(latency) // simulated server time (fake clock under synctest)
 	}
@@ -300,8 +325,13 @@ func (f *fakeTransport) SendPutKv(ctx context.Context, serverID int32, req *flus
 }
 
 func (f *fakeTransport) pending(serverID int32, tableID int64, buckets []fluss.BucketRecords) *fluss.PendingWrite {
+	c, h, prev, done, err := f.arrive(serverID, tableID, buckets)
 	return fluss.NewPendingWrite(func(ctx context.Context) ([]fluss.BucketResult, error) {
-		return f.write(ctx, serverID, tableID, buckets)
+		if err != nil {
+			return nil, err
+		}
+		defer close(done)
+		return f.serve(ctx, c, h, prev)
 	})
 }
 
