@@ -434,17 +434,9 @@ func (a *accumulator) write(ctx context.Context, t *Table, partitionID int64, bu
 		}
 
 		// A new batch: reserve its memory and get a builder outside the lock.
-		size := int64(a.cfg.BatchSize)
-		if err := a.mem.acquire(ctx, size, a.cfg.BufferWaitTimeout, a.wake); err != nil {
-			if errors.Is(err, ErrBufferFull) {
-				a.metrics.bufferFull.Inc()
-			}
-			return Handle{}, fmt.Errorf("append to table %s: %w", t.spec.Path, err)
-		}
-		bld, err := t.getBuilder()
+		bld, size, err := a.newBatchBuilder(ctx, t)
 		if err != nil {
-			a.mem.release(size)
-			return Handle{}, fmt.Errorf("append to table %s: new batch builder: %w", t.spec.Path, err)
+			return Handle{}, err
 		}
 		q.mu.Lock()
 		if a.closed.Load() {
@@ -492,6 +484,24 @@ func (a *accumulator) write(ctx context.Context, t *Table, partitionID int64, bu
 		a.wake()
 		return h, nil
 	}
+}
+
+// newBatchBuilder reserves a new batch's memory (waiting up to
+// BufferWaitTimeout) and gets it a builder.
+func (a *accumulator) newBatchBuilder(ctx context.Context, t *Table) (BatchBuilder, int64, error) {
+	size := int64(a.cfg.BatchSize)
+	if err := a.mem.acquire(ctx, size, a.cfg.BufferWaitTimeout, a.wake); err != nil {
+		if errors.Is(err, ErrBufferFull) {
+			a.metrics.bufferFull.Inc()
+		}
+		return nil, 0, fmt.Errorf("append to table %s: %w", t.spec.Path, err)
+	}
+	bld, err := t.getBuilder()
+	if err != nil {
+		a.mem.release(size)
+		return nil, 0, fmt.Errorf("append to table %s: new batch builder: %w", t.spec.Path, err)
+	}
+	return bld, size, nil
 }
 
 // tryAppendLocked appends to the last open batch. ok is false when there is

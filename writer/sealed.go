@@ -70,17 +70,9 @@ func (a *accumulator) writeSealed(ctx context.Context, t *Table, partitionID int
 		return Handle{}, fmt.Errorf("writer: table %s partition %d has %d buckets, not bucket %d", t.spec.Path, partitionID, len(sealed), bucket)
 	}
 	q := sealed[bucket]
-	size := int64(a.cfg.BatchSize)
-	if err := a.mem.acquire(ctx, size, a.cfg.BufferWaitTimeout, a.wake); err != nil {
-		if errors.Is(err, ErrBufferFull) {
-			a.metrics.bufferFull.Inc()
-		}
-		return Handle{}, fmt.Errorf("append to table %s: %w", t.spec.Path, err)
-	}
-	bld, err := t.getBuilder()
+	bld, size, err := a.newBatchBuilder(ctx, t)
 	if err != nil {
-		a.mem.release(size)
-		return Handle{}, fmt.Errorf("append to table %s: new batch builder: %w", t.spec.Path, err)
+		return Handle{}, err
 	}
 	b := &Batch{queue: q, created: time.Now(), builder: bld, writerID: writerID, sequence: sequence, done: make(chan struct{})}
 	b.reserved.Store(size)

@@ -269,8 +269,10 @@ func TestRetryBackoffIsolatedAndKeepsSequence(t *testing.T) {
 // at the deadline.
 func TestBufferExhaustionBlocksAppend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		// 2 batches of 32 bytes (2 rows each) fill the buffer.
-		h := newHarness(t, func(c *Config) {
+		// 2 batches of 32 bytes (2 rows each) fill the buffer; they are
+		// queued before the sender runs (an idle bucket would send its
+		// first row at once, in a batch of its own).
+		h := newIdleHarness(t, func(c *Config) {
 			c.BatchSize = 32
 			c.BufferMemory = 64
 			c.BufferWaitTimeout = 3 * time.Second
@@ -280,6 +282,7 @@ func TestBufferExhaustionBlocksAppend(t *testing.T) {
 		for i := range 4 {
 			hs = append(hs, h.append(t, 1, 0, int64(i)))
 		}
+		h.start()
 		<-hold.arrived // the first batch is sent and held
 		type res struct {
 			h   Handle
@@ -306,19 +309,22 @@ func TestBufferExhaustionBlocksAppend(t *testing.T) {
 			require.NoError(t, err)
 		}
 
-		// Now hold again and fill: the next append fails at the deadline.
+		// Now hold again and fill: the idle bucket sends row 10 at once
+		// (held), rows 11 and 12 fill the second batch while it is in
+		// flight, and the next append fails at the deadline.
 		hold = h.fake.hold(1)
-		for i := range 4 {
-			hs = append(hs, h.append(t, 1, 0, int64(10+i)))
-		}
+		hs = append(hs, h.append(t, 1, 0, 10))
 		<-hold.arrived
+		for i := range 2 {
+			hs = append(hs, h.append(t, 1, 0, int64(11+i)))
+		}
 		start := time.Now()
 		_, err := h.w.Write(context.Background(), h.tables[1], NoPartition, 0, fluss.WriteAppend, nil, fluss.Row{fluss.IntDatum(20)})
 		require.ErrorIs(t, err, ErrBufferFull)
 		assert.Equal(t, 3*time.Second, time.Since(start))
 		close(hold.release)
 		h.close(t)
-		assert.Len(t, h.fake.logValues(1, 0), 9)
+		assert.Len(t, h.fake.logValues(1, 0), 8)
 	})
 }
 
@@ -550,7 +556,9 @@ func TestFatalOutOfOrderResetsWriter(t *testing.T) {
 
 func TestMetrics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHarness(t, func(c *Config) {
+		// The records are queued before the sender runs, so they make one
+		// batch (an idle bucket would send the first one at once).
+		h := newIdleHarness(t, func(c *Config) {
 			c.Linger = time.Millisecond
 			c.RetryBackoff = time.Millisecond
 			c.RetryBackoffMax = time.Millisecond
@@ -565,6 +573,7 @@ func TestMetrics(t *testing.T) {
 		for i := range 5 {
 			hs = append(hs, h.append(t, 1, 0, int64(i)))
 		}
+		h.start()
 		for _, hd := range hs {
 			_, err := hd.Wait(context.Background())
 			require.NoError(t, err)
