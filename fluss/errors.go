@@ -24,7 +24,9 @@ type Error struct {
 	// RefreshMetadata reports whether the upstream exception extends
 	// InvalidMetadataException: refresh bucket leaders before retrying.
 	RefreshMetadata bool
-	// Message is the server's message, possibly empty.
+	// Message is the server's message, possibly empty. A 0.9.1 server
+	// sends whole Java stack traces in it; Error shows only its first line
+	// and innermost cause.
 	Message string
 }
 
@@ -32,7 +34,25 @@ func (e *Error) Error() string {
 	if e.Message == "" {
 		return fmt.Sprintf("fluss error %d %s", e.Code, e.Name)
 	}
-	return fmt.Sprintf("fluss error %d %s: %s", e.Code, e.Name, e.Message)
+	return fmt.Sprintf("fluss error %d %s: %s", e.Code, e.Name, compactMessage(e.Message))
+}
+
+// compactMessage keeps a server message's first line and, for a stack
+// trace, its innermost "Caused by" line: what an operator needs, without
+// the frames (a log line per failed request must stay one short line).
+func compactMessage(msg string) string {
+	first, rest, multi := strings.Cut(strings.TrimSpace(msg), "\n")
+	if !multi {
+		return first
+	}
+	first = strings.TrimSpace(first)
+	if i := strings.LastIndex(rest, "Caused by: "); i >= 0 {
+		cause, _, _ := strings.Cut(rest[i:], "\n")
+		if cause = strings.TrimSpace(cause); cause != "" && !strings.Contains(first, strings.TrimPrefix(cause, "Caused by: ")) {
+			return first + " (" + cause + ")"
+		}
+	}
+	return first
 }
 
 // Is matches another *Error with the same code.

@@ -155,3 +155,21 @@ func newErrorMsg(code int32, msg string) *Error {
 	e.Message = msg
 	return e
 }
+
+// TestErrorShowsNoStackTrace: a server message carrying a Java stack trace
+// (0.9.1 wraps unexpected exceptions so) is shown as its first line and
+// innermost cause; the full message stays in Message for classification.
+func TestErrorShowsNoStackTrace(t *testing.T) {
+	msg := "org.apache.fluss.exception.FlussRuntimeException: failed to get metadata\n" +
+		"\tat org.apache.fluss.server.RpcServiceBase.getMetadata(RpcServiceBase.java:321)\n" +
+		"\tat java.base/java.lang.Thread.run(Thread.java:840)\n" +
+		"Caused by: org.apache.fluss.exception.CoordinatorNotAvailableException: coordinator is starting\n" +
+		"\tat org.apache.fluss.server.X.y(X.java:1)\n"
+	err := ErrorForCode(-1, msg)
+	assert.Equal(t, "fluss error -1 UNKNOWN_SERVER_ERROR: org.apache.fluss.exception.FlussRuntimeException: failed to get metadata "+
+		"(Caused by: org.apache.fluss.exception.CoordinatorNotAvailableException: coordinator is starting)", err.Error())
+	var fe *Error
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, msg, fe.Message)
+	assert.Equal(t, "fluss error 12 NOT_LEADER_OR_FOLLOWER: not the leader", ErrorForCode(12, "not the leader").Error())
+}

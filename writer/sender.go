@@ -868,6 +868,10 @@ func (s *sender) leader(ctx context.Context, q *bucketQueue, now time.Time, next
 	return 0, false
 }
 
+// leaderLogEvery is how many failed leader lookups of a table share one
+// WARN line after the first.
+const leaderLogEvery = 30
+
 func (s *sender) handleLeaders(r *leaderResult, now time.Time) {
 	lc := s.leaders[r.key]
 	lc.refreshing = false
@@ -883,8 +887,20 @@ func (s *sender) handleLeaders(r *leaderResult, now time.Time) {
 	if r.err != nil {
 		lc.retryAt = now.Add(s.backoff(lc.attempts))
 		lc.attempts++
-		s.log.Warn("bucket leaders unknown", slog.Int64("table_id", r.key.tableID), slog.Any("err", r.err))
+		// Once when it starts, then a summary every leaderLogEvery
+		// attempts (about half a minute at the back-off cap): a Fluss
+		// outage must not write a line a second per table.
+		if lc.attempts == 1 || lc.attempts%leaderLogEvery == 0 {
+			s.log.Warn("bucket leaders unknown; retrying", slog.Int64("table_id", r.key.tableID),
+				slog.Int64("partition_id", r.key.partitionID), slog.Int("attempts", lc.attempts), slog.Any("err", r.err))
+		} else {
+			s.log.Debug("bucket leaders still unknown", slog.Int64("table_id", r.key.tableID), slog.Int("attempts", lc.attempts), slog.Any("err", r.err))
+		}
 		return
+	}
+	if lc.attempts > 0 {
+		s.log.Info("bucket leaders known again", slog.Int64("table_id", r.key.tableID),
+			slog.Int64("partition_id", r.key.partitionID), slog.Int("failed_attempts", lc.attempts))
 	}
 	lc.attempts = 0
 }

@@ -2,6 +2,7 @@ package writer
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -733,4 +734,55 @@ func TestLingerWhileRequestInFlight(t *testing.T) {
 			})
 		})
 	}
+}
+
+// countingHandler counts log records by level and message.
+type countingHandler struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *countingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (c *countingHandler) Handle(_ context.Context, r slog.Record) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n[r.Level.String()+" "+r.Message]++
+	return nil
+}
+func (c *countingHandler) WithAttrs([]slog.Attr) slog.Handler { return c }
+func (c *countingHandler) WithGroup(string) slog.Handler      { return c }
+
+func (c *countingHandler) count(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[key]
+}
+
+// A table whose leaders stay unknown for a minute and a half (a Fluss
+// outage) logs one WARN when it starts and a summary about every 30
+// attempts, not a line per lookup; one INFO when leaders are back.
+func TestLeaderOutageLogsStateChanges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newIdleHarness(t, nil, tableDef{id: 1, buckets: 1, server: 1})
+		logs := &countingHandler{n: map[string]int{}}
+		h.snd.log = slog.New(logs)
+		h.fake.mu.Lock()
+		delete(h.fake.leaders, 1) // metadata: unknown table
+		h.fake.mu.Unlock()
+		hd := h.append(t, 1, 0, 1)
+		h.start()
+		time.Sleep(90 * time.Second)
+		warns := logs.count("WARN bucket leaders unknown; retrying")
+		debugs := logs.count("DEBUG bucket leaders still unknown")
+		assert.GreaterOrEqual(t, warns, 2, "the start and at least one summary")
+		assert.LessOrEqual(t, warns, 5)
+		assert.Greater(t, debugs, 60, "the other lookups (about one a second) go to debug")
+		h.fake.mu.Lock()
+		h.fake.leaders[1] = 1
+		h.fake.mu.Unlock()
+		_, err := hd.Wait(context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, 1, logs.count("INFO bucket leaders known again"))
+		h.close(t)
+	})
 }
