@@ -16,10 +16,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/KimMachineGun/automemlimit/memlimit"
 
 	"github.com/fluss-kafka/gateway/configs"
 	"github.com/fluss-kafka/gateway/gateway"
@@ -51,6 +54,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	if validateOnly {
 		return validate(cfg, stdout, stderr)
+	}
+	// The Go heap limit follows the container's memory limit (90 %;
+	// GOMEMLIMIT, or AUTOMEMLIMIT=off, overrides it), so the collector works
+	// harder before the kernel would kill the process.
+	if limit, err := memlimit.Set(memlimit.WithLogger(log)); err != nil {
+		log.Debug("no container memory limit: Go memory limit unchanged", slog.Any("err", err))
+	} else if limit < math.MaxInt64 {
+		log.Info("Go memory limit", slog.Int64("bytes", limit))
 	}
 	g, err := gateway.New(cfg, log)
 	if err != nil {
