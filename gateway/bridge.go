@@ -569,7 +569,7 @@ func (w *handleWrite) Result() kafkaproto.PartitionResult {
 func result(first writer.Handle, err error) kafkaproto.PartitionResult {
 	throttle := throttleFor(err)
 	if b := first.Batch(); b != nil {
-		throttle = max(throttle, b.Table().Throttle(time.Now()))
+		throttle = max(throttle, b.Table().Throttle())
 	}
 	if err != nil {
 		return kafkaproto.PartitionResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1, Err: kafkaError(err), ThrottleTime: throttle}

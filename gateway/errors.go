@@ -79,6 +79,9 @@ var flussThrottle = map[int32]time.Duration{
 // throttleFor is the throttle time a failed Produce partition carries
 // (kafkaproto.PartitionResult.ThrottleTime); zero for most errors.
 func throttleFor(err error) time.Duration {
+	if err == nil {
+		return 0 // the common case: no errors.As target escaping per answer
+	}
 	var fe *fluss.Error
 	if !errors.As(err, &fe) {
 		return 0

@@ -59,6 +59,32 @@ type itTable struct {
 
 // createLogTables creates a database with n log tables of `buckets` buckets
 // and registers them with w.
+// createKvTable creates a database (dropped after the test) holding table
+// "kv" (id BIGINT primary key, v STRING) with the given bucket count, and
+// returns the table's info and a TableSpec with its KV batch builder.
+func createKvTable(t *testing.T, ctx context.Context, c *fluss.Client, prefix string, buckets int) (*fluss.TableInfo, TableSpec) {
+	t.Helper()
+	db := uniqueName(prefix)
+	require.NoError(t, c.CreateDatabase(ctx, db, false))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = c.DropDatabase(ctx, db, true, true)
+	})
+	path := fluss.TablePath{Database: db, Table: "kv"}
+	pkSchema := fluss.Schema{Columns: []fluss.Column{
+		{Name: "id", Type: fluss.BigInt().NonNull()},
+		{Name: "v", Type: fluss.String()},
+	}, PrimaryKey: []string{"id"}}
+	require.NoError(t, c.CreateTableReady(ctx, path, &fluss.TableDescriptor{Schema: pkSchema, BucketCount: buckets}, 0))
+	info, err := c.TableInfo(ctx, path)
+	require.NoError(t, err)
+	schema := info.Descriptor.Schema
+	format := info.Descriptor.KvFormat()
+	return info, TableSpec{ID: info.TableID, Path: path, NumBuckets: buckets,
+		NewKvBuilder: func() (KvBuilder, error) { return fluss.NewKvBatchBuilder(&schema, info.SchemaID, format) }}
+}
+
 func createLogTables(t *testing.T, ctx context.Context, c *fluss.Client, w *Writer, n, buckets int, format fluss.LogFormat) []itTable {
 	t.Helper()
 	db := uniqueName("writer")
@@ -310,25 +336,9 @@ func TestIntegrationPrimaryKeyTable(t *testing.T) {
 	defer cancel()
 	c := newClient(t, addr)
 	w, stop := newIntegrationWriter(t, c, func(c *Config) { c.BatchSize = 256 << 10 })
-	db := uniqueName("writer_kv")
-	require.NoError(t, c.CreateDatabase(ctx, db, false))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_ = c.DropDatabase(ctx, db, true, true)
-	})
-	path := fluss.TablePath{Database: db, Table: "kv"}
-	pkSchema := fluss.Schema{Columns: []fluss.Column{
-		{Name: "id", Type: fluss.BigInt().NonNull()},
-		{Name: "v", Type: fluss.String()},
-	}, PrimaryKey: []string{"id"}}
-	require.NoError(t, c.CreateTableReady(ctx, path, &fluss.TableDescriptor{Schema: pkSchema, BucketCount: 4}, 0))
-	info, err := c.TableInfo(ctx, path)
-	require.NoError(t, err)
+	info, spec := createKvTable(t, ctx, c, "writer_kv", 4)
 	schema := info.Descriptor.Schema
-	format := info.Descriptor.KvFormat()
-	tbl, err := w.AddTable(TableSpec{ID: info.TableID, Path: path, NumBuckets: 4,
-		NewKvBuilder: func() (KvBuilder, error) { return fluss.NewKvBatchBuilder(&schema, info.SchemaID, format) }})
+	tbl, err := w.AddTable(spec)
 	require.NoError(t, err)
 	pk, bk := fluss.KeyColumns(&info.Descriptor)
 	keyEnc, err := fluss.NewKeyEncoder(&schema, pk, "")

@@ -87,25 +87,8 @@ func TestIntegrationSealedKvDedup(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	c := newClient(t, addr)
-	db := uniqueName("writer_kv_sealed")
-	require.NoError(t, c.CreateDatabase(ctx, db, false))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_ = c.DropDatabase(ctx, db, true, true)
-	})
-	path := fluss.TablePath{Database: db, Table: "kv"}
-	pkSchema := fluss.Schema{Columns: []fluss.Column{
-		{Name: "id", Type: fluss.BigInt().NonNull()},
-		{Name: "v", Type: fluss.String()},
-	}, PrimaryKey: []string{"id"}}
-	require.NoError(t, c.CreateTableReady(ctx, path, &fluss.TableDescriptor{Schema: pkSchema, BucketCount: 1}, 0))
-	info, err := c.TableInfo(ctx, path)
-	require.NoError(t, err)
-	schema := info.Descriptor.Schema
-	spec := TableSpec{ID: info.TableID, Path: path, NumBuckets: 1, NewKvBuilder: func() (KvBuilder, error) {
-		return fluss.NewKvBatchBuilder(&schema, info.SchemaID, info.Descriptor.KvFormat())
-	}}
+	info, spec := createKvTable(t, ctx, c, "writer_kv_sealed", 1)
+	path, schema := info.Path, info.Descriptor.Schema
 	keyEnc, err := fluss.NewKeyEncoder(&schema, schema.PrimaryKey, "")
 	require.NoError(t, err)
 	upserts := func(vals ...string) []Op {
