@@ -45,7 +45,10 @@
 // built concurrently but queued on the connection in drain order
 // (fluss.Client.SendProduceLog returns once a request is queued). Responses
 // follow the Fluss idempotent writer's rules: duplicate sequence and
-// out-of-order at or below the last acknowledged one are successes; a
+// out-of-order at or below the last acknowledged one are successes, and so
+// is out-of-order whose message shows the server's current sequence at or
+// past the batch's (after a tablet server restart the server keeps only each
+// writer's last batch, so an older resend is no longer a duplicate); a
 // retriable error re-queues the
 // batch after an exponential back-off with jitter, at most Retries times; a
 // definite rejection lowers the later sequences of the bucket; a fatal
@@ -65,7 +68,8 @@
 // re-send the same batch). Sealed batches have their own queue per bucket:
 // nothing is merged into them, order and the in-flight cap hold per
 // (writer id, bucket), retries keep the stamp, a Fluss duplicate answer is
-// a success, and OUT_OF_ORDER_SEQUENCE at the head of a writer's batches
+// a success (as is out-of-order with the server already past the batch), and
+// OUT_OF_ORDER_SEQUENCE at the head of a writer's batches
 // ([ErrSequenceRejected]) and unknown outcomes fail the batch without
 // resetting anything: the caller owns those sequences. A drain pass sends
 // at most one batch per bucket per request, merged or sealed (Fluss keeps

@@ -183,6 +183,20 @@ func (f *fakeTransport) hold(table int64) *fakeHold {
 	return h
 }
 
+// restartBucket keeps only each writer's last batch, as a tablet server
+// does when it restores writer state from its snapshot after a restart.
+func (f *fakeTransport) restartBucket(id bucketID) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if l := f.logs[id]; l != nil {
+		for _, w := range l.writers {
+			if n := len(w.recent); n > 1 {
+				w.recent = w.recent[n-1:]
+			}
+		}
+	}
+}
+
 func (f *fakeTransport) setHook(h func(c fakeCall) hookResult) {
 	f.mu.Lock()
 	f.hook = h
@@ -301,7 +315,9 @@ func (f *fakeTransport) applyLocked(id bucketID, b fakeBatch) (int64, error) {
 			}
 		}
 		if b.Seq != w.lastSeq+1 {
-			return -1, fluss.ErrorForCode(31, fmt.Sprintf("expected %d got %d", w.lastSeq+1, b.Seq))
+			// The tablet server's wording, which the writer reads.
+			return -1, fluss.ErrorForCode(31, fmt.Sprintf("Out of order batch sequence for writer %d at offset %d in table-bucket TableBucket{tableId=%d, bucket=%d} : %d (incoming batch seq.), %d (current batch seq.)",
+				b.WriterID, len(l.values)+len(b.Values)-1, id.table, id.bucket, b.Seq, w.lastSeq))
 		}
 		w.lastSeq = b.Seq
 		w.recent = append(w.recent, fakeRecent{b.Seq, int64(len(l.values))})

@@ -177,9 +177,9 @@ func (s *sender) forgetSealed(b *Batch) {
 func (s *sender) handleSealed(b *Batch, offset int64, err error, now time.Time, tm *tableMetrics) {
 	st := s.state(b.queue)
 	code := errCode(err)
-	if err == nil || code == codeDuplicateSequence {
+	if err == nil || code == codeDuplicateSequence || (code == codeOutOfOrderSequence && writtenBefore(err, b)) {
 		if err != nil {
-			offset = -1 // a follower's answer to a copy: written before
+			offset = -1 // a copy of a batch written before
 		}
 		s.succeed(b, st, offset, tm)
 		return

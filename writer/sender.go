@@ -656,6 +656,18 @@ func errCode(err error) int32 {
 	return 0
 }
 
+// writtenBefore reports whether an OUT_OF_ORDER_SEQUENCE answer to b says
+// the server already holds b: its current sequence for b's writer is at or
+// past b's. Sequences of a writer id are contiguous, so the server wrote b.
+// This is the answer to a resent batch after a tablet server restart or a
+// leader change: writer state comes back from a snapshot holding only each
+// writer's last batch, so older batches are no longer recognised as
+// duplicates.
+func writtenBefore(err error, b *Batch) bool {
+	st, ok := fluss.OutOfOrderState(err)
+	return ok && b.writerID >= 0 && st.WriterID == b.writerID && st.Incoming == b.sequence && st.Current >= b.sequence
+}
+
 const (
 	codeOutOfOrderSequence = 31
 	codeDuplicateSequence  = 32
@@ -683,6 +695,9 @@ func (s *sender) handleBatch(req *request, i int, b *Batch, offset int64, err er
 			return false
 		case code == codeOutOfOrderSequence && b.writerID == st.writerID && b.sequence <= st.lastAcked:
 			s.succeed(b, st, -1, tm) // a later batch was acked after it
+			return false
+		case code == codeOutOfOrderSequence && writtenBefore(err, b):
+			s.succeed(b, st, -1, tm) // resent after a restart that kept only the server's last batch
 			return false
 		}
 	}

@@ -858,7 +858,9 @@ func (t *table) append(k bucketKey, records []byte, kv bool) bucketOutcome {
 				continue
 			}
 			if seq != w.lastSeq+1 {
-				return bucketOutcome{code: 31, msg: fmt.Sprintf("out of order sequence: expected %d, got %d", w.lastSeq+1, seq)}
+				// The tablet server's wording (clients read the current sequence from it).
+				return bucketOutcome{code: 31, msg: fmt.Sprintf("Out of order batch sequence for writer %d at offset %d in table-bucket TableBucket{tableId=%d, partitionId=%d, bucket=%d} : %d (incoming batch seq.), %d (current batch seq.)",
+					writerID, l.end+int64(count)-1, k.table, k.partition, k.bucket, seq, w.lastSeq)}
 			}
 			w.lastSeq = seq
 			w.recent = append(w.recent, recentBatch{seq, l.end})
