@@ -219,6 +219,11 @@ type Writer struct {
 	// BufferMemory bounds the rows buffered for Fluss; when it is used up,
 	// Kafka connections stop being read. Default 64MiB.
 	BufferMemory ByteSize `yaml:"buffer_memory"`
+	// MaxTableShare is the fraction of BufferMemory one table may hold
+	// (above 0, at most 1). A table whose Fluss writes stall fills its
+	// share and its producers wait; the rest stays for the other tables.
+	// Default 0.5.
+	MaxTableShare float64 `yaml:"max_table_share"`
 	// MaxRequestSize bounds one ProduceLog/PutKv request. Default 10MiB.
 	MaxRequestSize ByteSize `yaml:"max_request_size"`
 	// Retries is how often a failed batch is resent (0 = never); bounded
@@ -398,6 +403,7 @@ func writerDefaults() Writer {
 		Linger:               w.Linger,
 		BatchSize:            ByteSize(w.BatchSize),
 		BufferMemory:         ByteSize(w.BufferMemory),
+		MaxTableShare:        w.MaxTableShare,
 		MaxRequestSize:       ByteSize(w.MaxRequestSize),
 		Retries:              w.Retries,
 		RetryBackoff:         w.RetryBackoff,

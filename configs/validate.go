@@ -289,6 +289,11 @@ func (c *Config) validateWriter(p *problems) {
 	if w.BufferMemory < w.BatchSize {
 		p.add("writer.buffer_memory", "%d bytes must be at least writer.batch_size (%d bytes)", w.BufferMemory, w.BatchSize)
 	}
+	if w.MaxTableShare <= 0 || w.MaxTableShare > 1 {
+		p.add("writer.max_table_share", "must be above 0 and at most 1, got %v", w.MaxTableShare)
+	} else if int64(float64(w.BufferMemory)*w.MaxTableShare) < int64(w.BatchSize) {
+		p.add("writer.max_table_share", "%v of writer.buffer_memory (%d bytes) must hold a batch of writer.batch_size (%d bytes)", w.MaxTableShare, w.BufferMemory, w.BatchSize)
+	}
 	if w.MaxRequestSize < w.BatchSize {
 		p.add("writer.max_request_size", "%d bytes must be at least writer.batch_size (%d bytes)", w.MaxRequestSize, w.BatchSize)
 	}

@@ -96,6 +96,7 @@ func TestStopEndsAppendsPastTheRequestDeadline(t *testing.T) {
 	t.Parallel()
 	wcfg := writer.DefaultConfig()
 	wcfg.Linger, wcfg.BatchSize, wcfg.BufferMemory, wcfg.BufferWaitTimeout = time.Hour, 4096, 8192, time.Hour
+	wcfg.MaxTableShare = 1 // the whole buffer, one table
 	s, acc := exampleSinkWith(t, fakePartitions{}, wcfg)
 	route, ok := s.state.Load().routes.Resolve("customers")
 	require.True(t, ok)

@@ -160,6 +160,7 @@ func settingsFrom(cfg *configs.Config) (settings, error) {
 	set.writer.BatchSize = int(w.BatchSize)
 	set.writer.Linger = w.Linger
 	set.writer.BufferMemory = int64(w.BufferMemory)
+	set.writer.MaxTableShare = w.MaxTableShare
 	// A write waits for buffer memory at most as long as a record may take
 	// to be delivered.
 	set.writer.BufferWaitTimeout = w.DeliveryTimeout

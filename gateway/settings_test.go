@@ -130,6 +130,7 @@ func wiringChanges(t *testing.T) map[string]keyChange {
 		"writer.linger":                     one("writer.linger", "0s"),
 		"writer.batch_size":                 one("writer.batch_size", "1MiB"),
 		"writer.buffer_memory":              one("writer.buffer_memory", "32MiB"),
+		"writer.max_table_share":            one("writer.max_table_share", 0.25),
 		"writer.max_request_size":           one("writer.max_request_size", "5MiB"),
 		"writer.retries":                    one("writer.retries", 3),
 		"writer.retry_backoff":              one("writer.retry_backoff", "50ms"),

@@ -59,6 +59,8 @@ type Table struct {
 	partitions atomic.Pointer[map[int64]*partitionQueues] // copy on write under mu
 
 	throttledUntil atomic.Int64 // Unix ns: a bucket held back by KV storage pressure
+
+	mem tableMemory // the table's part of the buffer memory
 }
 
 // Throttle returns how much longer a bucket of the table is held back
@@ -304,7 +306,7 @@ type accumulator struct {
 func newAccumulator(cfg Config, reg prometheus.Registerer) (*accumulator, error) {
 	a := &accumulator{
 		cfg:        cfg,
-		mem:        newMemoryBudget(cfg.BufferMemory),
+		mem:        newMemoryBudget(cfg.BufferMemory, cfg.tableMemoryCap()),
 		wakeCh:     make(chan struct{}, 1),
 		incomplete: make(map[*Batch]struct{}),
 		idle:       make(chan struct{}),
@@ -446,14 +448,14 @@ func (a *accumulator) write(ctx context.Context, t *Table, partitionID int64, bu
 		q.mu.Lock()
 		if a.closed.Load() {
 			q.mu.Unlock()
-			a.mem.release(size)
+			a.mem.release(&t.mem, size)
 			t.putBuilder(bld)
 			return Handle{}, ErrClosed
 		}
 		if h, ok, err := q.tryAppendLocked(r); ok || err != nil {
 			// Someone else opened a batch meanwhile.
 			q.mu.Unlock()
-			a.mem.release(size)
+			a.mem.release(&t.mem, size)
 			t.putBuilder(bld)
 			return h, err
 		}
@@ -469,7 +471,7 @@ func (a *accumulator) write(ctx context.Context, t *Table, partitionID int64, bu
 		h, err := b.addLocked(r, a.cfg.BatchSize)
 		if err != nil {
 			q.mu.Unlock()
-			a.mem.release(size)
+			a.mem.release(&t.mem, size)
 			t.putBuilder(bld)
 			return Handle{}, err
 		}
@@ -495,7 +497,7 @@ func (a *accumulator) write(ctx context.Context, t *Table, partitionID int64, bu
 // BufferWaitTimeout) and gets it a builder.
 func (a *accumulator) newBatchBuilder(ctx context.Context, t *Table) (BatchBuilder, int64, error) {
 	size := int64(a.cfg.BatchSize)
-	if err := a.mem.acquire(ctx, size, a.cfg.BufferWaitTimeout, a.wake); err != nil {
+	if err := a.mem.acquire(ctx, &t.mem, size, a.cfg.BufferWaitTimeout, a.wake); err != nil {
 		if errors.Is(err, ErrBufferFull) {
 			a.metrics.bufferFull.Inc()
 		}
@@ -503,7 +505,7 @@ func (a *accumulator) newBatchBuilder(ctx context.Context, t *Table) (BatchBuild
 	}
 	bld, err := t.getBuilder()
 	if err != nil {
-		a.mem.release(size)
+		a.mem.release(&t.mem, size)
 		return nil, 0, fmt.Errorf("append to table %s: new batch builder: %w", t.spec.Path, err)
 	}
 	return bld, size, nil

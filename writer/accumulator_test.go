@@ -201,6 +201,7 @@ func TestBufferFullBlocksThenErrors(t *testing.T) {
 			c.BufferMemory = 64
 			c.BufferWaitTimeout = time.Second
 			c.Linger = time.Hour
+			c.MaxTableShare = 1 // the whole buffer, one table
 		})
 		require.NoError(t, err)
 		tbl := newTestTable(t, a, 1, 2, nil)

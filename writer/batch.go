@@ -121,7 +121,7 @@ func (b *Batch) build(writerID int64, sequence int32) ([]byte, error) {
 		b.payload = out
 		// Account real bytes: return the surplus of the reservation, or take
 		// the excess of an oversized batch without waiting.
-		b.queue.acc.mem.force(int64(len(out)) - b.reserved.Load())
+		b.queue.acc.mem.force(&t.mem, int64(len(out))-b.reserved.Load())
 		b.reserved.Store(int64(len(out)))
 		b.patchedID, b.patchedSeq = noSequence, noSequence // builders write -1
 	}
@@ -146,7 +146,7 @@ func (b *Batch) complete(offset int64, err error) bool {
 		b.queue.table.putBuilder(b.builder)
 		b.builder = nil
 	}
-	acc.mem.release(b.reserved.Swap(0))
+	acc.mem.release(&b.queue.table.mem, b.reserved.Swap(0))
 	acc.forget(b)
 	b.state.Store(2)
 	close(b.done)

@@ -48,6 +48,11 @@ type Config struct {
 	// BufferMemory bounds the bytes of all incomplete batches (queued, in
 	// flight and awaiting retry); at least 2 × BatchSize.
 	BufferMemory int64
+	// MaxTableShare is the fraction of BufferMemory one table may hold
+	// (0 < share ≤ 1; default 0.5). A table whose Fluss writes stall or
+	// slow down fills its share and its writers wait; the rest of the
+	// buffer stays for the other tables. 1 lets one table take it all.
+	MaxTableShare float64
 	// BufferWaitTimeout bounds how long a write waits for buffer memory
 	// before it fails with ErrBufferFull.
 	BufferWaitTimeout time.Duration
@@ -96,6 +101,7 @@ func DefaultConfig() Config {
 		BatchSize:              2 << 20,
 		Linger:                 20 * time.Millisecond,
 		BufferMemory:           64 << 20,
+		MaxTableShare:          0.5,
 		BufferWaitTimeout:      30 * time.Second,
 		Acks:                   -1,
 		RequestTimeout:         30 * time.Second,
@@ -115,6 +121,7 @@ func (c Config) withDefaults() Config {
 	d := DefaultConfig()
 	setDefault(&c.BatchSize, d.BatchSize)
 	setDefault(&c.BufferMemory, d.BufferMemory)
+	setDefault(&c.MaxTableShare, d.MaxTableShare)
 	setDefault(&c.BufferWaitTimeout, d.BufferWaitTimeout)
 	setDefault(&c.RequestTimeout, d.RequestTimeout)
 	setDefault(&c.RequestTimeoutOverhead, d.RequestTimeoutOverhead)
@@ -146,6 +153,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("writer: buffer wait timeout %v must not be negative", c.BufferWaitTimeout)
 	case c.BufferMemory < 2*int64(c.BatchSize):
 		return fmt.Errorf("writer: buffer memory %d must be at least 2 × batch size %d", c.BufferMemory, c.BatchSize)
+	case c.MaxTableShare <= 0 || c.MaxTableShare > 1:
+		return fmt.Errorf("writer: max table share %v must be above 0 and at most 1", c.MaxTableShare)
+	case c.tableMemoryCap() < int64(c.BatchSize):
+		return fmt.Errorf("writer: a table's share of the buffer memory (%v × %d bytes) must hold a batch of %d bytes", c.MaxTableShare, c.BufferMemory, c.BatchSize)
 	case c.Acks == 0:
 		return errors.New("writer: acks 0 is not supported towards Fluss: use 1 or -1 (all)")
 	case c.Acks != -1 && c.Acks != 1:
@@ -210,3 +221,8 @@ func WithRegisterer(reg prometheus.Registerer) Option { return func(o *options) 
 
 // WithJitterSeed fixes the seed of the back-off jitter (tests).
 func WithJitterSeed(seed uint64) Option { return func(o *options) { o.seed = seed } }
+
+// tableMemoryCap is the buffer memory one table may hold.
+func (c Config) tableMemoryCap() int64 {
+	return int64(float64(c.BufferMemory) * c.MaxTableShare)
+}

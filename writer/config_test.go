@@ -15,6 +15,7 @@ func TestDefaultConfig(t *testing.T) {
 		BatchSize:              2 << 20,
 		Linger:                 20 * time.Millisecond,
 		BufferMemory:           64 << 20,
+		MaxTableShare:          0.5,
 		BufferWaitTimeout:      30 * time.Second,
 		Acks:                   -1,
 		RequestTimeout:         30 * time.Second,
@@ -57,6 +58,10 @@ func TestConfigValidate(t *testing.T) {
 		{name: "acks 1 without idempotence", set: func(c *Config) { c.Acks, c.DisableIdempotence = 1, true }},
 		{name: "idempotence caps in-flight", set: func(c *Config) { c.MaxInflightPerBucket = 6 }, wantErr: "in-flight"},
 		{name: "backoff max below base", set: func(c *Config) { c.RetryBackoff, c.RetryBackoffMax = time.Second, time.Millisecond }, wantErr: "backoff"},
+		{name: "one table may take it all", set: func(c *Config) { c.MaxTableShare = 1 }},
+		{name: "table share above 1", set: func(c *Config) { c.MaxTableShare = 1.5 }, wantErr: "max table share"},
+		{name: "negative table share", set: func(c *Config) { c.MaxTableShare = -0.1 }, wantErr: "max table share"},
+		{name: "table share below a batch", set: func(c *Config) { c.BatchSize, c.BufferMemory, c.MaxTableShare = 1<<20, 4<<20, 0.2 }, wantErr: "must hold a batch"},
 		{name: "bad acks", set: func(c *Config) { c.Acks, c.DisableIdempotence = 2, true }, wantErr: "acks 2"},
 	}
 	for _, tc := range tests {

@@ -78,7 +78,7 @@ func (a *accumulator) writeSealed(ctx context.Context, t *Table, partitionID int
 	b.reserved.Store(size)
 	for _, op := range ops {
 		if _, err := b.addLocked(record{op: op.Kind, key: op.Key, row: op.Row}, a.cfg.BatchSize); err != nil {
-			a.mem.release(b.reserved.Swap(0))
+			a.mem.release(&t.mem, b.reserved.Swap(0))
 			t.putBuilder(bld)
 			return Handle{}, err
 		}

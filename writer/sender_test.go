@@ -278,6 +278,7 @@ func TestBufferExhaustionBlocksAppend(t *testing.T) {
 			c.BatchSize = 32
 			c.BufferMemory = 64
 			c.BufferWaitTimeout = 3 * time.Second
+			c.MaxTableShare = 1 // the whole buffer, one table
 		}, tableDef{id: 1, buckets: 1, server: 1})
 		hold := h.fake.hold(1)
 		var hs []Handle
