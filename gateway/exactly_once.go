@@ -159,6 +159,9 @@ func (s *bridge) produceExactlyOnce(ctx context.Context, st *routeState, route *
 // writeExactlyOnce converts, admits, writes and (in a goroutine) commits
 // one batch; c gets its answer.
 func (s *bridge) writeExactlyOnce(ctx context.Context, st *routeState, route *mapping.Route, req *kafkaproto.PartitionProduce, c *kafkaproto.Completion) {
+	// The writer copies the rows when they are written; the decoded records
+	// (and their charge to the read budget) go back once this returns.
+	defer req.Release()
 	cb := s.getBatch(len(req.Records))
 	defer s.putBatch(cb)
 	if s.frame(route, req, cb) {

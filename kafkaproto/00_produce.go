@@ -156,27 +156,36 @@ func (c *conn) producePartition(ctx context.Context, req *kmsg.ProduceRequest, t
 		Records:       batch.Records,
 		batch:         batch,
 	}
+	// kept is whether the sink may still hold the batch; otherwise its
+	// buffers and budget go back here.
+	kept := false
 	submit := func() (PartitionWrite, error) {
 		s.m.produced(topic, pp.Codec, len(pp.Records), pp.WireBytes)
 		w, err := s.sink.Produce(ctx, pp)
 		if err != nil {
+			// Refused: nothing of it was accepted (see Sink).
 			return nil, err
 		}
+		kept = true
 		if w == nil {
 			return nil, withMessage(ErrUnknownServerError, "sink returned no write for %s/%d", topic, rp.Partition)
 		}
 		return w, nil
 	}
 	if batch.ProducerID < 0 || s.sinkOwnsIdempotence(topic) {
-		return submit()
+		w, err := submit()
+		if !kept {
+			pp.Release()
+		}
+		return w, err
 	}
 	submitted := false
 	w, err := s.states.admit(producerKey{id: batch.ProducerID, topic: topic, partition: rp.Partition},
 		batch.ProducerEpoch, batch.BaseSequence, int32(len(batch.Records)),
 		func() (PartitionWrite, error) { submitted = true; return submit() })
-	if !submitted {
-		// The sink never saw the batch (refused, or a duplicate answered
-		// from the window): its buffers go back at once.
+	if !kept {
+		// The sink refused the batch or never saw it (refused here, or a
+		// duplicate answered from the window).
 		pp.Release()
 	}
 	if err == nil && !submitted {

@@ -31,8 +31,29 @@ type Config struct {
 	// field claims: a request of up to 1 MiB reserves its size before its
 	// body is read, a larger one reserves as its buffer fills (at most
 	// max(received, 64 KiB) ahead). A connection that cannot reserve waits
-	// without reading. Default 256 MiB; at least MaxFrameBytes.
+	// without reading. Default 256 MiB; at least MaxFrameBytes. Not to be
+	// set together with Memory.
 	MaxReadBytes int64
+	// Memory is the budget request frames and the record batches decoded
+	// from them are charged to; nil means a private one of MaxReadBytes.
+	// Share it with the backend (the writer's buffer) to bound everything
+	// requests pin with one limit: reading stops while it is used up.
+	//
+	// Frames reserve with TryAcquire and Acquire as MaxReadBytes describes,
+	// never more than min(1 MiB, MaxFrameBytes) in one call, so the budget
+	// must be able to grant that much at once. A frame's reservation is
+	// released once it is handled. Each decoded batch is charged with Force
+	// (its decompression buffer, or its bytes in the frame for codec none,
+	// plus its decoded records and headers, 88 and 40 bytes each) until
+	// PartitionProduce.Release, or until it is garbage-collected if the
+	// sink drops it unreleased.
+	//
+	// A shared budget must let Force go past its limit (the frame is
+	// admitted already: waiting there could deadlock), and it must not let
+	// waiting frames starve its other users: that fairness is its job, not
+	// kafkaproto's. The backend must not wait on it for memory that only
+	// the release of a batch it holds would free.
+	Memory MemoryBudget
 	// MaxFirstRequestBytes bounds the first request of a connection without
 	// SASL, so a connection that has not yet sent one valid request cannot
 	// declare a huge frame (with SASL, every request before authentication
@@ -204,6 +225,9 @@ func (c Config) withDefaults() Config {
 
 // Validate reports the first invalid setting.
 func (c Config) Validate() error {
+	if c.Memory != nil && c.MaxReadBytes != 0 {
+		return errors.New("max read bytes is the limit of the private memory budget: set it or memory, not both")
+	}
 	c = c.withDefaults()
 	switch {
 	case c.MaxFrameBytes < 64:

@@ -28,12 +28,18 @@
 // Both are idempotent.
 //
 // Back-pressure and hostile clients: at most Config.MaxInFlightRequests
-// requests per connection are read ahead of their responses; the request
-// bytes being read and handled over all connections are bounded by
-// Config.MaxReadBytes, counted as they arrive rather than as declared (see
-// readbudget.go: a request up to 1 MiB reserves its size, a larger one what
-// it has received, at most twice), and no reservation asks for more than
-// 1 MiB at once, so a giant request cannot make small ones wait behind it.
+// requests per connection are read ahead of their responses; what requests
+// pin over all connections is charged to one memory budget (Config.Memory,
+// which the backend may share, or a private one of Config.MaxReadBytes; see
+// readbudget.go): a request's bytes until it is handled, counted as they
+// arrive rather than as declared (a request up to 1 MiB reserves its size,
+// a larger one what it has received, at most twice), and every record batch
+// decoded from it (its decompressed records, or for codec none its bytes in
+// the request, plus the decoded records) until the sink releases it. No
+// reservation asks for more than 1 MiB at once, so a giant request cannot
+// make small ones wait behind it; decoded batches are charged without
+// waiting, and while the budget is used up no connection reads its next
+// request, so a sink that keeps batches stops the reads.
 // Each request must arrive within Config.RequestReadTimeout plus its size
 // at Config.MinReadBytesPerSecond. A connection's first request is bounded
 // by Config.MaxFirstRequestBytes, every request before SASL authentication

@@ -151,7 +151,7 @@ func FuzzDecodeRecordBatch(f *testing.F) {
 	for _, s := range batchSeeds() {
 		f.Add(s)
 	}
-	d, err := newBatchDecoder(1 << 16)
+	d, err := newBatchDecoder(1<<16, nil)
 	require.NoError(f, err)
 	f.Cleanup(d.close)
 	check := func(t *testing.T, data []byte) {

@@ -30,7 +30,7 @@ type metrics struct {
 	throttled       prometheus.Counter
 }
 
-func newMetrics(reg prometheus.Registerer, producerStates, readBudgetBytes func() float64) *metrics {
+func newMetrics(reg prometheus.Registerer, producerStates, readBudgetBytes, collectedBatches func() float64) *metrics {
 	m := &metrics{
 		connsTotal: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fluss_gateway_kafka_connections_total",
@@ -71,7 +71,7 @@ func newMetrics(reg prometheus.Registerer, producerStates, readBudgetBytes func(
 		}),
 		readBudgetWaits: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fluss_gateway_kafka_read_budget_waits_total",
-			Help: "Requests that waited for the server-wide read budget (MaxReadBytes) before being read.",
+			Help: "Requests that waited for the server-wide memory budget (Config.Memory or MaxReadBytes) before being read.",
 		}),
 		notReadyTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fluss_gateway_kafka_not_ready_responses_total",
@@ -102,8 +102,12 @@ func newMetrics(reg prometheus.Registerer, producerStates, readBudgetBytes func(
 		}, producerStates),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "fluss_gateway_kafka_read_budget_bytes",
-			Help: "Request bytes reserved from the read budget (MaxReadBytes) by requests being read and handled.",
+			Help: "Bytes this server holds of its memory budget (Config.Memory or MaxReadBytes): requests being read and handled, and the record batches decoded from them until the sink releases them.",
 		}, readBudgetBytes),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "fluss_gateway_kafka_produce_batches_collected_total",
+			Help: "Decoded record batches the sink dropped without releasing them, whose memory budget came back only when they were garbage-collected.",
+		}, collectedBatches),
 	)
 	return m
 }

@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"math/bits"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -76,6 +77,8 @@ var errTransactionalBatch = withMessage(ErrTransactionalIDAuthorizationFailed,
 
 // DecodedBatch is one decoded record batch. Its Records alias the request
 // frame (codec none) or a decompression buffer of the decoder that made it.
+// A batch the server decoded is charged to its memory budget until
+// Release (see readBudget).
 type DecodedBatch struct {
 	ProducerID    int64
 	ProducerEpoch int16
@@ -84,13 +87,18 @@ type DecodedBatch struct {
 	Records       []Record
 
 	// What the batch borrows from its decoder; Release gives it back, so
-	// that in steady state a batch allocates nothing.
+	// that in steady state a batch allocates nothing (but its budget
+	// cleanup, see readBudget.chargeBatch).
 	dec     *batchDecoder // nil once released
 	raw     []byte        // decompressed records region
 	records []Record      // backing array of Records
 	headers []Header      // backing array of every record's Headers
 	keys    map[string]string
 	src     bytes.Reader // gzip input
+	// charge is what the batch holds of the server's memory budget (none
+	// from a Decoder); cleanup returns it if the batch is never released.
+	charge  batchCharge
+	cleanup runtime.Cleanup
 }
 
 // Limits on what a released batch keeps for reuse: a rare huge batch must
@@ -103,15 +111,17 @@ const (
 	maxInternedKeyLength = 64
 )
 
-// Release hands the batch's buffers back to its decoder for the next batch.
-// It is optional (without it they are garbage-collected) and may be called
-// once, when nothing reads Records, nor any slice taken from them, any more.
+// Release hands the batch's buffers back to its decoder for the next batch
+// and returns what the batch was charged to the server's memory budget.
+// Without it both wait for the garbage collector. Call it once, when
+// nothing reads Records, nor any slice taken from them, any more.
 func (b *DecodedBatch) Release() {
 	d := b.dec
 	if d == nil {
 		return
 	}
 	b.dec = nil
+	b.releaseCharge()
 	// Records of codec none alias the frame: do not pin it from the pool.
 	clear(b.records[:len(b.Records)])
 	clear(b.headers)
@@ -136,6 +146,30 @@ func (b *DecodedBatch) MemoryBytes() int64 {
 	return int64(cap(b.raw)) + int64(cap(b.records))*decodedRecordBytes + int64(cap(b.headers))*int64(unsafe.Sizeof(Header{}))
 }
 
+// heldBytes is what a batch decoded from wire bytes of codec pins: its
+// buffers and, for codec none, the batch in the request frame, which its
+// Records alias and keep alive after the frame is handled.
+func (b *DecodedBatch) heldBytes(codec Codec, wire int) int64 {
+	n := b.MemoryBytes()
+	if codec == CodecNone {
+		n += int64(wire)
+	}
+	return n
+}
+
+// releaseCharge returns the batch's charge, if it has one. b is reachable
+// across the call (the caller uses it afterwards), so the cleanup is
+// stopped before it can be queued.
+func (b *DecodedBatch) releaseCharge() {
+	c := b.charge
+	if c.budget == nil {
+		return
+	}
+	b.cleanup.Stop()
+	b.charge, b.cleanup = batchCharge{}, runtime.Cleanup{}
+	c.budget.release(c.n)
+}
+
 // headerKey returns k as a string, interned per pooled batch: header keys
 // repeat from record to record (trace ids, content types), and a string
 // that outlives the batch must not alias a buffer that is reused.
@@ -157,8 +191,10 @@ func (b *DecodedBatch) headerKey(k []byte) string {
 // for concurrent use.
 type batchDecoder struct {
 	maxDecompressed int
-	zstd            *zstd.Decoder
-	gzipReaders     sync.Pool // *gzip.Reader
+	// mem is charged for the batches decoded (nil: nothing is charged).
+	mem         *readBudget
+	zstd        *zstd.Decoder
+	gzipReaders sync.Pool // *gzip.Reader
 	// Batches given back by Release. spare keeps the last one through
 	// garbage collections (which empty the pool) and makes reuse
 	// deterministic for one connection at a time.
@@ -166,7 +202,7 @@ type batchDecoder struct {
 	batches sync.Pool // *DecodedBatch
 }
 
-func newBatchDecoder(maxDecompressed int) (*batchDecoder, error) {
+func newBatchDecoder(maxDecompressed int, mem *readBudget) (*batchDecoder, error) {
 	zd, err := zstd.NewReader(nil,
 		zstd.WithDecoderConcurrency(0),
 		zstd.WithDecoderMaxMemory(uint64(maxDecompressed)),
@@ -175,7 +211,7 @@ func newBatchDecoder(maxDecompressed int) (*batchDecoder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create zstd decoder: %w", err)
 	}
-	return &batchDecoder{maxDecompressed: maxDecompressed, zstd: zd}, nil
+	return &batchDecoder{maxDecompressed: maxDecompressed, mem: mem, zstd: zd}, nil
 }
 
 func (d *batchDecoder) close() { d.zstd.Close() }
@@ -188,7 +224,7 @@ type Decoder struct{ d *batchDecoder }
 // NewDecoder returns a Decoder that refuses batches whose records decompress
 // to more than maxDecompressedBytes (Config.MaxDecompressedBytes).
 func NewDecoder(maxDecompressedBytes int) (*Decoder, error) {
-	d, err := newBatchDecoder(maxDecompressedBytes)
+	d, err := newBatchDecoder(maxDecompressedBytes, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +233,8 @@ func NewDecoder(maxDecompressedBytes int) (*Decoder, error) {
 
 // Decode decodes exactly one RecordBatch v2 occupying all of data, for a
 // Produce request of produceVersion. Errors wrap the Kafka error the server
-// would answer with. The batch's Records alias data.
+// would answer with. The batch's Records alias data. Nothing is charged to
+// a memory budget.
 func (d *Decoder) Decode(data []byte, produceVersion int16) (*DecodedBatch, error) {
 	return d.d.decode(data, produceVersion)
 }
@@ -223,7 +260,8 @@ func (d *batchDecoder) getBatch() *DecodedBatch {
 // ErrInvalidRecord for malformed content, ErrMessageTooLarge when the
 // decompressed records exceed the limit, ErrUnsupportedCompressionType,
 // ErrInvalidTimestamp, or errTransactionalBatch. Record slices alias data or
-// the batch's decompression buffer (see DecodedBatch.Release).
+// the batch's decompression buffer (see DecodedBatch.Release). With d.mem
+// the batch is charged until Release.
 func (d *batchDecoder) decode(data []byte, produceVersion int16) (*DecodedBatch, error) {
 	if len(data) > batchMagicOffset {
 		if magic := int8(data[batchMagicOffset]); magic != 2 {
@@ -280,6 +318,11 @@ func (d *batchDecoder) decode(data []byte, produceVersion int16) (*DecodedBatch,
 		return nil, err
 	}
 	b.ProducerID, b.ProducerEpoch, b.BaseSequence, b.Codec = rb.ProducerID, rb.ProducerEpoch, rb.FirstSequence, codec
+	if d.mem != nil {
+		// Forced: the frame is admitted already, and its reader waiting
+		// here for memory other frames hold could deadlock.
+		d.mem.chargeBatch(b, b.heldBytes(codec, len(data)))
+	}
 	return b, nil
 }
 

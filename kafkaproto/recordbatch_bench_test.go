@@ -11,7 +11,7 @@ import (
 // nobody calls Release.
 func BenchmarkDecodeRecordBatch(b *testing.B) {
 	recs := benchRecords(500, 100)
-	d, err := newBatchDecoder(64 << 20)
+	d, err := newBatchDecoder(64<<20, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

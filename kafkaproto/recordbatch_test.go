@@ -17,7 +17,7 @@ import (
 
 func newTestDecoder(t *testing.T, maxDecompressed int) *batchDecoder {
 	t.Helper()
-	d, err := newBatchDecoder(maxDecompressed)
+	d, err := newBatchDecoder(maxDecompressed, nil)
 	require.NoError(t, err)
 	t.Cleanup(d.close)
 	return d

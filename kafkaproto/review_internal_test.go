@@ -79,7 +79,7 @@ func TestProducerStateDoesNotPinRequestFrame(t *testing.T) {
 func TestDecodedRecordsBounded(t *testing.T) {
 	t.Parallel()
 	const limit = 1 << 20
-	d, err := newBatchDecoder(limit)
+	d, err := newBatchDecoder(limit, nil)
 	require.NoError(t, err)
 	defer d.close()
 	records := make([]Record, 110_000) // ~1 MB of 8-9 byte records, ~10 MB decoded

@@ -33,7 +33,8 @@ type Server struct {
 	ready  func() error       // nil: always ready
 	// unready is whether the last ready check failed (to log transitions).
 	unready atomic.Bool
-	// budget holds the bytes of the requests being read and handled.
+	// budget charges the memory of the requests being read and handled,
+	// and of the batches decoded from them (Config.Memory).
 	budget *readBudget
 	// denyLog and connLog rate-limit warnings clients can trigger.
 	denyLog, connLog *logLimiter
@@ -68,7 +69,8 @@ func New(cfg Config, b Backend, opts ...Option) (*Server, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	dec, err := newBatchDecoder(cfg.MaxDecompressedBytes)
+	budget := newReadBudget(cfg.Memory, cfg.MaxReadBytes, cfg.MaxFrameBytes)
+	dec, err := newBatchDecoder(cfg.MaxDecompressedBytes, budget)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +85,7 @@ func New(cfg Config, b Backend, opts ...Option) (*Server, error) {
 		ready:     o.ready,
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[*conn]struct{}),
-		budget:    newReadBudget(cfg.MaxReadBytes, cfg.MaxFrameBytes),
+		budget:    budget,
 		denyLog:   newLogLimiter(time.Second),
 		connLog:   newLogLimiter(time.Second),
 	}
@@ -97,7 +99,8 @@ func New(cfg Config, b Backend, opts ...Option) (*Server, error) {
 		}
 	}
 	s.m = newMetrics(o.registerer, func() float64 { return float64(s.states.len()) },
-		func() float64 { return float64(s.budget.inUse.Load()) })
+		func() float64 { return float64(s.budget.inUse.Load()) },
+		func() float64 { return float64(s.budget.collected.Load()) })
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s, nil
 }

@@ -96,7 +96,9 @@ type Topics interface {
 // buffer space (back-pressure), honouring ctx, whose deadline is the Produce
 // request's timeout. A returned error means nothing of the batch was accepted;
 // it is translated with the table in errors.go (return [*RecordsError] for
-// per-record rejects, [ErrRequestTimedOut], [ErrBufferFull], …).
+// per-record rejects, [ErrRequestTimedOut], [ErrBufferFull], …), and
+// kafkaproto then releases the batch (a no-op if the sink did already): a
+// sink returning an error must not read it any more.
 //
 // The returned PartitionWrite completes once every record of the batch is
 // durable (for acks 1 and -1 the Kafka response waits for it) or has failed.
@@ -105,14 +107,21 @@ type Topics interface {
 // sink again (see doc.go, "Idempotent producers").
 //
 // Ownership: the record slices alias buffers owned by kafkaproto; a sink must
-// not modify them. Once Produce is called the batch is the sink's: it may
-// keep the slices as long as it likes, or call PartitionProduce.Release once
-// nothing reads them any more (the rows are copied), which gives the
-// decoded buffers back for the next batch, so that in steady state decoding
-// allocates nothing. A sink that never calls Release leaves them to the
-// garbage collector. kafkaproto keeps the PartitionWrites of the last 5 batches of
-// every idempotent (producer id, partition) for duplicate detection, so a
-// completed PartitionWrite should not pin record memory.
+// not modify them. Once Produce has accepted the batch it is the sink's: it
+// may keep the slices as long as it likes, and should call
+// PartitionProduce.Release once nothing reads them any more (the rows are
+// copied). That gives the decoded buffers back for the next batch (in steady
+// state decoding then allocates only a few bytes per batch), and the batch's
+// charge back to the server's memory budget (Config.Memory): while kept, a
+// batch counts against it (its decompressed records, or for codec none its
+// bytes in the request frame), and once the budget is used up the server
+// stops reading requests. A sink that never calls Release leaves both to the
+// garbage collector: the charge comes back only once the PartitionProduce
+// (and every copy of it) is collected, counted by
+// fluss_gateway_kafka_produce_batches_collected_total. kafkaproto keeps the
+// PartitionWrites of the last 5 batches of every idempotent (producer id,
+// partition) for duplicate detection, so a completed PartitionWrite should
+// not pin record memory.
 type Sink interface {
 	Produce(ctx context.Context, req *PartitionProduce) (PartitionWrite, error)
 }
@@ -148,8 +157,10 @@ type PartitionProduce struct {
 }
 
 // Release gives the memory Records (their keys, values and headers) live in
-// back to the decoder for reuse. Call it at most once, and only once nothing
-// reads Records or any slice taken from them; see Sink.
+// back to the decoder for reuse, and the batch's charge back to the
+// server's memory budget. Call it once nothing reads Records or any slice
+// taken from them; see Sink. Later calls do nothing, but calls must not be
+// concurrent.
 func (p *PartitionProduce) Release() {
 	if b := p.batch; b != nil {
 		p.batch = nil

@@ -4,6 +4,7 @@
 package kafkatest
 
 import (
+	"bytes"
 	"context"
 	"maps"
 	"slices"
@@ -132,6 +133,9 @@ type Batch struct {
 }
 
 // Sink is an in-memory log per partition. Offsets start at 0 per partition.
+// Like a sink that copies its rows, it keeps copies of the records and
+// releases each batch once its write completes (at once unless held), so
+// that kept batches do not hold the server's memory budget.
 type Sink struct {
 	// Reject, when set, is called for each batch; a non-nil error refuses
 	// the batch synchronously (e.g. a *kafkaproto.RecordsError).
@@ -188,16 +192,36 @@ func (s *Sink) completeLocked(req *kafkaproto.PartitionProduce, c *kafkaproto.Co
 		fail = s.failErr
 	}
 	if fail != nil {
+		req.Release()
 		c.Complete(kafkaproto.PartitionResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1, Err: fail})
 		s.notifyLocked()
 		return
 	}
+	records := cloneRecords(req.Records)
+	req.Release()
+	kept := *req // after Release: the copy holds no decoder buffers
+	kept.Records = records
 	tp := TopicPartition{req.Topic, req.Partition}
 	base := int64(len(s.logs[tp]))
-	s.logs[tp] = append(s.logs[tp], req.Records...)
-	s.batches = append(s.batches, Batch{Produce: *req, BaseOffset: base})
+	s.logs[tp] = append(s.logs[tp], records...)
+	s.batches = append(s.batches, Batch{Produce: kept, BaseOffset: base})
 	c.Complete(kafkaproto.PartitionResult{BaseOffset: base, LogAppendTime: -1, LogStartOffset: 0, ThrottleTime: s.throttle})
 	s.notifyLocked()
+}
+
+// cloneRecords deep-copies records, keeping nil keys, values and header
+// values nil.
+func cloneRecords(recs []kafkaproto.Record) []kafkaproto.Record {
+	out := slices.Clone(recs)
+	for i := range out {
+		r := &out[i]
+		r.Key, r.Value = bytes.Clone(r.Key), bytes.Clone(r.Value)
+		r.Headers = slices.Clone(r.Headers)
+		for j := range r.Headers {
+			r.Headers[j].Value = bytes.Clone(r.Headers[j].Value)
+		}
+	}
+	return out
 }
 
 func (s *Sink) notifyLocked() {
@@ -205,7 +229,8 @@ func (s *Sink) notifyLocked() {
 	s.changed = make(chan struct{})
 }
 
-// Hold makes later writes stay pending until Release.
+// Hold makes later writes stay pending until Release; their batches stay
+// unreleased until then.
 func (s *Sink) Hold() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
