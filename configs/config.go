@@ -145,10 +145,11 @@ type Kafka struct {
 	// socket.request.max.bytes); larger frames close the connection.
 	// Default 100MiB.
 	MaxRequestBytes ByteSize `yaml:"max_request_bytes"`
-	// MaxReadBytes bounds the request bytes read and being handled at once
-	// across all connections; past it, connections are not read. Default
-	// (left 0 here, resolved by kafkaproto) the larger of 256MiB and
-	// max_request_bytes.
+	// MaxReadBytes is the part of writer.buffer_memory that requests being
+	// read and decoded may hold, across all connections (one memory budget:
+	// frames, decoded batches and the rows buffered for Fluss); past it, or
+	// once the whole budget is in use, connections are not read. Default
+	// (left 0 here, see RequestMemory) half of writer.buffer_memory.
 	MaxReadBytes ByteSize `yaml:"max_read_bytes"`
 	// MaxFirstRequestBytes bounds a connection's first request when no
 	// SASL is configured (with SASL, 512KiB before authentication), so an
@@ -523,4 +524,21 @@ func resolveAlias(n *yaml.Node) *yaml.Node {
 		n = n.Alias
 	}
 	return n
+}
+
+// RequestMemory is the part of writer.buffer_memory that Kafka requests
+// being read and decoded may hold: kafka.max_read_bytes, or half of the
+// buffer.
+func (c *Config) RequestMemory() int64 {
+	if c.Kafka.MaxReadBytes != 0 {
+		return int64(c.Kafka.MaxReadBytes)
+	}
+	return int64(c.Writer.BufferMemory) / 2
+}
+
+// MaxFrameBytes is the largest request frame the gateway reads:
+// kafka.max_request_bytes, but no more than the requests' part of the
+// memory budget (a frame is held whole while it is handled).
+func (c *Config) MaxFrameBytes() int64 {
+	return min(int64(c.Kafka.MaxRequestBytes), c.RequestMemory())
 }

@@ -150,8 +150,21 @@ func (c *Config) validateKafka(p *problems) {
 	if k.MaxMessageBytes > k.MaxRequestBytes {
 		p.add("kafka.max_message_bytes", "%d exceeds kafka.max_request_bytes %d", k.MaxMessageBytes, k.MaxRequestBytes)
 	}
-	if k.MaxReadBytes != 0 && k.MaxReadBytes < k.MaxRequestBytes {
-		p.add("kafka.max_read_bytes", "%d is below kafka.max_request_bytes %d", k.MaxReadBytes, k.MaxRequestBytes)
+	// One memory budget: the requests' part lies inside writer.buffer_memory.
+	req, buf := c.RequestMemory(), int64(c.Writer.BufferMemory)
+	origin := "kafka.max_read_bytes"
+	if k.MaxReadBytes == 0 {
+		origin = "half of writer.buffer_memory (the default of kafka.max_read_bytes)"
+	}
+	switch {
+	case k.MaxReadBytes < 0:
+		p.add("kafka.max_read_bytes", "must not be negative, got %d", k.MaxReadBytes)
+	case req >= buf:
+		p.add("kafka.max_read_bytes", "%d must be below writer.buffer_memory %d: it is the part of that budget requests may hold", req, buf)
+	case buf-req < int64(c.Writer.BatchSize):
+		p.add("kafka.max_read_bytes", "%d leaves %d bytes of writer.buffer_memory to the writer, less than writer.batch_size %d", req, buf-req, c.Writer.BatchSize)
+	case req < int64(k.MaxMessageBytes):
+		p.add("kafka.max_read_bytes", "%s, %d bytes, is below kafka.max_message_bytes %d: such a batch could never be read", origin, req, k.MaxMessageBytes)
 	}
 	if k.MaxFirstRequestBytes < 1024 {
 		p.add("kafka.max_first_request_bytes", "must be at least 1KiB, got %d", k.MaxFirstRequestBytes)

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -253,6 +254,15 @@ routes: [{topic: events, table: db.t, value: {format: raw, column: payload}}]
 	assert.Equal(t, http.StatusServiceUnavailable, code)
 	assert.Contains(t, body, "not ready")
 
+	// Fluss comes back only once the start-up load has failed at least once
+	// (on a busy machine its first attempt may come after the checks above).
+	for !slices.Contains(h.lines(slog.LevelWarn), "cannot load routes yet; retrying") {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the start-up load never failed while Fluss was down")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 	down.Store(false)
 	for corr := int32(3); ; corr++ {
 		resp = kafkaRoundTrip(t, nc, corr, meta).(*kmsg.MetadataResponse)

@@ -101,6 +101,7 @@ func New(cfg *configs.Config, log *slog.Logger) (*Gateway, error) {
 	}
 	for i, l := range set.listeners {
 		name := l.name
+		l.kafka.Memory = w.RequestMemory() // shared by every listener
 		srv, err := kafkaproto.New(l.kafka, backend{g.bridge, g.acls},
 			kafkaproto.WithReadyCheck(g.routesReady),
 			kafkaproto.WithLogger(log.With(slog.String("listener", name))),
@@ -174,12 +175,15 @@ func settingsFrom(cfg *configs.Config) (settings, error) {
 	set.writer.RetryBackoffMax = max(w.RetryBackoff, set.writer.RetryBackoffMax)
 	set.writer.DeliveryTimeout = w.DeliveryTimeout
 	set.writer.KvMaxThrottle = w.KvMaxThrottle
+	// One memory budget: the Kafka requests being read and decoded hold
+	// their part of the writer's buffer memory (Writer.RequestMemory).
+	set.writer.RequestMemory = cfg.RequestMemory()
 	if err := set.writer.Validate(); err != nil {
 		return set, fmt.Errorf("writer: %w", err)
 	}
 
 	for i, l := range cfg.Listeners {
-		kc, err := kafkaConfig(cfg.Kafka, l)
+		kc, err := kafkaConfig(cfg, l)
 		if err != nil {
 			return set, fmt.Errorf("listeners[%d] (%s): %w", i, l.Name, err)
 		}
@@ -228,12 +232,13 @@ func NewLogger(c configs.Logging, w io.Writer) *slog.Logger {
 }
 
 // kafkaConfig turns a configured listener into the Kafka server's config.
-func kafkaConfig(k configs.Kafka, l configs.Listener) (kafkaproto.Config, error) {
+// Its memory budget (Memory) is the writer's, set once the writer exists.
+func kafkaConfig(cfg *configs.Config, l configs.Listener) (kafkaproto.Config, error) {
+	k := cfg.Kafka
 	kc := kafkaproto.Config{
 		ClusterID:             k.ClusterID,
 		MaxMessageBytes:       int(k.MaxMessageBytes),
-		MaxFrameBytes:         int(k.MaxRequestBytes),
-		MaxReadBytes:          int64(k.MaxReadBytes),
+		MaxFrameBytes:         int(cfg.MaxFrameBytes()),
 		MaxFirstRequestBytes:  int(k.MaxFirstRequestBytes),
 		RequestReadTimeout:    k.RequestReadTimeout,
 		MinReadBytesPerSecond: int64(k.MinReadBytesPerSecond),

@@ -28,7 +28,7 @@ listeners:
     sasl: {mechanisms: [SCRAM-SHA-512], users: [{username: u, password: p}]}
 `))
 	require.NoError(t, err)
-	kc, err := kafkaConfig(cfg.Kafka, cfg.Listeners[0])
+	kc, err := kafkaConfig(cfg, cfg.Listeners[0])
 	require.NoError(t, err)
 	assert.Equal(t, "prod-gw", kc.ClusterID)
 	assert.Equal(t, 2<<20, kc.MaxMessageBytes)

@@ -83,13 +83,13 @@ func (c *conn) handleProduce(req *kmsg.ProduceRequest) (*produceWait, bool) {
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
 		st := &resp.Topics[ti]
-		*st = kmsg.NewProduceResponseTopic()
-		st.Topic = rt.Topic
-		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
 		// The request was parsed without copying: a topic name kept beyond
-		// the request (producer state keys, metric labels) would pin the
-		// whole frame.
+		// the request (the response waiting for Fluss, producer state keys,
+		// metric labels) would pin the whole frame, uncounted by the budget.
 		topic := strings.Clone(rt.Topic)
+		*st = kmsg.NewProduceResponseTopic()
+		st.Topic = topic
+		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
 		topicErr := reqErr
 		if topicErr == nil && !c.authorize(OpWrite, topic) {
 			topicErr = withMessage(ErrTopicAuthorizationFailed, "principal %s may not write to topic %s", c.principal(), topic)

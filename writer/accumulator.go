@@ -306,7 +306,7 @@ type accumulator struct {
 func newAccumulator(cfg Config, reg prometheus.Registerer) (*accumulator, error) {
 	a := &accumulator{
 		cfg:        cfg,
-		mem:        newMemoryBudget(cfg.BufferMemory, cfg.tableMemoryCap()),
+		mem:        newMemoryBudget(cfg.BufferMemory, cfg.tableMemoryCap(), cfg.RequestMemory),
 		wakeCh:     make(chan struct{}, 1),
 		incomplete: make(map[*Batch]struct{}),
 		idle:       make(chan struct{}),

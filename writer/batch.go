@@ -3,6 +3,7 @@ package writer
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -118,11 +119,17 @@ func (b *Batch) build(writerID int64, sequence int32) ([]byte, error) {
 			b.buildFailed = fmt.Errorf("build batch for table %s bucket %d: %w", t.spec.Path, b.queue.bucket, err)
 			return nil, b.buildFailed
 		}
+		if cap(out) > len(out)+len(out)/4 {
+			// Compressed to well below the estimate its buffer was sized
+			// for: keep only the bytes, so that a batch waiting for Fluss
+			// holds what it is charged.
+			out = slices.Clone(out)
+		}
 		b.payload = out
 		// Account real bytes: return the surplus of the reservation, or take
 		// the excess of an oversized batch without waiting.
-		b.queue.acc.mem.force(&t.mem, int64(len(out))-b.reserved.Load())
-		b.reserved.Store(int64(len(out)))
+		b.queue.acc.mem.force(&t.mem, int64(cap(out))-b.reserved.Load())
+		b.reserved.Store(int64(cap(out)))
 		b.patchedID, b.patchedSeq = noSequence, noSequence // builders write -1
 	}
 	if writerID != b.patchedID || sequence != b.patchedSeq {

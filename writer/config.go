@@ -53,6 +53,12 @@ type Config struct {
 	// slow down fills its share and its writers wait; the rest of the
 	// buffer stays for the other tables. 1 lets one table take it all.
 	MaxTableShare float64
+	// RequestMemory is the part of BufferMemory that the requests feeding
+	// the writer may hold through [Writer.RequestMemory] (the gateway's
+	// Kafka frames and the batches decoded from them), so that one budget
+	// bounds both. 0 (the default): none, BufferMemory is the writer's alone.
+	// Below BufferMemory.
+	RequestMemory int64
 	// BufferWaitTimeout bounds how long a write waits for buffer memory
 	// before it fails with ErrBufferFull.
 	BufferWaitTimeout time.Duration
@@ -157,6 +163,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("writer: max table share %v must be above 0 and at most 1", c.MaxTableShare)
 	case c.tableMemoryCap() < int64(c.BatchSize):
 		return fmt.Errorf("writer: a table's share of the buffer memory (%v × %d bytes) must hold a batch of %d bytes", c.MaxTableShare, c.BufferMemory, c.BatchSize)
+	case c.RequestMemory < 0 || c.RequestMemory >= c.BufferMemory:
+		return fmt.Errorf("writer: request memory %d must be at least 0 and below the buffer memory %d", c.RequestMemory, c.BufferMemory)
 	case c.Acks == 0:
 		return errors.New("writer: acks 0 is not supported towards Fluss: use 1 or -1 (all)")
 	case c.Acks != -1 && c.Acks != 1:

@@ -22,11 +22,15 @@ import (
 type memoryBudget struct {
 	limit    int64
 	tableCap int64 // bytes one table may hold
+	// reqCap is what requests outside the writer (the Kafka frames and
+	// batches being decoded, see RequestMemory) may hold; 0: none.
+	reqCap int64
 
-	mu      sync.Mutex
-	used    int64
-	waiters []*memoryWaiter // arrival order
-	closed  bool
+	mu       sync.Mutex
+	used     int64
+	requests tableMemory     // the requests' part
+	waiters  []*memoryWaiter // arrival order
+	closed   bool
 }
 
 // tableMemory is one table's part of the budget (guarded by the budget's
@@ -43,22 +47,32 @@ type memoryWaiter struct {
 }
 
 // newMemoryBudget returns a budget of limit bytes of which one table holds
-// at most tableCap (limit if tableCap is not positive or above it).
-func newMemoryBudget(limit, tableCap int64) *memoryBudget {
+// at most tableCap (limit if tableCap is not positive or above it) and the
+// requests at most reqCap.
+func newMemoryBudget(limit, tableCap, reqCap int64) *memoryBudget {
 	if tableCap <= 0 || tableCap > limit {
 		tableCap = limit
 	}
-	return &memoryBudget{limit: limit, tableCap: tableCap}
+	return &memoryBudget{limit: limit, tableCap: tableCap, reqCap: max(reqCap, 0)}
+}
+
+func (m *memoryBudget) isRequests(tm *tableMemory) bool { return tm == &m.requests }
+
+func (m *memoryBudget) capOf(tm *tableMemory) int64 {
+	if m.isRequests(tm) {
+		return m.reqCap
+	}
+	return m.tableCap
 }
 
 // acquire reserves n bytes for table tm. It fails at once when n exceeds
 // the table's share, waits up to timeout (and ctx) otherwise, and returns
 // ErrBufferFull at the deadline. onWait is called once, without locks, when
 // the caller starts to wait (to wake the sender: a waiter makes every batch
-// ready).
+// ready). A timeout of zero or less waits as long as ctx.
 func (m *memoryBudget) acquire(ctx context.Context, tm *tableMemory, n int64, timeout time.Duration, onWait func()) error {
-	if n > m.tableCap {
-		return fmt.Errorf("reserve %d bytes of a %d-byte buffer (%d per table): %w", n, m.limit, m.tableCap, ErrRecordTooLarge)
+	if n > m.capOf(tm) {
+		return fmt.Errorf("reserve %d bytes of a %d-byte buffer (%d per table, %d for requests): %w", n, m.limit, m.tableCap, m.reqCap, ErrRecordTooLarge)
 	}
 	m.mu.Lock()
 	if m.closed {
@@ -78,8 +92,12 @@ func (m *memoryBudget) acquire(ctx context.Context, tm *tableMemory, n int64, ti
 		onWait()
 	}
 
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
+	var expired <-chan time.Time
+	if timeout > 0 {
+		timer := time.NewTimer(timeout)
+		defer timer.Stop()
+		expired = timer.C
+	}
 	var cause error
 	select {
 	case <-w.ready:
@@ -89,7 +107,7 @@ func (m *memoryBudget) acquire(ctx context.Context, tm *tableMemory, n int64, ti
 		return ErrClosed
 	case <-ctx.Done():
 		cause = ctx.Err()
-	case <-timer.C:
+	case <-expired:
 		cause = ErrBufferFull
 	}
 	m.mu.Lock()
@@ -118,16 +136,44 @@ func (m *memoryBudget) acquire(ctx context.Context, tm *tableMemory, n int64, ti
 	return fmt.Errorf("wait for %d bytes of buffer memory: %w", n, cause)
 }
 
-func (m *memoryBudget) fitsLocked(tm *tableMemory, n int64) bool {
-	return m.used+n <= m.limit && tm.used+n <= m.tableCap
+// tryAcquire reserves n bytes for tm if it can without waiting.
+func (m *memoryBudget) tryAcquire(tm *tableMemory, n int64) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed || n > m.capOf(tm) || !m.fitsLocked(tm, n) || m.aheadLocked(tm) {
+		return false
+	}
+	m.used += n
+	tm.used += n
+	return true
 }
 
-// aheadLocked reports whether a waiter that could be granted before tm's
-// request is queued: arrival order holds among those not held back by their
-// table's cap.
+// fitsLocked reports whether n more bytes of tm fit its cap and the budget.
+// The requests' bytes above their cap (decoded batches are forced in) do
+// not count against the tables: the writer frees its memory by itself (its
+// batches complete), so it never waits for requests that wait for it.
+func (m *memoryBudget) fitsLocked(tm *tableMemory, n int64) bool {
+	if tm.used+n > m.capOf(tm) {
+		return false
+	}
+	if m.isRequests(tm) {
+		return m.used+n <= m.limit
+	}
+	return m.used-max(m.requests.used-m.reqCap, 0)+n <= m.limit
+}
+
+// aheadLocked reports whether a waiter that goes before tm's request is
+// queued: arrival order holds within a table and among the tables not held
+// back by their cap, and the tables' waiters go before the requests'.
 func (m *memoryBudget) aheadLocked(tm *tableMemory) bool {
 	for _, w := range m.waiters {
-		if w.table == tm || w.table.used+w.n <= m.tableCap {
+		if w.table == tm {
+			return true
+		}
+		if !m.isRequests(w.table) && w.table.used+w.n <= m.tableCap {
+			return true
+		}
+		if m.isRequests(tm) && m.isRequests(w.table) {
 			return true
 		}
 	}
@@ -148,22 +194,33 @@ func (m *memoryBudget) force(tm *tableMemory, n int64) {
 // release returns n bytes of tm and grants waiters.
 func (m *memoryBudget) release(tm *tableMemory, n int64) { m.force(tm, -n) }
 
-// grantLocked grants waiters in arrival order. A waiter held back by its
-// table's cap is passed over (only its own table's releases can let it
-// in); one held back by the whole budget stops the pass, so that big and
-// small requests keep their order.
+// grantLocked grants the tables' waiters in arrival order, then, if none of
+// them is left waiting for the budget, the requests'. A waiter held back by
+// its table's cap is passed over (only its own table's releases can let it
+// in); one held back by the whole budget stops its class's pass, so that
+// big and small requests keep their order.
 func (m *memoryBudget) grantLocked() {
+	tablesWaiting := m.grantPassLocked(false)
+	if !tablesWaiting {
+		m.grantPassLocked(true)
+	}
+}
+
+// grantPassLocked grants the waiters of one class (requests or tables) and
+// reports whether one of them still waits for the budget (not for its cap).
+func (m *memoryBudget) grantPassLocked(requests bool) (blocked bool) {
 	kept := m.waiters[:0]
-	blocked := false
 	var capped []*tableMemory // tables passed over: their later waiters too
 	for _, w := range m.waiters {
 		switch {
+		case m.isRequests(w.table) != requests:
+			kept = append(kept, w)
 		case blocked || slices.Contains(capped, w.table):
 			kept = append(kept, w)
-		case w.table.used+w.n > m.tableCap:
+		case w.table.used+w.n > m.capOf(w.table):
 			capped = append(capped, w.table)
 			kept = append(kept, w)
-		case m.used+w.n > m.limit:
+		case !m.fitsLocked(w.table, w.n):
 			blocked = true
 			kept = append(kept, w)
 		default:
@@ -175,6 +232,7 @@ func (m *memoryBudget) grantLocked() {
 	}
 	clear(m.waiters[len(kept):])
 	m.waiters = kept
+	return blocked
 }
 
 // close fails every waiter and every later acquire with ErrClosed.
@@ -206,3 +264,44 @@ func (m *memoryBudget) waiting() int {
 	defer m.mu.Unlock()
 	return len(m.waiters)
 }
+
+// RequestMemory is the part of the writer's buffer memory that requests
+// feeding the writer hold while they are read and decoded (the gateway
+// passes it to its Kafka server), so that one budget bounds the request
+// frames, their decoded batches and the rows buffered for Fluss. Requests
+// hold at most Config.RequestMemory of it, and wait while the writer's own
+// appends wait: the writer goes first, since completing its batches is what
+// lets the requests go on. It is safe for concurrent use.
+type RequestMemory struct {
+	m    *memoryBudget
+	wake func() // a waiting request makes every batch ready, as a waiting append does
+}
+
+// RequestMemory returns the requests' part of the buffer memory, or nil
+// when Config.RequestMemory is 0.
+func (w *Writer) RequestMemory() *RequestMemory {
+	if w.acc.mem.reqCap == 0 {
+		return nil
+	}
+	return &RequestMemory{m: w.acc.mem, wake: w.acc.wake}
+}
+
+// TryAcquire reserves n bytes if they are free now.
+func (r *RequestMemory) TryAcquire(n int64) bool { return r.m.tryAcquire(&r.m.requests, n) }
+
+// Acquire reserves n bytes, waiting until they are free or ctx ends. It
+// fails at once when n exceeds Config.RequestMemory, and with ErrClosed
+// once the writer is closed.
+func (r *RequestMemory) Acquire(ctx context.Context, n int64) error {
+	return r.m.acquire(ctx, &r.m.requests, n, 0, r.wake)
+}
+
+// Force takes n bytes without waiting, over the limit if need be (a
+// request already admitted that decodes its batches).
+func (r *RequestMemory) Force(n int64) { r.m.force(&r.m.requests, n) }
+
+// Release returns n bytes.
+func (r *RequestMemory) Release(n int64) { r.m.release(&r.m.requests, n) }
+
+// InUse is the bytes the requests hold.
+func (r *RequestMemory) InUse() int64 { return r.m.tableInUse(&r.m.requests) }

@@ -18,7 +18,7 @@ import (
 // requests are granted meanwhile, in arrival order among themselves.
 func TestMemoryBudgetTableShare(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := newMemoryBudget(100, 50)
+		m := newMemoryBudget(100, 50, 0)
 		var a, b tableMemory
 		ctx := context.Background()
 		require.NoError(t, m.acquire(ctx, &a, 25, time.Minute, nil))
@@ -68,7 +68,7 @@ func TestMemoryBudgetTableShare(t *testing.T) {
 // later one is smaller.
 func TestMemoryBudgetOrderWithinTable(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := newMemoryBudget(100, 50)
+		m := newMemoryBudget(100, 50, 0)
 		var a tableMemory
 		ctx := context.Background()
 		require.NoError(t, m.acquire(ctx, &a, 45, time.Minute, nil))
@@ -190,4 +190,72 @@ func TestStalledTableDoesNotSlowOthers(t *testing.T) {
 	t.Logf("table 2: %v (p99 %v) with table 1 held 3 s, %v (p99 %v) without", elapsed, p99, baseElapsed, baseP99)
 	assert.LessOrEqual(t, float64(elapsed), 1.1*float64(baseElapsed), "table 2's run time")
 	assert.LessOrEqual(t, p99, baseP99+10*time.Millisecond, "table 2's p99 write latency")
+}
+
+// The requests' part: capped at its size, forced bytes over it do not
+// hold the tables back, the tables' waiters go first, and requests wait
+// while the tables use the whole budget (the gateway stops reading).
+func TestMemoryBudgetRequests(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMemoryBudget(100, 100, 40)
+		r := &RequestMemory{m: m, wake: func() {}}
+		var a tableMemory
+		ctx := context.Background()
+
+		require.True(t, r.TryAcquire(40))
+		assert.False(t, r.TryAcquire(1), "at the requests' cap")
+		err := r.Acquire(ctx, 41)
+		require.ErrorIs(t, err, ErrRecordTooLarge)
+		// Decoded batches are forced in, far over the cap: the tables
+		// still get the budget less the requests' cap.
+		r.Force(50)
+		assert.Equal(t, int64(90), r.InUse())
+		require.NoError(t, m.acquire(ctx, &a, 60, time.Minute, nil))
+		assert.Equal(t, int64(150), m.inUse())
+		r.Release(90)
+		m.release(&a, 60)
+
+		// Tables use it all (Fluss stalled): a request waits.
+		require.NoError(t, m.acquire(ctx, &a, 100, time.Minute, nil))
+		var got []string
+		var mu sync.Mutex
+		note := func(s string) { mu.Lock(); got = append(got, s); mu.Unlock() }
+		go func() {
+			if r.Acquire(ctx, 10) == nil {
+				note("request")
+			}
+		}()
+		synctest.Wait()
+		go func() {
+			if m.acquire(ctx, &a, 20, time.Minute, nil) == nil {
+				note("table")
+			}
+		}()
+		synctest.Wait()
+		assert.Empty(t, got)
+		assert.False(t, r.TryAcquire(1), "a table's waiter goes first")
+		// 20 free: the table's waiter arrived later but goes first; the
+		// request waits for the next release.
+		m.release(&a, 20)
+		synctest.Wait()
+		mu.Lock()
+		assert.Equal(t, []string{"table"}, got)
+		mu.Unlock()
+		m.release(&a, 10)
+		synctest.Wait()
+		assert.Equal(t, []string{"table", "request"}, got)
+		assert.Equal(t, int64(10), r.InUse())
+
+		// A closed budget fails waiting and later requests.
+		go func() {
+			if err := r.Acquire(ctx, 30); err != nil {
+				note("closed")
+			}
+		}()
+		synctest.Wait()
+		m.close()
+		synctest.Wait()
+		assert.Equal(t, []string{"table", "request", "closed"}, got)
+		require.ErrorIs(t, r.Acquire(ctx, 1), ErrClosed)
+	})
 }

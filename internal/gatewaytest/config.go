@@ -26,6 +26,10 @@ type Config struct {
 	Deadline string // shutdown.deadline
 
 	SchemaRegistry string // schema_registry.urls (one URL); "" for none
+
+	// Env is added to the process's environment (NAME=value), e.g. a
+	// GOMEMLIMIT standing for a container's memory limit.
+	Env []string
 }
 
 // YAML renders the configuration with the given loopback ports.

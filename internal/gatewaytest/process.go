@@ -84,6 +84,9 @@ func StartOn(ctx context.Context, bin, dir string, cfg Config, kafkaPort int) (*
 	p.bin = bin
 	p.cmd = exec.Command(bin, "-config", p.ConfigPath, "-watch-interval", "0")
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
+	if len(cfg.Env) > 0 {
+		p.cmd.Env = append(os.Environ(), cfg.Env...)
+	}
 	if err := p.cmd.Start(); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("start gateway: %w", err)
