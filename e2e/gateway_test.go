@@ -32,6 +32,8 @@ type gatewayConfig struct {
 	Buffer    string // writer.buffer_memory; default 32MiB
 	BatchSize string // writer.batch_size; default 256KiB
 	Registry  string // schema_registry.urls; default none
+	// MaxMessage is kafka.max_message_bytes; default the gateway's.
+	MaxMessage string
 }
 
 // config fills in the e2e defaults.
@@ -54,6 +56,7 @@ func (c gatewayConfig) config() gatewaytest.Config {
 		LogLevel:        "info",
 		Deadline:        or(c.Deadline, "30s"),
 		SchemaRegistry:  c.Registry,
+		MaxMessageBytes: c.MaxMessage,
 	}
 }
 

@@ -245,14 +245,15 @@ func TestTwoInstances(t *testing.T) {
 	}
 }
 
-// TestSmallBufferBackPressure runs producers faster than a tiny write buffer
-// drains: the gateway slows the producers down instead of failing them, and
-// every record lands once.
+// TestSmallBufferBackPressure runs producers faster than a tiny memory
+// budget drains: the gateway slows the producers down instead of failing
+// them, and every record lands once. The budget holds the requests too, so
+// batches must be smaller than its requests' part (half of it).
 func TestSmallBufferBackPressure(t *testing.T) {
 	e := newEnv(t)
 	tbl := e.createTable(t, loadTable("pressure", 2))
 	g := startGateway(t, gatewayConfig{Bootstrap: e.Bootstrap, Routes: jsonRoute("pressure", tbl),
-		Buffer: "64KiB", BatchSize: "16KiB", Linger: "5ms"})
+		Buffer: "512KiB", BatchSize: "16KiB", Linger: "5ms", MaxMessage: "96KiB"})
 	const producers, perProducer = 4, 5000
 	var wg sync.WaitGroup
 	errs := make([]error, producers)
@@ -279,7 +280,7 @@ func TestSmallBufferBackPressure(t *testing.T) {
 	}
 	m := g.RequireMetrics(t)
 	assert.Zero(t, m.Sum("fluss_gateway_accumulator_buffer_full_total"))
-	assert.Equal(t, float64(64<<10), m.Sum("fluss_gateway_accumulator_buffer_limit_bytes"))
+	assert.Equal(t, float64(512<<10), m.Sum("fluss_gateway_accumulator_buffer_limit_bytes"))
 	assert.Equal(t, float64(producers*perProducer), m.Sum("fluss_gateway_sender_records_total"))
 	t.Logf("batches %v, buffer waits visible to a scrape: %v", m.Sum("fluss_gateway_sender_batches_total"), m.Sum("fluss_gateway_accumulator_buffer_waiters"))
 	g.RequireStop(t)

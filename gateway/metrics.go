@@ -14,6 +14,7 @@ type gatewayMetrics struct {
 	routeRecords  *prometheus.CounterVec
 	routeRejected *prometheus.CounterVec
 	routeDLQ      *prometheus.CounterVec
+	routeBusy     *prometheus.CounterVec
 	routeLatency  *prometheus.HistogramVec
 	reloads       *prometheus.CounterVec
 	registryDown  *prometheus.CounterVec
@@ -43,6 +44,10 @@ func newGatewayMetrics(reg prometheus.Registerer) *gatewayMetrics {
 			Name: "fluss_gateway_route_schema_registry_unavailable_total",
 			Help: "Kafka batches refused with a retriable error because the schema registry could not be reached for a writer schema (nothing of them written; the producer retries).",
 		}, []string{"route"}),
+		routeBusy: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fluss_gateway_route_table_busy_batches_total",
+			Help: "Kafka batches refused with REQUEST_TIMED_OUT (retriable, nothing written) because the batches of their table waiting for Fluss already held the table's share of the memory budget.",
+		}, []string{"route"}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fluss_gateway_config_reloads_total",
 			Help: "Configuration reloads by result (success or failure; a failed reload keeps the old routes).",
@@ -52,8 +57,12 @@ func newGatewayMetrics(reg prometheus.Registerer) *gatewayMetrics {
 			Help: "Routes currently bound to their tables.",
 		}),
 	}
-	reg.MustRegister(m.routeRecords, m.routeRejected, m.routeDLQ, m.routeLatency, m.reloads, m.registryDown, m.routes)
+	reg.MustRegister(m.routeRecords, m.routeRejected, m.routeDLQ, m.routeLatency, m.reloads, m.registryDown, m.routes, m.routeBusy)
 	return m
+}
+
+func (m *gatewayMetrics) tableBusy(route string) {
+	m.routeBusy.WithLabelValues(route).Inc()
 }
 
 func (m *gatewayMetrics) recordsIn(route string, n int) {

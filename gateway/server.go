@@ -84,6 +84,10 @@ func New(cfg *configs.Config, log *slog.Logger) (*Gateway, error) {
 	ids := newProducerIDs(client, set.initWriterTimeout, set.initWriterBackoffMax,
 		newOutageLog(log, "fluss writer ids unavailable", "fluss writer ids available again", 0, nil), nil)
 	g.bridge = newBridge(w, parts, ids, g.m, log.With(slog.String("component", "bridge")))
+	// A table's batches waiting for Fluss may hold its share of the
+	// requests' part of the memory budget, as its rows may of the rest.
+	g.bridge.appending = newTableAppends(int64(float64(set.writer.RequestMemory)*set.writer.MaxTableShare),
+		log.With(slog.String("component", "bridge")))
 	if err := g.bridge.enableExactlyOnce(client, reg); err != nil {
 		client.Close()
 		return nil, fmt.Errorf("exactly-once metrics: %w", err)
@@ -239,7 +243,7 @@ func kafkaConfig(cfg *configs.Config, l configs.Listener) (kafkaproto.Config, er
 		ClusterID:             k.ClusterID,
 		MaxMessageBytes:       int(k.MaxMessageBytes),
 		MaxFrameBytes:         int(cfg.MaxFrameBytes()),
-		MaxFirstRequestBytes:  int(k.MaxFirstRequestBytes),
+		MaxFirstRequestBytes:  int(min(int64(k.MaxFirstRequestBytes), cfg.MaxFrameBytes())),
 		RequestReadTimeout:    k.RequestReadTimeout,
 		MinReadBytesPerSecond: int64(k.MinReadBytesPerSecond),
 		MaxInFlightRequests:   k.MaxInFlightRequests,

@@ -156,6 +156,16 @@ type PartitionProduce struct {
 	batch *DecodedBatch // the decoder buffers Records borrow; nil once released
 }
 
+// MemoryBytes is what the batch pins while the sink holds it: its bytes in
+// the request frame and its decoded records.
+func (p *PartitionProduce) MemoryBytes() int64 {
+	n := int64(p.WireBytes)
+	if p.batch != nil {
+		n += p.batch.MemoryBytes()
+	}
+	return n
+}
+
 // Release gives the memory Records (their keys, values and headers) live in
 // back to the decoder for reuse, and the batch's charge back to the
 // server's memory budget. Call it once nothing reads Records or any slice

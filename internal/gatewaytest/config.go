@@ -22,6 +22,8 @@ type Config struct {
 	BufferMemory    string // writer.buffer_memory
 	DeliveryTimeout string // writer.delivery_timeout
 
+	MaxMessageBytes string // kafka.max_message_bytes
+
 	LogLevel string // logging.level
 	Deadline string // shutdown.deadline
 
@@ -38,6 +40,7 @@ func (c Config) YAML(kafkaPort, adminPort int) string {
 	fmt.Fprintf(&b, "listeners:\n  - name: plain\n    bind: 127.0.0.1:%d\n    advertised: 127.0.0.1:%d\n", kafkaPort, kafkaPort)
 	fmt.Fprintf(&b, "fluss:\n  bootstrap: [%s]\n", c.Bootstrap)
 	section(&b, "", "request_timeout", c.RequestTimeout, "dial_timeout", c.DialTimeout)
+	section(&b, "kafka", "max_message_bytes", c.MaxMessageBytes)
 	section(&b, "writer", "linger", c.Linger, "batch_size", c.BatchSize, "buffer_memory", c.BufferMemory,
 		"delivery_timeout", c.DeliveryTimeout)
 	if c.SchemaRegistry != "" {
