@@ -2,8 +2,12 @@ package gateway
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
+
+	"github.com/fluss-kafka/gateway/kafkaproto"
+	"github.com/fluss-kafka/gateway/mapping"
 )
 
 // errTableBusy is the cause logged for a table's refused batches.
@@ -75,4 +79,20 @@ func (a *tableAppends) heldBy(table int64) int64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.held[table]
+}
+
+// enterTable admits req's batch to the appends of its route's table (see
+// tableAppends); leave ends it. A refused batch gets REQUEST_TIMED_OUT.
+func (s *bridge) enterTable(st *routeState, route *mapping.Route, req *kafkaproto.PartitionProduce) (leave func(), err error) {
+	a := s.appending
+	if a == nil {
+		return func() {}, nil
+	}
+	table, n := st.tables[route.Table()], req.MemoryBytes()
+	if !a.enter(table.ID(), table.Path().String(), n) {
+		s.m.tableBusy(route.Name())
+		return nil, fmt.Errorf("%w: table %s: its batches waiting for Fluss hold its share of the memory budget (Fluss slow or stalled for it); nothing of this batch was written",
+			kafkaproto.ErrRequestTimedOut, table.Path())
+	}
+	return func() { a.leave(table.ID(), n) }, nil
 }

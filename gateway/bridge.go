@@ -245,14 +245,11 @@ const defaultResolveTimeout = 30 * time.Second
 // write appends a converted batch whose partitions are resolved and returns
 // its completion.
 func (s *bridge) write(ctx context.Context, st *routeState, route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) (kafkaproto.PartitionWrite, error) {
-	if a := s.appending; a != nil {
-		table, n := st.tables[route.Table()], req.MemoryBytes()
-		if !a.enter(table.ID(), table.Path().String(), n) {
-			s.m.tableBusy(route.Name())
-			return nil, fmt.Errorf("%w: table %s: its batches waiting for Fluss hold its share of the memory budget (Fluss slow or stalled for it); nothing of this batch was written", kafkaproto.ErrRequestTimedOut, table.Path())
-		}
-		defer a.leave(table.ID(), n)
+	leave, err := s.enterTable(st, route, req)
+	if err != nil {
+		return nil, err
 	}
+	defer leave()
 	if err := s.appendAll(ctx, st, route, cb); err != nil {
 		// Rows appended before the failure (only possible when the
 		// writer closes, its own wait limit ends or a shutdown runs out

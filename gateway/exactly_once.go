@@ -145,8 +145,16 @@ func (s *bridge) produceExactlyOnce(ctx context.Context, st *routeState, route *
 	if !ok {
 		deadline = time.Now().Add(defaultResolveTimeout)
 	}
+	// Queued batches pin their decoded records while the connection reads
+	// on: bounded per table as the other routes' appends are (see write).
+	leave, err := s.enterTable(st, route, req)
+	if err != nil {
+		req.Release()
+		return nil, err
+	}
 	c := kafkaproto.NewCompletion()
 	s.pending.enqueue(topicPartition{req.Topic, req.Partition}, func() {
+		defer leave()
 		jctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 		defer cancel()
 		stop := context.AfterFunc(s.stopped, cancel)
