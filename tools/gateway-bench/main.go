@@ -82,6 +82,7 @@ type options struct {
 	linger       time.Duration
 	batchSize    int
 	bufferMemory int
+	goMemLimit   string // GOMEMLIMIT of the gateway process; "" for none
 	kafkaLinger  time.Duration
 	maxBuffered  int
 	gatewayBin   string
@@ -207,6 +208,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.DurationVar(&o.linger, "linger", 100*time.Millisecond, "gateway writer.linger (and the baseline's)")
 	fs.IntVar(&o.batchSize, "batch-size", 2<<20, "gateway writer.batch_size in bytes (and the baseline's)")
 	fs.IntVar(&o.bufferMemory, "buffer-memory", 64<<20, "gateway writer.buffer_memory in bytes (and the baseline's)")
+	fs.StringVar(&o.goMemLimit, "gateway-gomemlimit", "", "GOMEMLIMIT of the gateway process (e.g. 147MiB, what a 164 MiB container limit gives); empty: none")
 	fs.DurationVar(&o.kafkaLinger, "kafka-linger", 10*time.Millisecond, "franz-go ProducerLinger")
 	fs.IntVar(&o.maxBuffered, "max-buffered", 10_000, "franz-go MaxBufferedRecords per producer (bounds the latency queue)")
 	fs.StringVar(&o.gatewayBin, "gateway-bin", "", "gateway binary to run; empty: go build ./cmd/gateway into .cache/gatewaytest")
@@ -405,7 +407,11 @@ func launchGatewayIn(ctx context.Context, o *options, dir string, w writerSettin
 			return nil, err
 		}
 	}
-	return gatewaytest.Start(ctx, bin, dir, gatewayConfig(o.bootstrap, w, routes))
+	cfg := gatewayConfig(o.bootstrap, w, routes)
+	if o.goMemLimit != "" {
+		cfg.Env = []string{"GOMEMLIMIT=" + o.goMemLimit}
+	}
+	return gatewaytest.Start(ctx, bin, dir, cfg)
 }
 
 // defaultJava is $JAVA_HOME/bin/java, else java from PATH.
