@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -490,6 +491,43 @@ func (s *sender) drain(ctx context.Context, now time.Time) time.Time {
 }
 
 // send builds the request's batches (outside every lock) and writes them.
+type built struct {
+	data []byte
+	err  error
+}
+
+// buildAll builds the request's batches, the ones not built yet (the
+// first attempt: encoding and compression, the costly part) in parallel
+// on up to GOMAXPROCS goroutines, so that a request of several buckets
+// does not compress them one after the other on one core. Retries only
+// re-patch their header.
+func buildAll(req *request) []built {
+	out := make([]built, len(req.batches))
+	fresh := 0
+	for _, b := range req.batches {
+		if b.payload == nil {
+			fresh++
+		}
+	}
+	if fresh < 2 {
+		for i, b := range req.batches {
+			out[i].data, out[i].err = b.build(req.writerID[i], req.seq[i])
+		}
+		return out
+	}
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i, b := range req.batches {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			out[i].data, out[i].err = b.build(req.writerID[i], req.seq[i])
+		})
+	}
+	wg.Wait()
+	return out
+}
+
 func (s *sender) send(ctx context.Context, req *request) {
 	defer s.wg.Done()
 	var once sync.Once
@@ -497,8 +535,9 @@ func (s *sender) send(ctx context.Context, req *request) {
 	defer queued() // never leave the next request waiting
 	resp := &response{req: req, buildErr: make([]error, len(req.batches))}
 	buckets := make([]fluss.BucketRecords, 0, len(req.batches))
+	datas := buildAll(req)
 	for i, b := range req.batches {
-		data, err := b.build(req.writerID[i], req.seq[i])
+		data, err := datas[i].data, datas[i].err
 		if err != nil {
 			resp.buildErr[i] = err
 			continue
