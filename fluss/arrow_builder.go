@@ -574,6 +574,25 @@ func (b *ArrowLogBuilder) RawSize() int {
 	return logV0HeaderSize + 8 + b.metaLen + b.rawBodySize()
 }
 
+// HeldBytes returns the memory the builder's column buffers hold, their
+// capacity: what a writer charges to its memory budget (RawSize is only
+// what they contain so far).
+func (b *ArrowLogBuilder) HeldBytes() int {
+	held := 0
+	for i := range b.cols {
+		held += b.cols[i].heldBytes()
+	}
+	return held
+}
+
+func (c *arrowColumn) heldBytes() int {
+	held := cap(c.validity) + cap(c.values) + cap(c.offsets)
+	for i := range c.children {
+		held += c.children[i].heldBytes()
+	}
+	return held
+}
+
 func (b *ArrowLogBuilder) rawBodySize() int {
 	raw := 0
 	for i := range b.cols {

@@ -549,6 +549,12 @@ func (b *Batch) addLocked(r record, batchSize int) (Handle, error) {
 	}
 	idx := b.records
 	b.records++
+	if hs, ok := b.builder.(heldSizer); ok {
+		if held, charged := int64(hs.HeldBytes()), b.reserved.Load(); held > charged+chargeStep {
+			b.queue.acc.mem.force(&b.queue.table.mem, held-charged)
+			b.reserved.Store(held)
+		}
+	}
 	if b.builder.EstimatedSize() >= batchSize {
 		b.full = true
 	} else if rs, ok := b.builder.(rawSizer); ok && rs.RawSize() >= maxRawFactor*batchSize {

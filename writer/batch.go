@@ -36,6 +36,19 @@ type rawSizer interface {
 // batch size; see rawSizer.
 const maxRawFactor = 4
 
+// heldSizer is implemented by builders that report the memory their
+// buffers hold. A batch's charge to the buffer memory follows it as the
+// batch grows (in chargeStep steps, without waiting: the row is in), so
+// that the budget counts the uncompressed columns an Arrow batch holds, up
+// to maxRawFactor × BatchSize and more with the buffers' growth slack, not
+// only the BatchSize it reserved when it opened.
+type heldSizer interface {
+	HeldBytes() int
+}
+
+// chargeStep is how far a batch's held memory may run ahead of its charge.
+const chargeStep = 256 << 10
+
 // LogBuilder builds log batches (ARROW, INDEXED or COMPACTED records).
 type LogBuilder interface {
 	BatchBuilder
@@ -204,4 +217,7 @@ func (h Handle) Offset() int64 {
 // batch.
 func (h Handle) Batch() *Batch { return h.b }
 
-var _ rawSizer = (*fluss.ArrowLogBuilder)(nil)
+var (
+	_ rawSizer  = (*fluss.ArrowLogBuilder)(nil)
+	_ heldSizer = (*fluss.ArrowLogBuilder)(nil)
+)

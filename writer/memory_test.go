@@ -259,3 +259,53 @@ func TestMemoryBudgetRequests(t *testing.T) {
 		require.ErrorIs(t, r.Acquire(ctx, 1), ErrClosed)
 	})
 }
+
+// heldBuilder is a test builder whose buffers hold perRow bytes a row, as
+// an Arrow builder's uncompressed columns outgrow the compressed estimate.
+type heldBuilder struct {
+	testBuilder
+	perRow int
+}
+
+func (b *heldBuilder) HeldBytes() int { return b.perRow * len(b.rows) }
+
+// A batch's charge follows the memory its builder holds, in chargeStep
+// steps, beyond the BatchSize reserved when it opened; building it charges
+// only its bytes.
+func TestBatchChargeFollowsHeldMemory(t *testing.T) {
+	t.Parallel()
+	a, err := newTestAccumulator(func(c *Config) {
+		c.BatchSize = 1 << 20
+		c.BufferMemory = 64 << 20
+		c.Linger = time.Hour
+	})
+	require.NoError(t, err)
+	tbl, err := a.addTable(TableSpec{
+		ID: 1, Path: fluss.TablePath{Database: "db", Table: "t"}, NumBuckets: 1,
+		NewLogBuilder: func() (LogBuilder, error) { return &heldBuilder{perRow: 300 << 10}, nil },
+		SetWriter:     testSetWriter,
+	})
+	require.NoError(t, err)
+	ctx := context.Background()
+	var h Handle
+	for i := range 4 { // 1.2 MiB held: within a step of the 1 MiB reserved
+		h, err = a.testAppend(ctx, tbl, NoPartition, 0, row(int64(i)))
+		require.NoError(t, err)
+	}
+	assert.Equal(t, int64(1<<20), a.mem.inUse())
+	_, err = a.testAppend(ctx, tbl, NoPartition, 0, row(4))
+	require.NoError(t, err)
+	assert.Equal(t, int64(5*300<<10), a.mem.inUse(), "1.5 MiB held, charged")
+	assert.Equal(t, int64(5*300<<10), a.mem.tableInUse(&tbl.mem))
+
+	b := h.Batch()
+	q := a.queueList()[0]
+	got, _, _ := q.peek(true)
+	require.Same(t, b, got)
+	require.True(t, q.pop(b))
+	data, err := b.build(noSequence, noSequence)
+	require.NoError(t, err)
+	assert.Equal(t, int64(cap(data)), a.mem.inUse(), "built: its bytes only")
+	b.complete(0, nil)
+	assert.Zero(t, a.mem.inUse())
+}
