@@ -74,13 +74,6 @@ func (a *tableAppends) leave(table int64, n int64) {
 	}
 }
 
-// heldBy is what a table's batches being appended pin now.
-func (a *tableAppends) heldBy(table int64) int64 {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.held[table]
-}
-
 // enterTable admits req's batch to the appends of its route's table (see
 // tableAppends); leave ends it. A refused batch gets REQUEST_TIMED_OUT.
 func (s *bridge) enterTable(st *routeState, route *mapping.Route, req *kafkaproto.PartitionProduce) (leave func(), err error) {

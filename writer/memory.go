@@ -79,9 +79,7 @@ func (m *memoryBudget) acquire(ctx context.Context, tm *tableMemory, n int64, ti
 		m.mu.Unlock()
 		return ErrClosed
 	}
-	if m.fitsLocked(tm, n) && !m.aheadLocked(tm) {
-		m.used += n
-		tm.used += n
+	if m.takeNowLocked(tm, n) {
 		m.mu.Unlock()
 		return nil
 	}
@@ -140,7 +138,12 @@ func (m *memoryBudget) acquire(ctx context.Context, tm *tableMemory, n int64, ti
 func (m *memoryBudget) tryAcquire(tm *tableMemory, n int64) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed || n > m.capOf(tm) || !m.fitsLocked(tm, n) || m.aheadLocked(tm) {
+	return !m.closed && m.takeNowLocked(tm, n)
+}
+
+// takeNowLocked takes n bytes for tm if they fit and no waiter goes first.
+func (m *memoryBudget) takeNowLocked(tm *tableMemory, n int64) bool {
+	if !m.fitsLocked(tm, n) || m.aheadLocked(tm) {
 		return false
 	}
 	m.used += n
@@ -302,6 +305,3 @@ func (r *RequestMemory) Force(n int64) { r.m.force(&r.m.requests, n) }
 
 // Release returns n bytes.
 func (r *RequestMemory) Release(n int64) { r.m.release(&r.m.requests, n) }
-
-// InUse is the bytes the requests hold.
-func (r *RequestMemory) InUse() int64 { return r.m.tableInUse(&r.m.requests) }

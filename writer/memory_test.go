@@ -209,7 +209,7 @@ func TestMemoryBudgetRequests(t *testing.T) {
 		// Decoded batches are forced in, far over the cap: the tables
 		// still get the budget less the requests' cap.
 		r.Force(50)
-		assert.Equal(t, int64(90), r.InUse())
+		assert.Equal(t, int64(90), m.tableInUse(&m.requests))
 		require.NoError(t, m.acquire(ctx, &a, 60, time.Minute, nil))
 		assert.Equal(t, int64(150), m.inUse())
 		r.Release(90)
@@ -244,7 +244,7 @@ func TestMemoryBudgetRequests(t *testing.T) {
 		m.release(&a, 10)
 		synctest.Wait()
 		assert.Equal(t, []string{"table", "request"}, got)
-		assert.Equal(t, int64(10), r.InUse())
+		assert.Equal(t, int64(10), m.tableInUse(&m.requests))
 
 		// A closed budget fails waiting and later requests.
 		go func() {
