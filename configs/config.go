@@ -280,6 +280,10 @@ type Admin struct {
 	// turns 503, so that short blips do not take the instance out of a
 	// load balancer. Default 10s.
 	ReadyGrace time.Duration `yaml:"ready_grace"`
+	// Pprof serves Go's profiles under /debug/pprof/ on the admin address.
+	// Off by default: a CPU profile costs CPU while it runs, and the
+	// endpoints show internals. Read at start only.
+	Pprof bool `yaml:"pprof"`
 }
 
 // Log levels and formats.

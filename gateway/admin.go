@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,14 +17,24 @@ import (
 // readiness reports why the gateway is not ready, or nil when it is.
 type readiness func() error
 
-// adminServer serves /metrics, /livez and /readyz on the admin address.
+// adminServer serves /metrics, /livez and /readyz on the admin address,
+// and Go's profiles under /debug/pprof/ when asked to.
 type adminServer struct {
 	srv *http.Server
 	log *slog.Logger
 }
 
-func newAdminServer(reg *prometheus.Registry, ready readiness, log *slog.Logger) *adminServer {
+func newAdminServer(reg *prometheus.Registry, ready readiness, profiles bool, log *slog.Logger) *adminServer {
 	mux := http.NewServeMux()
+	if profiles {
+		// The handlers of net/http/pprof, on this mux rather than
+		// http.DefaultServeMux.
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = fmt.Fprintln(w, "ok")

@@ -81,7 +81,7 @@ func TestReadyzReportsWhy(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		return state
-	}, slog.New(slog.DiscardHandler))
+	}, false, slog.New(slog.DiscardHandler))
 	get := func() (int, string) {
 		rec := httptest.NewRecorder()
 		a.srv.Handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
@@ -95,6 +95,22 @@ func TestReadyzReportsWhy(t *testing.T) {
 	mu.Unlock()
 	code, _ = get()
 	assert.Equal(t, http.StatusOK, code)
+}
+
+// TestAdminPprofIsOptIn: /debug/pprof/ is served only with admin.pprof.
+func TestAdminPprofIsOptIn(t *testing.T) {
+	t.Parallel()
+	for _, on := range []bool{false, true} {
+		a := newAdminServer(prometheus.NewRegistry(), func() error { return nil }, on, slog.New(slog.DiscardHandler))
+		rec := httptest.NewRecorder()
+		a.srv.Handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug/pprof/heap?debug=1", nil))
+		if on {
+			assert.Equal(t, http.StatusOK, rec.Code)
+			assert.Contains(t, rec.Body.String(), "heap profile")
+		} else {
+			assert.Equal(t, http.StatusNotFound, rec.Code)
+		}
+	}
 }
 
 // fakeCluster is a clusterProbe whose answers the test sets.

@@ -116,7 +116,7 @@ func New(cfg *configs.Config, log *slog.Logger) (*Gateway, error) {
 		}
 		g.servers = append(g.servers, srv)
 	}
-	g.admin = newAdminServer(reg, g.ready, log.With(slog.String("component", "admin")))
+	g.admin = newAdminServer(reg, g.ready, set.pprof, log.With(slog.String("component", "admin")))
 	return g, nil
 }
 
@@ -128,6 +128,7 @@ type settings struct {
 	writer    writer.Config
 	listeners []listenerSettings
 	admin     string // admin server address; "" for none
+	pprof     bool   // serve /debug/pprof/ on the admin address
 	shutdown  time.Duration
 	logLevel  slog.Level
 	logJSON   bool
@@ -193,7 +194,7 @@ func settingsFrom(cfg *configs.Config) (settings, error) {
 		}
 		set.listeners = append(set.listeners, listenerSettings{name: l.Name, bind: l.Bind, kafka: kc})
 	}
-	set.admin = cfg.Admin.Address
+	set.admin, set.pprof = cfg.Admin.Address, cfg.Admin.Pprof
 	set.readyInterval, set.readyGrace = cfg.Admin.ReadyInterval, cfg.Admin.ReadyGrace
 	set.initWriterTimeout, set.initWriterBackoffMax = cfg.Fluss.InitWriterTimeout, cfg.Fluss.InitWriterBackoffMax
 	set.acls = cfg.ACLs

@@ -140,6 +140,7 @@ func wiringChanges(t *testing.T) map[string]keyChange {
 		"writer.max_in_flight_per_bucket":   one("writer.max_in_flight_per_bucket", 2),
 		"writer.kv_max_throttle":            one("writer.kv_max_throttle", "1s"),
 		"admin.address":                     one("admin.address", "127.0.0.1:19464"),
+		"admin.pprof":                       one("admin.pprof", true),
 		"logging.level":                     one("logging.level", "debug"),
 		"logging.format":                    one("logging.format", "json"),
 		"shutdown.deadline":                 one("shutdown.deadline", "5s"),

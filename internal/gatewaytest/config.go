@@ -29,6 +29,9 @@ type Config struct {
 
 	SchemaRegistry string // schema_registry.urls (one URL); "" for none
 
+	// Pprof turns on admin.pprof (/debug/pprof/ on the admin address).
+	Pprof bool
+
 	// Env is added to the process's environment (NAME=value), e.g. a
 	// GOMEMLIMIT standing for a container's memory limit.
 	Env []string
@@ -47,6 +50,9 @@ func (c Config) YAML(kafkaPort, adminPort int) string {
 		fmt.Fprintf(&b, "schema_registry:\n  urls: [%q]\n  request_timeout: 10s\n", c.SchemaRegistry)
 	}
 	fmt.Fprintf(&b, "admin:\n  address: 127.0.0.1:%d\n", adminPort)
+	if c.Pprof {
+		b.WriteString("  pprof: true\n")
+	}
 	b.WriteString("logging:\n")
 	section(&b, "", "level", c.LogLevel)
 	b.WriteString("  format: text\n")

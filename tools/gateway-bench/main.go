@@ -83,6 +83,7 @@ type options struct {
 	batchSize    int
 	bufferMemory int
 	goMemLimit   string // GOMEMLIMIT of the gateway process; "" for none
+	pprof        bool   // serve the gateway's /debug/pprof/ and print where
 	kafkaLinger  time.Duration
 	maxBuffered  int
 	gatewayBin   string
@@ -208,6 +209,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.DurationVar(&o.linger, "linger", 100*time.Millisecond, "gateway writer.linger (and the baseline's)")
 	fs.IntVar(&o.batchSize, "batch-size", 2<<20, "gateway writer.batch_size in bytes (and the baseline's)")
 	fs.IntVar(&o.bufferMemory, "buffer-memory", 64<<20, "gateway writer.buffer_memory in bytes (and the baseline's)")
+	fs.BoolVar(&o.pprof, "gateway-pprof", false, "turn on the gateway's admin.pprof and print its /debug/pprof/ URL, for go tool pprof during a run")
 	fs.StringVar(&o.goMemLimit, "gateway-gomemlimit", "", "GOMEMLIMIT of the gateway process (e.g. 147MiB, what a 164 MiB container limit gives); empty: none")
 	fs.DurationVar(&o.kafkaLinger, "kafka-linger", 10*time.Millisecond, "franz-go ProducerLinger")
 	fs.IntVar(&o.maxBuffered, "max-buffered", 10_000, "franz-go MaxBufferedRecords per producer (bounds the latency queue)")
@@ -411,7 +413,12 @@ func launchGatewayIn(ctx context.Context, o *options, dir string, w writerSettin
 	if o.goMemLimit != "" {
 		cfg.Env = []string{"GOMEMLIMIT=" + o.goMemLimit}
 	}
-	return gatewaytest.Start(ctx, bin, dir, cfg)
+	cfg.Pprof = o.pprof
+	p, err := gatewaytest.Start(ctx, bin, dir, cfg)
+	if err == nil && o.pprof {
+		fmt.Fprintf(os.Stderr, "gateway-bench: gateway profiles at %s/debug/pprof/\n", p.AdminURL)
+	}
+	return p, err
 }
 
 // defaultJava is $JAVA_HOME/bin/java, else java from PATH.
