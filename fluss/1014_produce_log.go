@@ -29,8 +29,11 @@ import (
 )
 
 // BucketRecords is the payload for one bucket of a write request. Records
-// is not retained after the call (ProduceLog, PutKv, or SendProduceLog and
-// SendPutKv) returns.
+// is written to the connection as it is, not copied into the request frame:
+// do not change its bytes until the request's outcome is known (ProduceLog
+// and PutKv return, or PendingWrite.Wait does), and after a failed request
+// change a copy instead (the connection may still be writing it as it
+// closes).
 type BucketRecords struct {
 	PartitionID int64 // NoPartition for a non-partitioned table
 	Bucket      int32
@@ -134,23 +137,23 @@ func (c *Client) SendProduceLog(ctx context.Context, serverID int32, req *Produc
 		return nil, err
 	}
 	preq := &pb.ProduceLogRequest{
-		Acks:       proto.Int32(int32(req.Acks)),
-		TableId:    proto.Int64(req.TableID),
-		TimeoutMs:  proto.Int32(int32(timeout.Milliseconds())),
-		BucketsReq: make([]*pb.PbProduceLogReqForBucket, len(req.Buckets)),
+		Acks:      proto.Int32(int32(req.Acks)),
+		TableId:   proto.Int64(req.TableID),
+		TimeoutMs: proto.Int32(int32(timeout.Milliseconds())),
 	}
 	routing := v >= produceLogRoutingVersion
+	w := &splicedWrite{top: preq, list: 4, buckets: make([]proto.Message, len(req.Buckets)), records: 3, batches: make([][]byte, len(req.Buckets))}
 	for i, b := range req.Buckets {
-		pbb := &pb.PbProduceLogReqForBucket{BucketId: proto.Int32(b.Bucket), Records: b.Records}
+		pbb := &pb.PbProduceLogReqForBucket{BucketId: proto.Int32(b.Bucket)}
 		if b.PartitionID != NoPartition {
 			pbb.PartitionId = proto.Int64(b.PartitionID)
 		}
 		if routing {
 			pbb.RoutingBucketCount, pbb.OriginalPartitionName = routingFields(b.RoutingBucketCount, b.PartitionName)
 		}
-		preq.BucketsReq[i] = pbb
+		w.buckets[i], w.batches[i] = pbb, b.Records
 	}
-	p, err := c.startOn(ctx, what, serverID, cn, apiProduceLog, preq, timeout+c.cfg.RequestTimeout)
+	p, err := c.startSplicedOn(ctx, what, serverID, cn, apiProduceLog, w, timeout+c.cfg.RequestTimeout)
 	if err != nil {
 		return nil, err
 	}

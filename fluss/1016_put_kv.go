@@ -79,21 +79,21 @@ func (c *Client) SendPutKv(ctx context.Context, serverID int32, req *PutKvReques
 		TableId:       proto.Int64(req.TableID),
 		TimeoutMs:     proto.Int32(int32(timeout.Milliseconds())),
 		TargetColumns: req.TargetColumns,
-		BucketsReq:    make([]*pb.PbPutKvReqForBucket, len(req.Buckets)),
 		AggMode:       proto.Int32(aggModeAggregate),
 	}
 	routing := v >= putKvRoutingVersion
+	w := &splicedWrite{top: preq, list: 5, buckets: make([]proto.Message, len(req.Buckets)), records: 3, batches: make([][]byte, len(req.Buckets))}
 	for i, b := range req.Buckets {
-		pbb := &pb.PbPutKvReqForBucket{BucketId: proto.Int32(b.Bucket), Records: b.Records}
+		pbb := &pb.PbPutKvReqForBucket{BucketId: proto.Int32(b.Bucket)}
 		if b.PartitionID != NoPartition {
 			pbb.PartitionId = proto.Int64(b.PartitionID)
 		}
 		if routing {
 			pbb.RoutingBucketCount, pbb.OriginalPartitionName = routingFields(b.RoutingBucketCount, b.PartitionName)
 		}
-		preq.BucketsReq[i] = pbb
+		w.buckets[i], w.batches[i] = pbb, b.Records
 	}
-	p, err := c.startOn(ctx, what, serverID, cn, apiPutKv, preq, timeout+c.cfg.RequestTimeout)
+	p, err := c.startSplicedOn(ctx, what, serverID, cn, apiPutKv, w, timeout+c.cfg.RequestTimeout)
 	if err != nil {
 		return nil, err
 	}

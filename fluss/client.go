@@ -462,6 +462,16 @@ func (c *Client) startOn(ctx context.Context, what string, serverID int32, cn *c
 	return p, nil
 }
 
+// startSplicedOn is startOn for a write request sent without copying its
+// batches.
+func (c *Client) startSplicedOn(ctx context.Context, what string, serverID int32, cn *conn, apiKey int16, req *splicedWrite, timeout time.Duration) (*pendingCall, error) {
+	p, err := cn.startSpliced(ctx, apiKey, req, timeout)
+	if err != nil {
+		return nil, fmt.Errorf("%s to tablet server %d: %w", what, serverID, err)
+	}
+	return p, nil
+}
+
 // finishServer is the second half of callServer: it waits for the answer of
 // a request startServer queued and decodes it into resp.
 func (c *Client) finishServer(ctx context.Context, what string, serverID int32, p *pendingCall, resp proto.Message) error {

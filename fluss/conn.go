@@ -42,7 +42,7 @@ type conn struct {
 	nc   net.Conn
 	log  *slog.Logger
 
-	writeCh chan []byte   // frames for the writer goroutine
+	writeCh chan [][]byte // frames for the writer goroutine, each in pieces written in order
 	done    chan struct{} // closed when the connection is dead
 	wg      sync.WaitGroup
 
@@ -78,7 +78,7 @@ func dialConn(ctx context.Context, addr string, cfg *connConfig) (*conn, error) 
 		cfg:     cfg,
 		nc:      nc,
 		log:     cfg.logger.With(slog.String("server", addr)),
-		writeCh: make(chan []byte, 16),
+		writeCh: make(chan [][]byte, 16),
 		done:    make(chan struct{}),
 		pending: make(map[int32]chan connResult),
 	}
@@ -167,6 +167,15 @@ func (c *conn) start(ctx context.Context, apiKey int16, req proto.Message, timeo
 	return c.send(ctx, frame.RequestHeader{APIKey: apiKey, APIVersion: v}, req, nil, timeout)
 }
 
+// startSpliced is start for a write request whose batches are not copied.
+func (c *conn) startSpliced(ctx context.Context, apiKey int16, req *splicedWrite, timeout time.Duration) (*pendingCall, error) {
+	v, err := c.version(apiKey)
+	if err != nil {
+		return nil, err
+	}
+	return c.sendFrame(ctx, frame.RequestHeader{APIKey: apiKey, APIVersion: v}, nil, nil, req, timeout)
+}
+
 func (c *conn) callVersion(ctx context.Context, apiKey, version int16, req, resp proto.Message, timeout time.Duration) error {
 	r, err := c.roundTrip(ctx, frame.RequestHeader{APIKey: apiKey, APIVersion: version}, req, nil, timeout)
 	if err != nil {
@@ -228,6 +237,12 @@ type pendingCall struct {
 // they are handed over), or with an error when it cannot be. The timeout
 // counts from here and also bounds the wait for the answer.
 func (c *conn) send(ctx context.Context, h frame.RequestHeader, msg proto.Message, raw []byte, timeout time.Duration) (*pendingCall, error) {
+	return c.sendFrame(ctx, h, msg, raw, nil, timeout)
+}
+
+// sendFrame is send with the request given as a message, raw payload bytes,
+// or a splicedWrite whose batches go out without being copied.
+func (c *conn) sendFrame(ctx context.Context, h frame.RequestHeader, msg proto.Message, raw []byte, spliced *splicedWrite, timeout time.Duration) (*pendingCall, error) {
 	if timeout <= 0 {
 		timeout = c.cfg.requestTimeout
 	}
@@ -247,15 +262,23 @@ func (c *conn) send(ctx context.Context, h frame.RequestHeader, msg proto.Messag
 	c.mu.Unlock()
 
 	h.RequestID = id
-	var buf []byte
-	if msg != nil {
+	var buf [][]byte
+	switch {
+	case spliced != nil:
 		var err error
-		if buf, err = frame.AppendRequestMessage(nil, h, msg); err != nil {
+		if buf, err = spliced.segments(h); err != nil {
 			c.forget(id)
 			return nil, err
 		}
-	} else {
-		buf = frame.AppendRequest(nil, h, raw)
+	case msg != nil:
+		b, err := frame.AppendRequestMessage(nil, h, msg)
+		if err != nil {
+			c.forget(id)
+			return nil, err
+		}
+		buf = [][]byte{b}
+	default:
+		buf = [][]byte{frame.AppendRequest(nil, h, raw)}
 	}
 
 	p := &pendingCall{c: c, apiKey: h.APIKey, id: id, ch: ch, timer: time.NewTimer(timeout), timeout: timeout}
@@ -372,12 +395,18 @@ func (c *conn) readLoop() {
 func (c *conn) writeLoop() {
 	defer c.wg.Done()
 	bw := bufio.NewWriterSize(c.nc, 64<<10)
-	write := func(buf []byte) error {
+	write := func(buf [][]byte) error {
 		if err := c.nc.SetWriteDeadline(time.Now().Add(c.cfg.requestTimeout)); err != nil {
 			return err
 		}
-		_, err := bw.Write(buf)
-		return err
+		// bufio passes a piece larger than its free space straight to
+		// the socket once its buffer is flushed: batches are not copied.
+		for _, b := range buf {
+			if _, err := bw.Write(b); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	for {
 		select {

@@ -125,11 +125,19 @@ func TestBuildOncePatchOnRestamp(t *testing.T) {
 	assert.Equal(t, uint32(3), binary.BigEndian.Uint32(data[8:]))
 	assert.Equal(t, int64(len(data)), a.mem.inUse(), "reservation shrinks to the built size")
 
+	first := data
 	data, err = b.build(42, 2)
 	require.NoError(t, err)
 	assert.Equal(t, uint32(2), binary.BigEndian.Uint32(data[8:]))
 	assert.Equal(t, 1, builds, "a retry re-patches, never rebuilds")
 	assert.Equal(t, uint64(7), binary.BigEndian.Uint64(data[16:]))
+	// Requests go out without copying their batches: the bytes handed out
+	// for the first send stay as they were, the re-patch is on a copy.
+	assert.Equal(t, uint32(3), binary.BigEndian.Uint32(first[8:]), "bytes already handed to a connection are not changed")
+	assert.NotSame(t, &first[0], &data[0])
+	again, err := b.build(42, 2)
+	require.NoError(t, err)
+	assert.Same(t, &data[0], &again[0], "the same stamp reuses the bytes")
 }
 
 func TestStickyBucketMovesOnNewBatch(t *testing.T) {

@@ -2,6 +2,7 @@ package writer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync/atomic"
@@ -83,11 +84,17 @@ type Batch struct {
 	attempts  int   // sends so far
 	estimated int   // the builder's size estimate, taken by the first pop
 
-	// Owned by whoever builds (the sender's request goroutine).
+	// The encoded batch: under buildLock (the sender's request goroutine,
+	// or a prebuild once the batch is full, and complete). A channel of
+	// one, not a sync.Mutex: waiting on it is durable blocking for
+	// testing/synctest, whose bubbles hold the fake clock while any
+	// goroutine waits on a mutex.
+	buildLock   chan struct{}
 	payload     []byte
-	patchedID   int64
-	patchedSeq  int32
 	buildFailed error
+	// Owned by the sender's request goroutine.
+	patchedID  int64
+	patchedSeq int32
 
 	reserved atomic.Int64 // bytes of budget held
 
@@ -119,37 +126,78 @@ func (b *Batch) stamp(writerID int64, sequence int32) {
 // batch, outside any lock, by one goroutine at a time. The returned slice
 // stays valid until the batch completes or is built again.
 func (b *Batch) build(writerID int64, sequence int32) ([]byte, error) {
-	if b.buildFailed != nil {
-		return nil, b.buildFailed
+	if err := b.encode(); err != nil {
+		return nil, err
 	}
 	t := b.queue.table
-	if b.payload == nil {
-		buf := make([]byte, 0, b.estimated+64)
-		out, err := b.builder.AppendTo(buf)
-		t.putBuilder(b.builder)
-		b.builder = nil
-		if err != nil {
-			b.buildFailed = fmt.Errorf("build batch for table %s bucket %d: %w", t.spec.Path, b.queue.bucket, err)
-			return nil, b.buildFailed
-		}
-		if cap(out) > len(out)+len(out)/4 {
-			// Compressed to well below the estimate its buffer was sized
-			// for: keep only the bytes, so that a batch waiting for Fluss
-			// holds what it is charged.
-			out = slices.Clone(out)
-		}
-		b.payload = out
-		// Account real bytes: return the surplus of the reservation, or take
-		// the excess of an oversized batch without waiting.
-		b.queue.acc.mem.force(&t.mem, int64(cap(out))-b.reserved.Load())
-		b.reserved.Store(int64(cap(out)))
-		b.patchedID, b.patchedSeq = noSequence, noSequence // builders write -1
-	}
+	b.lockBuild() // a prebuild that lost the race to encode may still look
+	defer b.unlockBuild()
 	if writerID != b.patchedID || sequence != b.patchedSeq {
+		if b.patchedID != noSequence || b.patchedSeq != noSequence {
+			// Patched before, so maybe handed to a connection that may
+			// still be writing it: requests go out without a copy of
+			// their batches. Patch a copy (rare: a new writer id).
+			b.payload = slices.Clone(b.payload)
+		}
 		t.spec.SetWriter(b.payload, writerID, sequence)
 		b.patchedID, b.patchedSeq = writerID, sequence
 	}
 	return b.payload, nil
+}
+
+// errCompletedUnbuilt is the build of a batch completed before it was built.
+var errCompletedUnbuilt = errors.New("batch completed before it was built")
+
+// encode builds the batch once (Arrow encoding and compression), returns
+// its builder to the table's free list and charges the batch its built
+// size; later calls return at once. The sender calls it through build, a
+// prebuild as soon as the batch is full; whichever comes second waits for
+// the first.
+func (b *Batch) encode() error {
+	b.lockBuild()
+	defer b.unlockBuild()
+	if b.buildFailed != nil {
+		return b.buildFailed
+	}
+	if b.payload != nil {
+		return nil
+	}
+	if b.builder == nil {
+		return errCompletedUnbuilt
+	}
+	t := b.queue.table
+	buf := make([]byte, 0, b.estimated+64)
+	out, err := b.builder.AppendTo(buf)
+	t.putBuilder(b.builder)
+	b.builder = nil
+	if err != nil {
+		b.buildFailed = fmt.Errorf("build batch for table %s bucket %d: %w", t.spec.Path, b.queue.bucket, err)
+		return b.buildFailed
+	}
+	if cap(out) > len(out)+len(out)/4 {
+		// Compressed to well below the estimate its buffer was sized
+		// for: keep only the bytes, so that a batch waiting for Fluss
+		// holds what it is charged.
+		out = slices.Clone(out)
+	}
+	b.payload = out
+	// Account real bytes: return the surplus of the reservation, or take
+	// the excess of an oversized batch without waiting.
+	b.queue.acc.mem.force(&t.mem, int64(cap(out))-b.reserved.Load())
+	b.reserved.Store(int64(cap(out)))
+	b.patchedID, b.patchedSeq = noSequence, noSequence // builders write -1
+	return nil
+}
+
+func (b *Batch) lockBuild()   { b.buildLock <- struct{}{} }
+func (b *Batch) unlockBuild() { <-b.buildLock }
+
+// built reports whether the batch has been encoded (waiting for an
+// encoding under way).
+func (b *Batch) built() bool {
+	b.lockBuild()
+	defer b.unlockBuild()
+	return b.payload != nil
 }
 
 // complete finishes the batch exactly once: every handle sees offset (the
@@ -162,11 +210,13 @@ func (b *Batch) complete(offset int64, err error) bool {
 	}
 	b.offset, b.err = offset, err
 	acc := b.queue.acc
+	b.lockBuild() // after an encoding under way, whose charge it returns
 	if b.builder != nil {
 		b.queue.table.putBuilder(b.builder)
 		b.builder = nil
 	}
 	acc.mem.release(&b.queue.table.mem, b.reserved.Swap(0))
+	b.unlockBuild()
 	acc.forget(b)
 	b.state.Store(2)
 	close(b.done)

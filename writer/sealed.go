@@ -74,7 +74,7 @@ func (a *accumulator) writeSealed(ctx context.Context, t *Table, partitionID int
 	if err != nil {
 		return Handle{}, err
 	}
-	b := &Batch{queue: q, created: time.Now(), builder: bld, writerID: writerID, sequence: sequence, done: make(chan struct{})}
+	b := &Batch{buildLock: make(chan struct{}, 1), queue: q, created: time.Now(), builder: bld, writerID: writerID, sequence: sequence, done: make(chan struct{})}
 	b.reserved.Store(size)
 	for _, op := range ops {
 		if _, err := b.addLocked(record{op: op.Kind, key: op.Key, row: op.Row}, a.cfg.BatchSize); err != nil {
@@ -84,6 +84,7 @@ func (a *accumulator) writeSealed(ctx context.Context, t *Table, partitionID int
 		}
 	}
 	b.full = true // sealed: nothing else joins it
+	a.closed2Appends(b)
 	q.mu.Lock()
 	a.track(b) // counted before the closed check, as in write
 	if a.closed.Load() {

@@ -243,6 +243,12 @@ func (s *sender) stop(ctx context.Context) error {
 // fails whatever was not acknowledged with ErrStopped, and returns an error.
 // close is idempotent; without run it only fails what is queued.
 func (s *sender) close(ctx context.Context) error {
+	err := s.closeAndWait(ctx)
+	s.acc.prebuilding.Wait() // every batch is complete: they end at once
+	return err
+}
+
+func (s *sender) closeAndWait(ctx context.Context) error {
 	s.acc.close()
 	s.runMu.Lock()
 	started := s.started
@@ -505,7 +511,7 @@ func buildAll(req *request) []built {
 	out := make([]built, len(req.batches))
 	fresh := 0
 	for _, b := range req.batches {
-		if b.payload == nil {
+		if !b.built() {
 			fresh++
 		}
 	}

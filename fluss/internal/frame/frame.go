@@ -92,6 +92,15 @@ func AppendRequest(dst []byte, h RequestHeader, payload []byte) []byte {
 	return patchLength(dst, start)
 }
 
+// AppendRequestPrefix appends the length field and header of a request frame
+// whose payload, payloadLen bytes, the caller sends right after them.
+func AppendRequestPrefix(dst []byte, h RequestHeader, payloadLen int) []byte {
+	dst = binary.BigEndian.AppendUint32(dst, uint32(RequestHeaderLen+payloadLen))
+	dst = binary.BigEndian.AppendUint16(dst, uint16(h.APIKey))
+	dst = binary.BigEndian.AppendUint16(dst, uint16(h.APIVersion))
+	return binary.BigEndian.AppendUint32(dst, uint32(h.RequestID))
+}
+
 // AppendRequestMessage appends a complete request frame whose payload is msg
 // marshalled in place (required fields are checked).
 func AppendRequestMessage(dst []byte, h RequestHeader, msg proto.Message) ([]byte, error) {
