@@ -398,3 +398,41 @@ func TestRawSizeClosesBatch(t *testing.T) {
 	assert.Equal(t, 6, hs[0].Batch().records)
 	assert.NotSame(t, hs[0].Batch(), hs[6].Batch())
 }
+
+// TestFullBatchIsBuiltWhileItWaits: a batch is encoded as soon as it is
+// full, before any sender takes it, and from then on it is charged its
+// built size, not the reservation it opened with; the send only stamps it.
+func TestFullBatchIsBuiltWhileItWaits(t *testing.T) {
+	t.Parallel()
+	builds := 0
+	// 16-byte header + 8 per row: a 48-byte batch holds 4 rows.
+	a, err := newTestAccumulator(func(c *Config) {
+		c.BatchSize = 48
+		c.BufferMemory = 1 << 12
+		c.Linger = time.Hour
+	})
+	require.NoError(t, err)
+	tbl := newTestTable(t, a, 1, 1, &builds)
+	for i := range 5 { // the fifth row opens a second batch
+		_, err := a.testAppend(context.Background(), tbl, NoPartition, 0, row(int64(i)))
+		require.NoError(t, err)
+	}
+	q := a.queueList()[0]
+	q.mu.Lock()
+	full, open := q.batches[0], q.batches[1]
+	q.mu.Unlock()
+	require.True(t, full.full)
+	require.Eventually(t, full.built, 5*time.Second, time.Millisecond, "encoded without a sender")
+	assert.False(t, open.built(), "a batch still open to appends is not")
+	assert.Equal(t, int64(16+4*8), full.reserved.Load(), "charged its built size")
+	assert.Equal(t, int64(16+4*8)+open.reserved.Load(), a.mem.inUse())
+
+	b, _, _ := q.peek(false)
+	require.Same(t, full, b)
+	require.True(t, q.pop(b))
+	data, err := b.build(9, 0)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(9), binary.BigEndian.Uint64(data))
+	assert.Equal(t, 1, builds, "the send stamped the built batch, it did not build again")
+	a.prebuilding.Wait()
+}
