@@ -1,7 +1,10 @@
 package fluss
 
 import (
+	"flag"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -210,8 +213,17 @@ func BenchmarkArrowCompression(b *testing.B) {
 //	cost/previous  (codec - none) ÷ (previous - none), ZSTD only
 //	ratio          batch bytes ÷ NONE batch bytes (previous-ratio: with the previous settings)
 //	oneshot-ratio  one-shot output ÷ the values (Kafka values, JSON syntax included)
+//
+// With -arrow-values-dir DIR it also writes each workload's values there
+// (DIR/NAME.values), to time libzstd, what Fluss's Java client compresses
+// with, on the same bytes: zstd -b1 -e3 --single-thread DIR/*.values.
 func BenchmarkArrowCompressionCost(b *testing.B) {
 	for _, w := range append(compressWorkloads(), fullBatchWorkloads()...) {
+		if *valuesDir != "" {
+			if err := os.WriteFile(filepath.Join(*valuesDir, w.name+".values"), w.values, 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
 		for _, codec := range []ArrowCompression{ArrowCompressionLZ4, ArrowCompressionZstd} {
 			b.Run(w.name+"/"+string(codec), func(b *testing.B) {
 				runtime.LockOSThread()
@@ -269,6 +281,8 @@ func BenchmarkArrowCompressionCost(b *testing.B) {
 		}
 	}
 }
+
+var valuesDir = flag.String("arrow-values-dir", "", "BenchmarkArrowCompressionCost: write each workload's values into this directory")
 
 // newOneShot returns the baseline compressor of codec: the whole input in
 // one call, the library's own fast path, output discarded by the caller.

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	crand "crypto/rand"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -61,7 +62,10 @@ routes:
 	require.NoError(t, g.Listen())
 	runGateway(t, ctx, g)
 	addr := g.kafkaListeners[0].Addr().String()
+	// Random bytes: the writer charges a batch waiting for Fluss its
+	// compressed size once it is built, and zeros would compress to nothing.
 	value := make([]byte, 1000)
+	_, _ = crand.Read(value)
 	producer := func(linger time.Duration, buffered int) *kgo.Client {
 		c, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ProducerLinger(linger),
 			kgo.ProducerBatchCompression(kgo.Lz4Compression()), kgo.MaxBufferedRecords(buffered))
@@ -81,6 +85,8 @@ routes:
 			for {
 				select {
 				case <-stop:
+					return
+				case <-ctx.Done(): // the test failed: do not spin on a closed client
 					return
 				default:
 				}
