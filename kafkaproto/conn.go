@@ -73,7 +73,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{
 		s:       s,
 		nc:      nc,
-		br:      bufio.NewReaderSize(nc, 64<<10),
+		br:      bufio.NewReaderSize(nc, connReadBuffer),
 		log:     s.log.With("remote", nc.RemoteAddr().String()),
 		pending: make(chan *response, s.cfg.MaxInFlightRequests),
 	}
@@ -124,6 +124,14 @@ func (c *conn) advertised() (string, int32) {
 	}
 	return host, port
 }
+
+// connReadBuffer is a connection's read buffer: room for the small
+// requests and the heads of large ones. A frame body larger than what is
+// buffered is read straight into the frame (bufio passes large reads
+// through), so a bigger buffer would only cost memory per connection
+// (clients keep a few each, and there may be thousands), outside the
+// memory budget.
+const connReadBuffer = 16 << 10
 
 func (c *conn) readLoop() {
 	defer c.s.wg.Done()

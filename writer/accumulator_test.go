@@ -435,4 +435,8 @@ func TestFullBatchIsBuiltWhileItWaits(t *testing.T) {
 	assert.Equal(t, uint64(9), binary.BigEndian.Uint64(data))
 	assert.Equal(t, 1, builds, "the send stamped the built batch, it did not build again")
 	a.prebuilding.Wait()
+
+	require.True(t, b.complete(7, nil))
+	assert.Nil(t, b.payload, "a completed batch lets its bytes go, though its handles live on")
+	assert.Equal(t, open.reserved.Load(), a.mem.inUse())
 }

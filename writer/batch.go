@@ -215,6 +215,11 @@ func (b *Batch) complete(offset int64, err error) bool {
 		b.queue.table.putBuilder(b.builder)
 		b.builder = nil
 	}
+	// Its handles live on until the Kafka answers are written (a request
+	// waits for all its partitions): they must not keep the bytes, which
+	// are no longer charged. A connection still writing them has its own
+	// reference.
+	b.payload = nil
 	acc.mem.release(&b.queue.table.mem, b.reserved.Swap(0))
 	b.unlockBuild()
 	acc.forget(b)
