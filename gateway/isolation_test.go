@@ -80,7 +80,9 @@ routes:
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for range 8 {
-		c := producer(50*time.Millisecond, 10000) // requests of about 1 MiB: 8 of them would fill the requests' part
+		// Requests of about 1 MiB, however fast the loop runs (-race): 8 of
+		// them would fill the requests' part.
+		c := producer(time.Second, 10000)
 		wg.Go(func() {
 			for {
 				select {
@@ -101,8 +103,13 @@ routes:
 			}
 		})
 	}
-	// Let them fill the held table's share.
-	require.Eventually(t, func() bool { return g.w.BufferedBytes() >= 4<<20 }, time.Minute, 10*time.Millisecond)
+	// Let them take what the held table may: its share of the writer's
+	// memory (4 MiB; batches open within it, so it fills to within about a
+	// batch of 256 KiB), or its share of the requests' memory, past which
+	// the gateway refuses its batches as busy (which of the two comes first
+	// depends on how large the waiting batches are once compressed).
+	busy := func() float64 { return testutil.ToFloat64(g.m.routeBusy.WithLabelValues("held")) }
+	require.Eventually(t, func() bool { return g.w.BufferedBytes() >= 4<<20-512<<10 || busy() > 0 }, time.Minute, 10*time.Millisecond)
 
 	// The other table's producer: every record acknowledged meanwhile.
 	t.Logf("held table's share filled after %v", time.Since(began))

@@ -148,7 +148,17 @@ func (t *Table) getBuilder() (BatchBuilder, error) {
 	return t.spec.NewLogBuilder()
 }
 
+// putBuilder keeps b for the table's next batch, unless its buffers hold
+// more than a batch's reservation: a kept builder is memory outside the
+// budget, and the large ones (a full batch of 1 KB values holds several MiB
+// of uncompressed columns) raised the peak under load without saving CPU
+// that showed (builders come back at once since full batches are built
+// early; 50 producers of 1 KB: peak RSS 163-168 MiB without kept
+// builders, 163-185 MiB with four of any size).
 func (t *Table) putBuilder(b BatchBuilder) {
+	if hs, ok := b.(heldSizer); ok && hs.HeldBytes() > t.acc.cfg.BatchSize {
+		return
+	}
 	b.Reset()
 	select {
 	case t.builders <- b:

@@ -309,3 +309,37 @@ func TestBatchChargeFollowsHeldMemory(t *testing.T) {
 	b.complete(0, nil)
 	assert.Zero(t, a.mem.inUse())
 }
+
+// TestLargeBuildersAreNotKept: a builder holding more than a batch's
+// reservation goes to the collector, not to the table's free list, which
+// is memory outside the budget; a small one is kept for the next batch.
+func TestLargeBuildersAreNotKept(t *testing.T) {
+	t.Parallel()
+	a, err := newTestAccumulator(func(c *Config) {
+		c.BatchSize = 1 << 20
+		c.BufferMemory = 64 << 20
+	})
+	require.NoError(t, err)
+	tbl, err := a.addTable(TableSpec{
+		ID: 1, Path: fluss.TablePath{Database: "db", Table: "t"}, NumBuckets: 1,
+		NewLogBuilder: func() (LogBuilder, error) { return &heldBuilder{perRow: 300 << 10}, nil },
+		SetWriter:     testSetWriter,
+	})
+	require.NoError(t, err)
+	fill := func(rows int) BatchBuilder {
+		b := &heldBuilder{perRow: 300 << 10}
+		for i := range rows {
+			require.NoError(t, b.Append(row(int64(i))))
+		}
+		return b
+	}
+	tbl.putBuilder(fill(4)) // 1.2 MiB held
+	assert.Empty(t, tbl.builders, "a builder holding more than BatchSize is dropped")
+	small := fill(3) // 0.9 MiB
+	tbl.putBuilder(small)
+	require.Len(t, tbl.builders, 1)
+	got, err := tbl.getBuilder()
+	require.NoError(t, err)
+	assert.Same(t, small, got)
+	assert.Zero(t, got.Len(), "kept reset")
+}
