@@ -153,7 +153,7 @@ func (c *Client) SendProduceLog(ctx context.Context, serverID int32, req *Produc
 		}
 		w.buckets[i], w.batches[i] = pbb, b.Records
 	}
-	p, err := c.startSplicedOn(ctx, what, serverID, cn, apiProduceLog, w, timeout+c.cfg.RequestTimeout)
+	p, err := c.startWrite(ctx, what, serverID, cn, apiProduceLog, v, w, timeout+c.cfg.RequestTimeout)
 	if err != nil {
 		return nil, err
 	}

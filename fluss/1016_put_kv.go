@@ -93,7 +93,7 @@ func (c *Client) SendPutKv(ctx context.Context, serverID int32, req *PutKvReques
 		}
 		w.buckets[i], w.batches[i] = pbb, b.Records
 	}
-	p, err := c.startSplicedOn(ctx, what, serverID, cn, apiPutKv, w, timeout+c.cfg.RequestTimeout)
+	p, err := c.startWrite(ctx, what, serverID, cn, apiPutKv, v, w, timeout+c.cfg.RequestTimeout)
 	if err != nil {
 		return nil, err
 	}

@@ -462,10 +462,10 @@ func (c *Client) startOn(ctx context.Context, what string, serverID int32, cn *c
 	return p, nil
 }
 
-// startSplicedOn is startOn for a write request sent without copying its
-// batches.
-func (c *Client) startSplicedOn(ctx context.Context, what string, serverID int32, cn *conn, apiKey int16, req *splicedWrite, timeout time.Duration) (*pendingCall, error) {
-	p, err := cn.startSpliced(ctx, apiKey, req, timeout)
+// startWrite queues a write request on cn at version v (what serverVersion
+// returned), its batches not copied.
+func (c *Client) startWrite(ctx context.Context, what string, serverID int32, cn *conn, apiKey, v int16, req *splicedWrite, timeout time.Duration) (*pendingCall, error) {
+	p, err := cn.sendFrame(ctx, frame.RequestHeader{APIKey: apiKey, APIVersion: v}, nil, nil, req, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("%s to tablet server %d: %w", what, serverID, err)
 	}

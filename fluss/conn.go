@@ -167,15 +167,6 @@ func (c *conn) start(ctx context.Context, apiKey int16, req proto.Message, timeo
 	return c.send(ctx, frame.RequestHeader{APIKey: apiKey, APIVersion: v}, req, nil, timeout)
 }
 
-// startSpliced is start for a write request whose batches are not copied.
-func (c *conn) startSpliced(ctx context.Context, apiKey int16, req *splicedWrite, timeout time.Duration) (*pendingCall, error) {
-	v, err := c.version(apiKey)
-	if err != nil {
-		return nil, err
-	}
-	return c.sendFrame(ctx, frame.RequestHeader{APIKey: apiKey, APIVersion: v}, nil, nil, req, timeout)
-}
-
 func (c *conn) callVersion(ctx context.Context, apiKey, version int16, req, resp proto.Message, timeout time.Duration) error {
 	r, err := c.roundTrip(ctx, frame.RequestHeader{APIKey: apiKey, APIVersion: version}, req, nil, timeout)
 	if err != nil {

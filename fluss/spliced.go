@@ -44,7 +44,10 @@ func (w *splicedWrite) segments(h frame.RequestHeader) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	type piece struct{ before, after []byte }
+	type piece struct {
+		before, after []byte
+		n             int // the bucket message's length, batch included
+	}
 	pieces := make([]piece, len(w.buckets))
 	payload := len(top)
 	for i, b := range w.buckets {
@@ -56,8 +59,8 @@ func (w *splicedWrite) segments(h frame.RequestHeader) ([][]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		pieces[i] = piece{before, after}
 		n := len(enc) + protowire.SizeTag(w.records) + protowire.SizeBytes(len(w.batches[i]))
+		pieces[i] = piece{before, after, n}
 		payload += protowire.SizeTag(w.list) + protowire.SizeBytes(n)
 	}
 
@@ -67,13 +70,11 @@ func (w *splicedWrite) segments(h frame.RequestHeader) ([][]byte, error) {
 	small = append(small, topBefore...)
 	cuts := make([]int, len(w.buckets))
 	for i, p := range pieces {
-		rec := w.batches[i]
-		n := len(p.before) + len(p.after) + protowire.SizeTag(w.records) + protowire.SizeBytes(len(rec))
 		small = protowire.AppendTag(small, w.list, protowire.BytesType)
-		small = protowire.AppendVarint(small, uint64(n))
+		small = protowire.AppendVarint(small, uint64(p.n))
 		small = append(small, p.before...)
 		small = protowire.AppendTag(small, w.records, protowire.BytesType)
-		small = protowire.AppendVarint(small, uint64(len(rec)))
+		small = protowire.AppendVarint(small, uint64(len(w.batches[i])))
 		cuts[i] = len(small)
 		small = append(small, p.after...)
 	}

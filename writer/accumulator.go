@@ -504,7 +504,7 @@ func (a *accumulator) write(ctx context.Context, t *Table, partitionID int64, bu
 			return Handle{}, ErrClosed
 		}
 		if b.full {
-			a.closed2Appends(b) // one record filled it
+			a.filled(b) // one record filled it
 		}
 		q.batches = append(q.batches, b)
 		q.n.Add(1)
@@ -514,11 +514,11 @@ func (a *accumulator) write(ctx context.Context, t *Table, partitionID int64, bu
 	}
 }
 
-// closed2Appends is called, under the queue's lock or before the batch is
-// queued, once b is full: nothing joins it any more. It takes the size
+// filled is called, under the queue's lock or before the batch is queued,
+// once b is full: nothing joins it any more. It takes the size
 // estimate the sender plans with (the builder is not read again once a
 // build may be running) and starts encoding it.
-func (a *accumulator) closed2Appends(b *Batch) {
+func (a *accumulator) filled(b *Batch) {
 	b.estimated = b.builder.EstimatedSize()
 	a.prebuild(b)
 }
@@ -578,7 +578,7 @@ func (q *bucketQueue) tryAppendLocked(r record) (Handle, bool, error) {
 		return Handle{}, false, err
 	}
 	if b.full && !wasFull {
-		q.acc.closed2Appends(b)
+		q.acc.filled(b)
 		q.acc.wake()
 	}
 	return h, true, nil

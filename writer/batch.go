@@ -82,7 +82,7 @@ type Batch struct {
 	writerID  int64 // noSequence if none
 	sequence  int32 // noSequence if none
 	attempts  int   // sends so far
-	estimated int   // the builder's size estimate, taken by the first pop
+	estimated int   // the builder's size estimate, taken once the batch is full or popped
 
 	// The encoded batch: under buildLock (the sender's request goroutine,
 	// or a prebuild once the batch is full, and complete). A channel of
@@ -132,6 +132,9 @@ func (b *Batch) build(writerID int64, sequence int32) ([]byte, error) {
 	t := b.queue.table
 	b.lockBuild() // a prebuild that lost the race to encode may still look
 	defer b.unlockBuild()
+	if b.payload == nil {
+		return nil, errCompletedUnbuilt // completed meanwhile: its bytes are gone
+	}
 	if writerID != b.patchedID || sequence != b.patchedSeq {
 		if b.patchedID != noSequence || b.patchedSeq != noSequence {
 			// Patched before, so maybe handed to a connection that may
@@ -145,7 +148,8 @@ func (b *Batch) build(writerID int64, sequence int32) ([]byte, error) {
 	return b.payload, nil
 }
 
-// errCompletedUnbuilt is the build of a batch completed before it was built.
+// errCompletedUnbuilt is the build of a batch completed before it was built
+// (or, for build, before it was stamped).
 var errCompletedUnbuilt = errors.New("batch completed before it was built")
 
 // encode builds the batch once (Arrow encoding and compression), returns

@@ -84,7 +84,7 @@ func (a *accumulator) writeSealed(ctx context.Context, t *Table, partitionID int
 		}
 	}
 	b.full = true // sealed: nothing else joins it
-	a.closed2Appends(b)
+	a.filled(b)
 	q.mu.Lock()
 	a.track(b) // counted before the closed check, as in write
 	if a.closed.Load() {

@@ -243,12 +243,7 @@ func (s *sender) stop(ctx context.Context) error {
 // fails whatever was not acknowledged with ErrStopped, and returns an error.
 // close is idempotent; without run it only fails what is queued.
 func (s *sender) close(ctx context.Context) error {
-	err := s.closeAndWait(ctx)
-	s.acc.prebuilding.Wait() // every batch is complete: they end at once
-	return err
-}
-
-func (s *sender) closeAndWait(ctx context.Context) error {
+	defer s.acc.prebuilding.Wait() // every batch is complete by then: they end at once
 	s.acc.close()
 	s.runMu.Lock()
 	started := s.started

@@ -199,10 +199,7 @@ func ReadFrame(r io.Reader, max int) ([]byte, error) {
 }
 
 func appendRequestHeader(dst []byte, h RequestHeader) []byte {
-	dst = append(dst, 0, 0, 0, 0) // length, patched later
-	dst = binary.BigEndian.AppendUint16(dst, uint16(h.APIKey))
-	dst = binary.BigEndian.AppendUint16(dst, uint16(h.APIVersion))
-	return binary.BigEndian.AppendUint32(dst, uint32(h.RequestID))
+	return AppendRequestPrefix(dst, h, 0) // the length is patched later
 }
 
 func appendResponseHeader(dst []byte, typ ResponseType, requestID int32) []byte {
