@@ -82,7 +82,7 @@ const (
 	ACLDeny  = "deny"
 
 	// ACLPrincipalPrefix starts every principal; "User:*" is every one.
-	ACLPrincipalPrefix = "User:"
+	ACLPrincipalPrefix = kafkaproto.UserPrincipalPrefix
 	ACLWildcard        = "*"
 )
 

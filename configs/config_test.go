@@ -236,6 +236,9 @@ func TestParseErrors(t *testing.T) {
 		{"listener tls", minimal + "listeners: [{bind: 'h:1', tls: {cert_file: c}}]\n", []string{"tls.key_file: required"}},
 		{"listener sasl mechanism", minimal + "listeners: [{bind: 'h:1', sasl: {mechanisms: [GSSAPI], users: [{username: u, password: p}]}}]\n", []string{"\"GSSAPI\" is not one of"}},
 		{"listener sasl users", minimal + "listeners: [{bind: 'h:1', sasl: {mechanisms: [PLAIN]}}]\n", []string{"sasl.users: at least one user"}},
+		{"listener sasl user named like a principal", minimal + "listeners: [{bind: 'h:1', sasl: {users: [{username: 'User:alice', password: p}]}}]\n", []string{`listeners[0] (listener-0).sasl.users[0].username: "User:alice": ':' is not allowed`}},
+		{"listener sasl user ANONYMOUS", minimal + "listeners: [{bind: 'h:1', sasl: {users: [{username: ANONYMOUS, password: p}]}}]\n", []string{`listeners[0] (listener-0).sasl.users[0].username: "ANONYMOUS"`}},
+		{"listener sasl user wildcard", minimal + "listeners: [{bind: 'h:1', sasl: {users: [{username: '*', password: p}]}}]\n", []string{`listeners[0] (listener-0).sasl.users[0].username: "*": * is the wildcard`}},
 		{"listener sasl password", minimal + "listeners: [{bind: 'h:1', sasl: {users: [{username: u}]}}]\n", []string{"sasl.users[0].password: required"}},
 		{"fluss sasl mechanism", "fluss: {bootstrap: ['a:1'], sasl: {mechanism: SCRAM-SHA-256, username: u, password: p}}\n", []string{"fluss.sasl.mechanism"}},
 		{"route without topic", minimal + "routes: [{name: r, table: d.t}]\n", []string{"routes[0] (r): one of topic and pattern is required"}},
@@ -368,12 +371,16 @@ acls:
   - {principal: "User:alice", operation: write, topic: orders}
   - {principal: "User:*", operation: DESCRIBE, topic: "*", permission: Allow}
   - {principal: "User:bob", operation: All, topic: "logs.", pattern_type: Prefixed, permission: deny}
+  - {principal: "User:ANONYMOUS", operation: Write, topic: "a,b=ü"}
+  - {principal: "User:a,b=ünï", operation: Write, topic: t}
 `))
 	require.NoError(t, err)
 	assert.Equal(t, []ACL{
 		{Principal: "User:alice", Operation: ACLOperationWrite, Topic: "orders", PatternType: ACLPatternLiteral, Permission: ACLAllow},
 		{Principal: "User:*", Operation: ACLOperationDescribe, Topic: "*", PatternType: ACLPatternLiteral, Permission: ACLAllow},
 		{Principal: "User:bob", Operation: ACLOperationAll, Topic: "logs.", PatternType: ACLPatternPrefixed, Permission: ACLDeny},
+		{Principal: "User:ANONYMOUS", Operation: ACLOperationWrite, Topic: "a,b=ü", PatternType: ACLPatternLiteral, Permission: ACLAllow},
+		{Principal: "User:a,b=ünï", Operation: ACLOperationWrite, Topic: "t", PatternType: ACLPatternLiteral, Permission: ACLAllow},
 	}, cfg.ACLs, "defaults filled, spellings normalised")
 }
 
@@ -389,6 +396,8 @@ func TestParseACLAndOutageErrors(t *testing.T) {
 		{"principal without type", minimal + "acls: [{principal: alice, operation: Write, topic: t}]\n", []string{`acls[0].principal: "alice" is not User:<name> or User:*`}},
 		{"principal group", minimal + "acls: [{principal: 'Group:ops', operation: Write, topic: t}]\n", []string{"acls[0].principal"}},
 		{"principal empty name", minimal + "acls: [{principal: 'User:', operation: Write, topic: t}]\n", []string{`acls[0].principal: "User:" names no user`}},
+		{"principal names a typed principal", minimal + "acls: [{principal: 'User:User:alice', operation: Write, topic: t}]\n", []string{`acls[0].principal: "User:User:alice": ':' is not allowed`}},
+		{"principal lower-case anonymous", minimal + "acls: [{principal: 'User:anonymous', operation: Write, topic: t}]\n", []string{`acls[0].principal: "User:anonymous": User:ANONYMOUS is the principal of connections without SASL`}},
 		{"operation", minimal + "acls: [{principal: 'User:a', operation: Read, topic: t}]\n", []string{`acls[0].operation: "Read" is not one of Write, Describe, All`}},
 		{"operation missing", minimal + "acls: [{principal: 'User:a', topic: t}]\n", []string{"acls[0].operation"}},
 		{"topic missing", minimal + "acls: [{principal: 'User:a', operation: Write}]\n", []string{"acls[0].topic: required"}},

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
 )
 
@@ -70,6 +71,13 @@ func (c *Config) validateACLs(p *problems) {
 			p.add(key+".principal", "%q is not User:<name> or User:*", a.Principal)
 		case name == "":
 			p.add(key+".principal", "%q names no user", a.Principal)
+		case name == ACLWildcard || a.Principal == kafkaproto.AnonymousPrincipal:
+		default:
+			// A principal no login can reach would be a rule that
+			// silently never applies.
+			if err := kafkaproto.CheckSASLUserName(name); err != nil {
+				p.add(key+".principal", "%q: %v", a.Principal, err)
+			}
 		}
 		if NormalizeACLOperation(a.Operation) == "" {
 			p.add(key+".operation", "%q is not one of Write, Describe, All", a.Operation)
@@ -243,6 +251,8 @@ func (c *Config) validateListeners(p *problems) {
 				ukey := fmt.Sprintf("%s.sasl.users[%d]", key, j)
 				if u.Username == "" {
 					p.add(ukey+".username", "required")
+				} else if err := kafkaproto.CheckSASLUserName(u.Username); err != nil {
+					p.add(ukey+".username", "%q: %v", u.Username, err)
 				}
 				if u.Password == "" {
 					p.add(ukey+".password", "required")

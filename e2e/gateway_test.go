@@ -34,6 +34,10 @@ type gatewayConfig struct {
 	Registry  string // schema_registry.urls; default none
 	// MaxMessage is kafka.max_message_bytes; default the gateway's.
 	MaxMessage string
+	// SASL is the listener's sasl (YAML flow mapping); default none.
+	SASL string
+	// ACLs is the acls list (YAML flow sequence); default none.
+	ACLs string
 }
 
 // config fills in the e2e defaults.
@@ -57,6 +61,8 @@ func (c gatewayConfig) config() gatewaytest.Config {
 		Deadline:        or(c.Deadline, "30s"),
 		SchemaRegistry:  c.Registry,
 		MaxMessageBytes: c.MaxMessage,
+		ListenerSASL:    c.SASL,
+		ACLs:            c.ACLs,
 	}
 }
 

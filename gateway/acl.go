@@ -18,10 +18,6 @@ const (
 	aclWrite
 )
 
-// anonymousPrincipal is the principal of a connection without SASL, as
-// Kafka names it.
-const anonymousPrincipal = configs.ACLPrincipalPrefix + kafkaproto.AnonymousPrincipal
-
 // aclEntry is one compiled configs.ACL.
 type aclEntry struct {
 	principal string // "User:name", or "" for every principal
@@ -70,12 +66,13 @@ func newACLSet(acls []configs.ACL) *aclSet {
 }
 
 // allowed reports whether principal may perform op on topic. principal is
-// "User:name", a bare name (taken as User:name) or "" (anonymous).
+// the connection's full principal ("User:<SASL name>" or
+// kafkaproto.AnonymousPrincipal), compared byte for byte: a bare name
+// matches no entry.
 func (s *aclSet) allowed(principal string, op aclOp, topic string) bool {
 	if s == nil || len(s.entries) == 0 {
 		return true
 	}
-	principal = canonicalPrincipal(principal)
 	allow := false
 	for i := range s.entries {
 		e := &s.entries[i]
@@ -109,17 +106,6 @@ func (e *aclEntry) matches(principal, topic string) bool {
 	}
 }
 
-func canonicalPrincipal(p string) string {
-	switch {
-	case p == "":
-		return anonymousPrincipal
-	case strings.HasPrefix(p, configs.ACLPrincipalPrefix):
-		return p
-	default:
-		return configs.ACLPrincipalPrefix + p
-	}
-}
-
 // aclHolder is the ACL set in force; reloads swap it with the routes.
 type aclHolder struct {
 	set atomic.Pointer[aclSet]
@@ -147,8 +133,8 @@ type backend struct {
 
 var _ kafkaproto.Authorizer = backend{}
 
-// Authorize implements kafkaproto.Authorizer. principal is the SASL user
-// name or kafkaproto.AnonymousPrincipal (no "User:" prefix).
+// Authorize implements kafkaproto.Authorizer. principal is Kafka's
+// principal string, "User:<SASL name>" or kafkaproto.AnonymousPrincipal.
 func (b backend) Authorize(principal string, op kafkaproto.Operation, topic string) bool {
 	switch op {
 	case kafkaproto.OpWrite:

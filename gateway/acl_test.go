@@ -43,26 +43,28 @@ acls:
 		topic     string
 		want      bool
 	}{
-		{"alice", aclWrite, "orders", true},
-		{"User:alice", aclWrite, "orders", true},  // prefixed spelling too
-		{"alice", aclDescribe, "orders", true},    // Write implies Describe
-		{"alice", aclWrite, "orders2", false},     // literal is exact
-		{"alice", aclWrite, "payments", false},    // nothing allows: denied
-		{"bob", aclWrite, "orders", false},        // another principal
-		{"etl", aclWrite, "logs.app", true},       // prefixed
-		{"etl", aclWrite, "logs", false},          // shorter than the prefix
-		{"etl", aclWrite, "logs.audit", false},    // deny wins over the prefixed allow
-		{"etl", aclDescribe, "logs.audit", true},  // a Write deny does not deny Describe
-		{"anyone", aclDescribe, "public", true},   // User:*
-		{"anyone", aclWrite, "public", false},     // Describe does not imply Write
-		{"ops", aclWrite, "anything", true},       // All on *
-		{"ops", aclDescribe, "secret", false},     // deny Describe
-		{"ops", aclWrite, "secret", true},         // ...does not deny Write
-		{"ops", aclWrite, "quarantine", false},    // deny All for User:* wins
-		{"ops", aclDescribe, "quarantine", false}, // for every operation
-		{"", aclWrite, "anon", true},              // no SASL: User:ANONYMOUS
-		{kafkaproto.AnonymousPrincipal, aclWrite, "anon", true},
-		{"", aclWrite, "orders", false},
+		{"User:alice", aclWrite, "orders", true},
+		{"alice", aclWrite, "orders", false},                    // a bare name is no principal
+		{"User:User:alice", aclWrite, "orders", false},          // SASL name "User:alice" is not alice
+		{"User:alice", aclDescribe, "orders", true},             // Write implies Describe
+		{"User:alice", aclWrite, "orders2", false},              // literal is exact
+		{"User:alice", aclWrite, "payments", false},             // nothing allows: denied
+		{"User:Alice", aclWrite, "orders", false},               // names are case-sensitive
+		{"User:bob", aclWrite, "orders", false},                 // another principal
+		{"User:etl", aclWrite, "logs.app", true},                // prefixed
+		{"User:etl", aclWrite, "logs", false},                   // shorter than the prefix
+		{"User:etl", aclWrite, "logs.audit", false},             // deny wins over the prefixed allow
+		{"User:etl", aclDescribe, "logs.audit", true},           // a Write deny does not deny Describe
+		{"User:anyone", aclDescribe, "public", true},            // User:*
+		{"User:anyone", aclWrite, "public", false},              // Describe does not imply Write
+		{"User:ops", aclWrite, "anything", true},                // All on *
+		{"User:ops", aclDescribe, "secret", false},              // deny Describe
+		{"User:ops", aclWrite, "secret", true},                  // ...does not deny Write
+		{"User:ops", aclWrite, "quarantine", false},             // deny All for User:* wins
+		{"User:ops", aclDescribe, "quarantine", false},          // for every operation
+		{kafkaproto.AnonymousPrincipal, aclWrite, "anon", true}, // no SASL
+		{kafkaproto.AnonymousPrincipal, aclWrite, "orders", false},
+		{"", aclWrite, "anon", false}, // "" is no principal
 	} {
 		assert.Equal(t, tc.want, set.allowed(tc.principal, tc.op, tc.topic), "%s %v %s", tc.principal, tc.op, tc.topic)
 	}
@@ -74,7 +76,7 @@ func TestNoACLsAllowEverything(t *testing.T) {
 	t.Parallel()
 	for _, set := range []*aclSet{nil, newACLSet(nil), newACLSet(parseACLs(t, ""))} {
 		assert.True(t, set.allowed("", aclWrite, "t"))
-		assert.True(t, set.allowed("alice", aclDescribe, "t"))
+		assert.True(t, set.allowed("User:alice", aclDescribe, "t"))
 	}
 }
 
@@ -84,12 +86,12 @@ func TestBackendAuthorizes(t *testing.T) {
 	t.Parallel()
 	h := newACLHolder(parseACLs(t, `acls: [{principal: "User:alice", operation: Write, topic: orders}]`))
 	var b kafkaproto.Authorizer = backend{acls: h}
-	assert.True(t, b.Authorize("alice", kafkaproto.OpWrite, "orders"))
-	assert.True(t, b.Authorize("alice", kafkaproto.OpDescribe, "orders"))
-	assert.False(t, b.Authorize("bob", kafkaproto.OpWrite, "orders"))
-	assert.False(t, b.Authorize("alice", kafkaproto.Operation(99), "orders"), "an unknown operation is refused")
+	assert.True(t, b.Authorize("User:alice", kafkaproto.OpWrite, "orders"))
+	assert.True(t, b.Authorize("User:alice", kafkaproto.OpDescribe, "orders"))
+	assert.False(t, b.Authorize("User:bob", kafkaproto.OpWrite, "orders"))
+	assert.False(t, b.Authorize("User:alice", kafkaproto.Operation(99), "orders"), "an unknown operation is refused")
 	h.store(nil)
-	assert.True(t, b.Authorize("bob", kafkaproto.OpWrite, "orders"), "no ACLs: allow all")
+	assert.True(t, b.Authorize("User:bob", kafkaproto.OpWrite, "orders"), "no ACLs: allow all")
 }
 
 // TestACLsOnTheWire: a gateway with ACLs refuses a Produce its principal

@@ -205,23 +205,23 @@ func TestReloadSwapsACLs(t *testing.T) {
 	require.NoError(t, g.load(ctx))
 	assert.Contains(t, h.lines(slog.LevelWarn), durabilityMessage, "start-up warns: the fake's table states no replication factor")
 	b := backend{g.bridge, g.acls}
-	require.True(t, b.Authorize("alice", kafkaproto.OpWrite, "events"))
-	require.False(t, b.Authorize("bob", kafkaproto.OpWrite, "events"))
+	require.True(t, b.Authorize("User:alice", kafkaproto.OpWrite, "events"))
+	require.False(t, b.Authorize("User:bob", kafkaproto.OpWrite, "events"))
 
 	write("db.t", "acls: [{principal: 'User:bob', operation: Write, topic: events}]\n")
 	require.True(t, g.Reload(ctx, path))
-	assert.True(t, b.Authorize("bob", kafkaproto.OpWrite, "events"), "the new ACLs apply")
-	assert.False(t, b.Authorize("alice", kafkaproto.OpWrite, "events"))
+	assert.True(t, b.Authorize("User:bob", kafkaproto.OpWrite, "events"), "the new ACLs apply")
+	assert.False(t, b.Authorize("User:alice", kafkaproto.OpWrite, "events"))
 	for _, w := range h.lines(slog.LevelWarn) {
 		assert.NotContains(t, w, "after a restart", "an ACL change needs no restart")
 	}
 
 	write("db.missing", "")
 	require.False(t, g.Reload(ctx, path), "routes to a missing table are refused")
-	assert.True(t, b.Authorize("bob", kafkaproto.OpWrite, "events"), "a refused reload keeps the old ACLs")
-	assert.False(t, b.Authorize("carol", kafkaproto.OpWrite, "events"))
+	assert.True(t, b.Authorize("User:bob", kafkaproto.OpWrite, "events"), "a refused reload keeps the old ACLs")
+	assert.False(t, b.Authorize("User:carol", kafkaproto.OpWrite, "events"))
 
 	write("db.t", "")
 	require.True(t, g.Reload(ctx, path))
-	assert.True(t, b.Authorize("carol", kafkaproto.OpWrite, "events"), "no ACLs: allow all again")
+	assert.True(t, b.Authorize("User:carol", kafkaproto.OpWrite, "events"), "no ACLs: allow all again")
 }

@@ -8,8 +8,15 @@ package kafkaproto
 // re-authentication (KIP-368).
 
 import (
+	"log/slog"
+	"time"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+// maxLoggedUserName bounds the user name a failed login logs: the client
+// chooses it.
+const maxLoggedUserName = 256
 
 func (c *conn) handleSASLAuthenticate(req *kmsg.SASLAuthenticateRequest) (*kmsg.SASLAuthenticateResponse, bool) {
 	resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
@@ -21,8 +28,7 @@ func (c *conn) handleSASLAuthenticate(req *kmsg.SASLAuthenticateRequest) (*kmsg.
 	}
 	reply, done, err := c.auth.session.step(req.SASLAuthBytes)
 	if err != nil {
-		c.s.m.authFailures.Inc()
-		c.log.Info("sasl authentication failed", "user", c.auth.session.user(), "err", err)
+		c.authenticationFailed(err)
 		resp.ErrorCode = ErrSASLAuthenticationFailed.Code
 		msg := "authentication failed: " + err.Error()
 		resp.ErrorMessage = &msg
@@ -40,12 +46,28 @@ func (c *conn) handleSASLAuthenticate(req *kmsg.SASLAuthenticateRequest) (*kmsg.
 func (c *conn) handleRawSASLToken(token []byte) ([]byte, bool) {
 	reply, done, err := c.auth.session.step(token)
 	if err != nil {
-		c.s.m.authFailures.Inc()
-		c.log.Info("sasl authentication failed", "user", c.auth.session.user(), "err", err)
+		c.authenticationFailed(err)
 		return nil, true
 	}
 	if done {
 		c.authenticated()
 	}
 	return reply, false
+}
+
+// authenticationFailed counts a failed exchange and logs it, rate-limited
+// (clients retry, and anyone can fail), with the mechanism and the name the
+// client offered; never the password or the raw token.
+func (c *conn) authenticationFailed(err error) {
+	c.s.m.authFailures.Inc()
+	ok, suppressed := c.s.authLog.allow(time.Now())
+	if !ok {
+		return
+	}
+	user := c.auth.session.user()
+	if len(user) > maxLoggedUserName {
+		user = user[:maxLoggedUserName] + "..."
+	}
+	c.log.Info("sasl authentication failed", slog.String("mechanism", c.auth.session.mechanism()),
+		slog.String("user", user), slog.String("err", err.Error()), slog.Int("suppressed", suppressed))
 }

@@ -46,11 +46,11 @@ func notReadyInitProducerID(req *kmsg.InitProducerIDRequest) *kmsg.InitProducerI
 	return resp
 }
 
-// principal is who the connection acts for: the SASL user once
+// principal is who the connection acts for: User:<SASL name> once
 // authenticated, else AnonymousPrincipal.
 func (c *conn) principal() string {
 	if c.s.sasl != nil && c.auth.authenticated && c.auth.session != nil {
-		return c.auth.session.user()
+		return UserPrincipal(c.auth.session.user())
 	}
 	return AnonymousPrincipal
 }

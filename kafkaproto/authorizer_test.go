@@ -17,7 +17,7 @@ import (
 	"github.com/fluss-kafka/gateway/kafkaproto/kafkatest"
 )
 
-// captureLog is a slog.Handler keeping every record at Warn or above with
+// captureLog is a slog.Handler keeping every record at Info or above with
 // its attributes.
 type captureLog struct {
 	mu      *sync.Mutex
@@ -28,7 +28,7 @@ func newCaptureLog() captureLog {
 	return captureLog{mu: &sync.Mutex{}, records: &[]map[string]string{}}
 }
 
-func (h captureLog) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (h captureLog) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
 func (h captureLog) Handle(_ context.Context, r slog.Record) error {
 	m := map[string]string{"msg": r.Message}
 	r.Attrs(func(a slog.Attr) bool { m[a.Key] = a.Value.String(); return true })
@@ -115,7 +115,7 @@ func TestAuthorizerTopics(t *testing.T) {
 func TestAuthorizerSASLPrincipal(t *testing.T) {
 	t.Parallel()
 	env := kafkatest.StartServer(t, kafkatest.SASLConfig())
-	env.ACL.Set(onlyEvents("alice"))
+	env.ACL.Set(onlyEvents("User:alice"))
 	cl, err := kgo.NewClient(kgo.SeedBrokers(env.Addr), kgo.SASL(plain.Auth{User: "alice", Pass: "s3cret"}.AsMechanism()))
 	require.NoError(t, err)
 	defer cl.Close()
@@ -127,7 +127,7 @@ func TestAuthorizerSASLPrincipal(t *testing.T) {
 	checks := env.ACL.Checks()
 	require.NotEmpty(t, checks)
 	for _, ch := range checks {
-		assert.Equal(t, "alice", ch.Principal)
+		assert.Equal(t, "User:alice", ch.Principal)
 	}
 }
 

@@ -120,6 +120,8 @@ type SASLConfig struct {
 
 // SASLUser is one user's credentials.
 type SASLUser struct {
+	// Name is the SASL user name; the connection's principal is
+	// User:<Name>. It must pass [CheckSASLUserName].
 	Name     string
 	Password string
 }
@@ -266,8 +268,8 @@ func (c Config) Validate() error {
 			}
 		}
 		for _, u := range c.SASL.Users {
-			if u.Name == "" {
-				return errors.New("sasl user with empty name")
+			if err := CheckSASLUserName(u.Name); err != nil {
+				return fmt.Errorf("sasl user %q: %w", u.Name, err)
 			}
 		}
 	}

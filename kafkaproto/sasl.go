@@ -19,6 +19,8 @@ import (
 	"hash"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 var scramHashes = map[string]func() hash.Hash{
@@ -27,6 +29,32 @@ var scramHashes = map[string]func() hash.Hash{
 }
 
 var errBadCredentials = errors.New("invalid username or password")
+
+// CheckSASLUserName returns why name cannot be a SASL user name, or nil.
+// The connection's principal is "User:" + the name byte for byte, so a
+// name must not read as another principal in an ACL: not empty, not
+// ANONYMOUS in any case (the principal of connections without SASL), not
+// the wildcard "*", no ':' ("User:alice" would look like alice's
+// principal), and no control characters (NUL separates PLAIN's fields;
+// the rest only hide in logs). ',' and '=' (escaped by SCRAM) and any
+// other UTF-8 are allowed, compared without normalisation.
+func CheckSASLUserName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("the user name is empty")
+	case strings.EqualFold(name, anonymousName):
+		return fmt.Errorf("%s is the principal of connections without SASL", AnonymousPrincipal)
+	case name == "*":
+		return errors.New("* is the wildcard of every principal in ACLs")
+	case strings.Contains(name, ":"):
+		return fmt.Errorf("':' is not allowed: the principal would be %s, which reads as a typed principal in an ACL", UserPrincipal(name))
+	case !utf8.ValidString(name):
+		return errors.New("the user name is not valid UTF-8")
+	case strings.IndexFunc(name, unicode.IsControl) >= 0:
+		return errors.New("control characters are not allowed in a user name")
+	}
+	return nil
+}
 
 // saslAuthenticator holds the credentials of every configured mechanism.
 type saslAuthenticator struct {
@@ -100,7 +128,10 @@ type saslSession interface {
 	// whether the exchange is complete (authenticated). An error means
 	// authentication failed.
 	step(msg []byte) (reply []byte, done bool, err error)
+	// user is the name the client offered ("" before it offered one); it
+	// is the authenticated name once step reported done.
 	user() string
+	mechanism() string
 }
 
 // start begins an exchange; ok is false for an unsupported mechanism.
@@ -122,7 +153,8 @@ type plainSession struct {
 	name string
 }
 
-func (p *plainSession) user() string { return p.name }
+func (p *plainSession) user() string      { return p.name }
+func (p *plainSession) mechanism() string { return MechanismPlain }
 
 func (p *plainSession) step(msg []byte) ([]byte, bool, error) {
 	parts := bytes.Split(msg, []byte{0})
@@ -130,11 +162,11 @@ func (p *plainSession) step(msg []byte) ([]byte, bool, error) {
 		return nil, false, errors.New("malformed PLAIN message")
 	}
 	authz, user, pass := string(parts[0]), string(parts[1]), parts[2]
+	p.name = user // for the failure's log line; the principal only once done
 	want, ok := p.a.plain[user]
 	if !ok || (authz != "" && authz != user) || subtle.ConstantTimeCompare([]byte(want), pass) != 1 {
 		return nil, false, errBadCredentials
 	}
-	p.name = user
 	return []byte{}, true, nil
 }
 
@@ -152,7 +184,8 @@ type scramSession struct {
 	nonce       string
 }
 
-func (s *scramSession) user() string { return s.name }
+func (s *scramSession) user() string      { return s.name }
+func (s *scramSession) mechanism() string { return s.mech }
 
 func (s *scramSession) step(msg []byte) ([]byte, bool, error) {
 	if s.serverFirst == "" {
@@ -182,10 +215,10 @@ func (s *scramSession) first(msg string) ([]byte, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
+	s.name = name // for the failure's log line; the principal only once done
 	if authz != "" && authz != "a="+attrs[0][2:] {
 		return nil, false, errors.New("SCRAM authorization id must equal the user name")
 	}
-	s.name = name
 	s.cred, s.known = s.a.scram[s.mech][name]
 	if !s.known {
 		// Made-up credential: the exchange fails at the proof.

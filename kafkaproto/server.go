@@ -36,8 +36,8 @@ type Server struct {
 	// budget charges the memory of the requests being read and handled,
 	// and of the batches decoded from them (Config.Memory).
 	budget *readBudget
-	// denyLog and connLog rate-limit warnings clients can trigger.
-	denyLog, connLog *logLimiter
+	// denyLog, connLog and authLog rate-limit lines clients can trigger.
+	denyLog, connLog, authLog *logLimiter
 
 	// ctx is the lifetime of every connection; Close cancels it.
 	ctx    context.Context
@@ -88,6 +88,7 @@ func New(cfg Config, b Backend, opts ...Option) (*Server, error) {
 		budget:    budget,
 		denyLog:   newLogLimiter(time.Second),
 		connLog:   newLogLimiter(time.Second),
+		authLog:   newLogLimiter(time.Second),
 	}
 	if a, ok := b.(Authorizer); ok {
 		s.authz = a

@@ -19,9 +19,12 @@ type Backend interface {
 // which principal may do what with which topic, Kafka ACL style. Without it
 // every client may describe and write every topic.
 //
-// principal is the SASL user name of an authenticated connection, or
-// [AnonymousPrincipal] without SASL (TLS client certificates are not mapped
-// to principals). Unlike Kafka's "User:alice" it carries no type prefix.
+// principal is Kafka's principal string: [UserPrincipal] of the SASL name
+// an authenticated connection logged in with ("User:" + the name, byte for
+// byte), or [AnonymousPrincipal] without SASL (TLS client certificates are
+// not mapped to principals). No SASL name reaches the anonymous principal:
+// [CheckSASLUserName] refuses ANONYMOUS (and names with ':' or '*', which
+// would read as another principal in an ACL).
 //
 // Authorize is called on the connection's read path for every topic of
 // every Metadata and Produce request, so it must be cheap, must not block
@@ -63,9 +66,19 @@ func (o Operation) String() string {
 	return "UNKNOWN"
 }
 
+// UserPrincipalPrefix starts every principal, as Kafka's principal type
+// "User" does.
+const UserPrincipalPrefix = "User:"
+
 // AnonymousPrincipal is the principal of a connection without SASL, as in
 // Kafka.
-const AnonymousPrincipal = "ANONYMOUS"
+const AnonymousPrincipal = UserPrincipalPrefix + anonymousName
+
+const anonymousName = "ANONYMOUS"
+
+// UserPrincipal is the principal of a connection authenticated as the SASL
+// user name.
+func UserPrincipal(name string) string { return UserPrincipalPrefix + name }
 
 // TopicInfo describes one topic for an all-topics Metadata answer.
 type TopicInfo struct {

@@ -29,6 +29,12 @@ type Config struct {
 
 	SchemaRegistry string // schema_registry.urls (one URL); "" for none
 
+	// ListenerSASL is the listener's sasl value as a YAML flow mapping,
+	// e.g. "{mechanisms: [PLAIN], users: [{username: u, password: p}]}".
+	ListenerSASL string
+	// ACLs is the acls value as a YAML flow sequence.
+	ACLs string
+
 	// Pprof turns on admin.pprof (/debug/pprof/ on the admin address).
 	Pprof bool
 
@@ -41,6 +47,9 @@ type Config struct {
 func (c Config) YAML(kafkaPort, adminPort int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "listeners:\n  - name: plain\n    bind: 127.0.0.1:%d\n    advertised: 127.0.0.1:%d\n", kafkaPort, kafkaPort)
+	if c.ListenerSASL != "" {
+		fmt.Fprintf(&b, "    sasl: %s\n", c.ListenerSASL)
+	}
 	fmt.Fprintf(&b, "fluss:\n  bootstrap: [%s]\n", c.Bootstrap)
 	section(&b, "", "request_timeout", c.RequestTimeout, "dial_timeout", c.DialTimeout)
 	section(&b, "kafka", "max_message_bytes", c.MaxMessageBytes)
@@ -57,6 +66,9 @@ func (c Config) YAML(kafkaPort, adminPort int) string {
 	section(&b, "", "level", c.LogLevel)
 	b.WriteString("  format: text\n")
 	section(&b, "shutdown", "deadline", c.Deadline)
+	if c.ACLs != "" {
+		fmt.Fprintf(&b, "acls: %s\n", c.ACLs)
+	}
 	b.WriteString("routes:\n" + c.Routes)
 	return b.String()
 }
