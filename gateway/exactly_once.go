@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
-	"math"
 	"sync"
 	"time"
 
@@ -315,52 +314,43 @@ func (e *exactlyOnce) admit(ctx context.Context, key producerKey, req *kafkaprot
 		}
 	}
 	s := &p.st
-	first := req.BaseSequence
-	last := seqAdd(first, int32(len(req.Records))-1)
-	if s.known {
-		switch {
-		case req.ProducerEpoch < s.epoch:
-			return nil, fmt.Errorf("%w: producer %d epoch %d is older than %d", kafkaproto.ErrInvalidProducerEpoch, key.id, req.ProducerEpoch, s.epoch)
-		case req.ProducerEpoch > s.epoch:
-			if first != 0 {
-				return nil, fmt.Errorf("%w: producer %d bumped epoch to %d with sequence %d, expected 0", kafkaproto.ErrOutOfOrderSequenceNumber, key.id, req.ProducerEpoch, first)
-			}
-			// The producer gave up on its unanswered batches (a bump
-			// follows an unknown outcome) and numbers anew: its next
-			// batches are not the ones that may sit uncommitted in Fluss,
-			// so they must not get their Fluss sequences (Fluss would drop
-			// them as copies). A fresh writer id, once nothing is in flight.
-			if p.inflight > 0 {
-				return nil, errRecovering
-			}
-			// Committed with the new epoch, so that a replay of this batch
-			// after a crash finds the new writer and no second bump.
-			bumped := s.clone()
-			bumped.epoch, bumped.nextSeq, bumped.window = req.ProducerEpoch, 0, nil
-			if err := e.newWriter(ctx, key, &bumped, route, fp, "epoch_bump"); err != nil {
-				return nil, kafkaError(err)
-			}
-			*s, p.recent, p.last = bumped, nil, nil
-		default:
-			for i, w := range s.window {
-				if w.first != first || w.last != last {
-					continue
-				}
-				e.m.windowAnswer()
-				if b := p.batch(i); b != nil {
-					return b.c, nil // in flight or answered here: the same answer
-				}
-				return kafkaproto.Completed(kafkaproto.PartitionResult{BaseOffset: w.offset, LogAppendTime: -1, LogStartOffset: -1}), nil
-			}
-			if first != s.nextSeq {
-				if seqBefore(first, s.nextSeq) {
-					return nil, fmt.Errorf("%w: producer %d sequence %d on %s/%d is older than the last %d batches", kafkaproto.ErrDuplicateSequenceNumber, key.id, first, key.topic, key.partition, len(s.window))
-				}
-				return nil, fmt.Errorf("%w: producer %d epoch %d: sequence %d on %s/%d, expected %d", kafkaproto.ErrOutOfOrderSequenceNumber, key.id, req.ProducerEpoch, first, key.topic, key.partition, s.nextSeq)
-			}
-		}
+	var window [kafkaproto.SequenceWindow]kafkaproto.SeqRange
+	for i, w := range s.window {
+		window[i] = kafkaproto.SeqRange{First: w.first, Last: w.last}
 	}
-	if !s.known || req.ProducerEpoch != s.epoch {
+	v := kafkaproto.CheckSequence(kafkaproto.SeqState{Known: s.known, Epoch: s.epoch, NextSeq: s.nextSeq, Window: window[:len(s.window)]},
+		req.ProducerEpoch, req.BaseSequence, int32(len(req.Records)))
+	switch v.Kind {
+	case kafkaproto.SeqAccept:
+	case kafkaproto.SeqDuplicate:
+		e.m.windowAnswer()
+		if b := p.batch(v.Batch); b != nil {
+			return b.c, nil // in flight or answered here: the same answer
+		}
+		return kafkaproto.Completed(kafkaproto.PartitionResult{BaseOffset: s.window[v.Batch].offset, LogAppendTime: -1, LogStartOffset: -1}), nil
+	default:
+		return nil, v.Err(key.id, key.topic, key.partition)
+	}
+	first, last := req.BaseSequence, v.Last
+	if v.Restart && s.known {
+		// The producer gave up on its unanswered batches (a bump follows
+		// an unknown outcome) and numbers anew: its next batches are not
+		// the ones that may sit uncommitted in Fluss, so they must not get
+		// their Fluss sequences (Fluss would drop them as copies). A fresh
+		// writer id, once nothing is in flight.
+		if p.inflight > 0 {
+			return nil, errRecovering
+		}
+		// Committed with the new epoch, so that a replay of this batch
+		// after a crash finds the new writer and no second bump.
+		bumped := s.clone()
+		bumped.epoch, bumped.nextSeq, bumped.window = req.ProducerEpoch, 0, nil
+		if err := e.newWriter(ctx, key, &bumped, route, fp, "epoch_bump"); err != nil {
+			return nil, kafkaError(err)
+		}
+		*s, p.recent, p.last = bumped, nil, nil
+	}
+	if v.Restart {
 		s.window, p.recent = s.window[:0], p.recent[:0]
 	}
 
@@ -369,17 +359,17 @@ func (e *exactlyOnce) admit(ctx context.Context, key producerKey, req *kafkaprot
 	for i, g := range groups {
 		seq, ok := s.targets[g.target]
 		if ok {
-			seq = seqAdd(seq, 1)
+			seq = kafkaproto.SeqAdd(seq, 1)
 		}
 		s.targets[g.target] = seq
 		seqs[i] = seq
 	}
 	s.version++
-	s.known, s.epoch, s.nextSeq = true, req.ProducerEpoch, seqAdd(last, 1)
+	s.known, s.epoch, s.nextSeq = true, req.ProducerEpoch, kafkaproto.SeqAdd(last, 1)
 	b := &eoBatch{first: first, last: last, c: c, committed: make(chan struct{}), offset: -1}
 	s.window = append(s.window, committedBatch{first: first, last: last, offset: -1})
 	p.recent = append(p.recent, b)
-	if len(s.window) > sequenceWindowSize {
+	if len(s.window) > kafkaproto.SequenceWindow {
 		s.window = s.window[1:]
 	}
 	if n := len(p.recent) - len(s.window); n > 0 {
@@ -585,19 +575,6 @@ func eoError(err error) error {
 		return k
 	}
 	return fmt.Errorf("%w: %w", kafkaproto.ErrNotEnoughReplicas, err)
-}
-
-// seqAdd returns seq advanced by n, wrapping from MaxInt32 to 0 as Kafka
-// clients and Fluss do.
-func seqAdd(seq, n int32) int32 {
-	return int32((int64(seq) + int64(n)) % (math.MaxInt32 + 1))
-}
-
-// seqBefore reports whether a comes before b within half the sequence
-// space (the wrap-around).
-func seqBefore(a, b int32) bool {
-	d := (int64(b) - int64(a) + math.MaxInt32 + 1) % (math.MaxInt32 + 1)
-	return d > 0 && d < math.MaxInt32/2
 }
 
 // routeFingerprint identifies what decides where and how a route writes:

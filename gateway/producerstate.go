@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/fluss-kafka/gateway/fluss"
+	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/writer"
 )
 
@@ -78,7 +79,7 @@ type producerState struct {
 	known       bool  // a batch was admitted: nextSeq holds
 	nextSeq     int32 // the baseSequence the next new batch must carry
 	targets     map[targetKey]int32
-	window      []committedBatch // oldest first, at most sequenceWindow
+	window      []committedBatch // oldest first, at most kafkaproto.SequenceWindow
 }
 
 // clone returns a deep copy.
@@ -155,7 +156,7 @@ func decodeState(b []byte, p *producerState) error {
 	p.known = r.byte() == 1
 	p.nextSeq = int32(r.varint())
 	n := r.uvarint()
-	if n > sequenceWindowSize {
+	if n > kafkaproto.SequenceWindow {
 		return fmt.Errorf("%w: window of %d", errBadState, n)
 	}
 	p.window = make([]committedBatch, 0, n)
@@ -211,11 +212,6 @@ func (r *stateReader) byte() byte {
 	r.b = r.b[1:]
 	return c
 }
-
-// sequenceWindowSize is how many batches per producer-partition Kafka
-// clients may have unacknowledged (and Fluss remembers per writer and
-// bucket): the window a state row keeps.
-const sequenceWindowSize = 5
 
 // stateStore reads and commits producer states. It creates the table on
 // first use; every method is safe for concurrent use.

@@ -436,14 +436,14 @@ func (g *Gateway) routesReady() error {
 	return g.loadErr
 }
 
-// Run serves until ctx ends, then shuts down in order within the configured
-// deadline: stop accepting and answer every Produce already read, flush the
-// writer and stop it, close Fluss connections, stop the admin server. A second cancellation (force) abandons the wait at once.
+// Run serves until ctx ends, then shuts down in order (see shutdown) within
+// the configured deadline. A second cancellation (force) abandons the wait
+// at once.
 func (g *Gateway) Run(ctx, force context.Context) error {
-	var adminDone chan error
+	r := &running{}
 	if g.adminListener != nil {
-		adminDone = make(chan error, 1)
-		go func() { adminDone <- g.admin.Serve(g.adminListener) }()
+		r.adminDone = make(chan error, 1)
+		go func() { r.adminDone <- g.admin.Serve(g.adminListener) }()
 	}
 	healthCtx, stopHealth := context.WithCancel(ctx)
 	healthDone := make(chan struct{})
@@ -451,18 +451,17 @@ func (g *Gateway) Run(ctx, force context.Context) error {
 		defer close(healthDone)
 		g.health.run(healthCtx)
 	}()
-	// Stopped before the Fluss client closes, so the last probe does not
-	// report the closed client as an outage.
-	endHealth := sync.OnceFunc(func() {
+	r.endHealth = sync.OnceFunc(func() {
 		stopHealth()
 		<-healthDone
 	})
-	defer endHealth()
+	defer r.endHealth()
 
 	// The listeners serve from the start: until the routes are loaded the
 	// ready check answers every client with a retriable error, instead of
 	// leaving early connections unanswered in the accept queue.
 	grp, gctx := errgroup.WithContext(ctx)
+	r.serving = grp
 	for i, srv := range g.servers {
 		ln := g.kafkaListeners[i]
 		grp.Go(func() error {
@@ -473,26 +472,16 @@ func (g *Gateway) Run(ctx, force context.Context) error {
 		})
 	}
 	if err := g.load(gctx); err != nil {
-		// Nothing was accepted for writing yet (not ready): stop at once.
-		for _, srv := range g.servers {
-			if cerr := srv.Close(); cerr != nil {
-				err = errors.Join(err, fmt.Errorf("kafka close: %w", cerr))
-			}
-		}
-		if serr := grp.Wait(); serr != nil {
-			err = errors.Join(err, serr)
-		}
-		g.shutdownAdmin(adminDone)
-		g.closeListeners()
-		endHealth()
-		g.client.Close()
-		return fmt.Errorf("load routes: %w", err)
+		// Nothing was accepted for writing yet (the writer does not run):
+		// shutdown stops at once.
+		errs := g.shutdown(context.WithoutCancel(ctx), r)
+		return fmt.Errorf("load routes: %w", errors.Join(append([]error{err}, errs...)...))
 	}
 
 	runCtx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWriter()
-	writerDone := make(chan error, 1)
-	go func() { writerDone <- g.w.Run(runCtx) }()
+	r.stopWriter, r.writerDone = stopWriter, make(chan error, 1)
+	go func() { r.writerDone <- g.w.Run(runCtx) }()
 
 	for _, ln := range g.kafkaListeners {
 		g.log.Info("kafka listener serving", slog.String("addr", ln.Addr().String()))
@@ -515,34 +504,77 @@ func (g *Gateway) Run(ctx, force context.Context) error {
 		<-sctx.Done()
 		g.bridge.stopAppends()
 	}()
-	errs := shutdownServers(sctx, g.servers)
-	if err := grp.Wait(); err != nil {
-		errs = append(errs, err)
-	}
-	// Batches still waiting for a Fluss partition are appended before the
-	// flush (only acks=0 ones can remain: the others' answers were waited for).
-	if err := g.bridge.drain(sctx); err != nil {
-		errs = append(errs, fmt.Errorf("drain queued batches: %w", err))
-	}
-	if err := g.w.Flush(sctx); err != nil {
-		errs = append(errs, fmt.Errorf("flush: %w", err))
-	}
-	if err := g.w.Close(sctx); err != nil {
-		errs = append(errs, fmt.Errorf("writer: %w", err))
-	}
-	stopWriter()
-	if err := <-writerDone; err != nil && !errors.Is(err, context.Canceled) {
-		errs = append(errs, fmt.Errorf("writer: %w", err))
-	}
-	endHealth()
-	if err := g.client.Close(); err != nil {
-		errs = append(errs, fmt.Errorf("fluss client: %w", err))
-	}
-	g.shutdownAdmin(adminDone)
+	errs := g.shutdown(sctx, r)
 	if len(errs) == 0 {
 		g.log.Info("stopped cleanly")
 	}
 	return errors.Join(errs...)
+}
+
+// running is what Run started, for shutdown to stop.
+type running struct {
+	serving   *errgroup.Group // the Kafka listeners' Serve
+	adminDone chan error      // nil: no admin server
+	endHealth func()          // stops the readiness probe and waits for it
+	// stopWriter and writerDone are nil until the routes are loaded and
+	// the writer runs.
+	stopWriter context.CancelFunc
+	writerDone chan error
+}
+
+// shutdown is the gateway's one teardown, for a normal stop and for a
+// failed start alike. Each step relies on the ones before it:
+//  1. Every Kafka listener stops accepting and reading at once. Once the
+//     writer runs, the Produce requests already read are answered within
+//     ctx; before, none was accepted for writing and they close at once.
+//  2. The listeners' Serve goroutines end.
+//  3. Batches still waiting for a Fluss partition are appended, before the
+//     flush (only acks=0 ones can remain: the others' answers were waited
+//     for).
+//  4. The writer flushes, closes and its Run ends.
+//  5. The readiness probe stops before the Fluss client closes, so that its
+//     last probe does not report the closed client as an outage.
+//  6. The Fluss client closes.
+//  7. The admin server stops last: /metrics and /readyz answer throughout.
+//  8. Listeners opened by Listen are closed, in case a Serve never took
+//     them.
+func (g *Gateway) shutdown(ctx context.Context, r *running) []error {
+	var errs []error
+	writing := r.writerDone != nil
+	if writing {
+		errs = shutdownServers(ctx, g.servers)
+	} else {
+		for _, srv := range g.servers {
+			if err := srv.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("kafka close: %w", err))
+			}
+		}
+	}
+	if err := r.serving.Wait(); err != nil {
+		errs = append(errs, err)
+	}
+	if writing {
+		if err := g.bridge.drain(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("drain queued batches: %w", err))
+		}
+		if err := g.w.Flush(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("flush: %w", err))
+		}
+		if err := g.w.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("writer: %w", err))
+		}
+		r.stopWriter()
+		if err := <-r.writerDone; err != nil && !errors.Is(err, context.Canceled) {
+			errs = append(errs, fmt.Errorf("writer: %w", err))
+		}
+	}
+	r.endHealth()
+	if err := g.client.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("fluss client: %w", err))
+	}
+	g.shutdownAdmin(r.adminDone)
+	g.closeListeners()
+	return errs
 }
 
 // shutdownServers shuts every Kafka server down at once: all listeners stop

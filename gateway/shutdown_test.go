@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
+	"log/slog"
 	"net"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fluss-kafka/gateway/configs"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/kafkaproto/kafkatest"
 )
@@ -106,4 +109,37 @@ func testBatch(t *testing.T) []byte {
 	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))
 	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[crcFrom:], crc32.MakeTable(crc32.Castagnoli)))
 	return b
+}
+
+// TestRunFailedLoadTearsDown: a start whose routes cannot be bound goes
+// through the same teardown as a stop: Run returns the load error, and the
+// Kafka and admin listeners are closed.
+func TestRunFailedLoadTearsDown(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cl := rawTablesCluster(t, 1, "t")
+	cfg, err := configs.Parse([]byte(fmt.Sprintf(`
+listeners: [{name: plain, bind: '127.0.0.1:0'}]
+admin: {address: '127.0.0.1:0'}
+fluss: {bootstrap: ['%s'], request_timeout: 5s, dial_timeout: 2s}
+routes: [{topic: events, table: db.missing, value: {format: raw, column: payload}}]
+`, cl.Bootstrap())))
+	require.NoError(t, err)
+	g, err := New(cfg, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	require.NoError(t, g.Listen())
+	addrs := []string{g.kafkaListeners[0].Addr().String(), g.adminListener.Addr().String()}
+
+	force, noForce := context.WithCancel(context.Background())
+	defer noForce()
+	err = g.Run(ctx, force)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "load routes")
+	for _, addr := range addrs {
+		nc, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			nc.Close()
+		}
+		require.Error(t, err, "%s still accepts", addr)
+	}
 }

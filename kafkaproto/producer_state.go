@@ -2,15 +2,9 @@ package kafkaproto
 
 import (
 	"container/list"
-	"math"
 	"sync"
 	"time"
 )
-
-// sequenceWindow is how many batches per (producer id, partition) are
-// remembered for duplicate detection; Kafka's NUM_BATCHES_TO_RETAIN, and the
-// reason idempotent clients cap in-flight requests at 5.
-const sequenceWindow = 5
 
 type producerKey struct {
 	id        int64
@@ -47,12 +41,12 @@ type partitionState struct {
 	known   bool // false until a batch was accepted: any sequence is then fine
 	epoch   int16
 	lastSeq int32
-	batches []seqBatch // oldest first, at most sequenceWindow
+	batches []seqBatch // oldest first, at most SequenceWindow
 }
 
 type seqBatch struct {
-	firstSeq, lastSeq int32
-	write             PartitionWrite
+	SeqRange
+	write PartitionWrite
 }
 
 func (s *producerStates) len() int {
@@ -91,17 +85,12 @@ func (s *producerStates) get(key producerKey) *partitionState {
 	return st
 }
 
-// seqAdd returns seq advanced by n, wrapping from MaxInt32 to 0 as clients do.
-func seqAdd(seq, n int32) int32 {
-	return int32((int64(seq) + int64(n)) % (math.MaxInt32 + 1))
-}
-
-// admit applies Kafka's idempotent-producer rules to one batch and, when the
-// batch is new, calls submit to hand it to the sink. It returns the write
-// whose result answers the client: for a duplicate of a remembered batch the
-// original write (still in flight or complete), so a retried batch gets its
-// original offsets and reaches the sink once. A batch whose original write
-// failed is submitted again in its slot.
+// admit applies Kafka's idempotent-producer rules (CheckSequence) to one
+// batch and, when the batch is new, calls submit to hand it to the sink. It
+// returns the write whose result answers the client: for a duplicate of a
+// remembered batch the original write (still in flight or complete), so a
+// retried batch gets its original offsets and reaches the sink once. A batch
+// whose original write failed is submitted again in its slot.
 func (s *producerStates) admit(key producerKey, epoch int16, firstSeq, numRecords int32,
 	submit func() (PartitionWrite, error),
 ) (PartitionWrite, error) {
@@ -109,53 +98,42 @@ func (s *producerStates) admit(key producerKey, epoch int16, firstSeq, numRecord
 	st.mu.Lock()
 	defer st.mu.Unlock()
 
-	lastSeq := seqAdd(firstSeq, numRecords-1)
 	st.dropFailedTailLocked()
-	if st.known {
-		switch {
-		case epoch < st.epoch:
-			return nil, withMessage(ErrInvalidProducerEpoch,
-				"producer %d epoch %d is older than the current epoch %d", key.id, epoch, st.epoch)
-		case epoch > st.epoch:
-			if firstSeq != 0 {
-				return nil, withMessage(ErrOutOfOrderSequenceNumber,
-					"producer %d bumped epoch to %d with sequence %d, expected 0", key.id, epoch, firstSeq)
-			}
-		default:
-			for i := range st.batches {
-				b := &st.batches[i]
-				if b.firstSeq != firstSeq || b.lastSeq != lastSeq {
-					continue
-				}
-				if !writeFailed(b.write) {
-					return b.write, nil
-				}
-				w, err := submit()
-				if err != nil {
-					return nil, err
-				}
-				b.write = w
-				return w, nil
-			}
-			if want := seqAdd(st.lastSeq, 1); firstSeq != want {
-				return nil, withMessage(ErrOutOfOrderSequenceNumber,
-					"producer %d epoch %d: sequence %d on %s/%d, expected %d", key.id, epoch, firstSeq, key.topic, key.partition, want)
-			}
+	var window [SequenceWindow]SeqRange
+	for i, b := range st.batches {
+		window[i] = b.SeqRange
+	}
+	v := CheckSequence(SeqState{Known: st.known, Epoch: st.epoch, NextSeq: SeqAdd(st.lastSeq, 1), Window: window[:len(st.batches)]},
+		epoch, firstSeq, numRecords)
+	switch v.Kind {
+	case SeqAccept:
+	case SeqDuplicate:
+		b := &st.batches[v.Batch]
+		if !writeFailed(b.write) {
+			return b.write, nil
 		}
+		w, err := submit()
+		if err != nil {
+			return nil, err
+		}
+		b.write = w
+		return w, nil
+	default:
+		return nil, v.Err(key.id, key.topic, key.partition)
 	}
 	w, err := submit()
 	if err != nil {
 		return nil, err
 	}
-	if epoch != st.epoch || !st.known {
+	if v.Restart {
 		st.batches = st.batches[:0]
 	}
-	st.known, st.epoch, st.lastSeq = true, epoch, lastSeq
-	if len(st.batches) == sequenceWindow {
+	st.known, st.epoch, st.lastSeq = true, epoch, v.Last
+	if len(st.batches) == SequenceWindow {
 		copy(st.batches, st.batches[1:])
-		st.batches = st.batches[:sequenceWindow-1]
+		st.batches = st.batches[:SequenceWindow-1]
 	}
-	st.batches = append(st.batches, seqBatch{firstSeq: firstSeq, lastSeq: lastSeq, write: w})
+	st.batches = append(st.batches, seqBatch{SeqRange: SeqRange{First: firstSeq, Last: v.Last}, write: w})
 	return w, nil
 }
 
@@ -165,7 +143,7 @@ func (s *producerStates) admit(key producerKey, epoch int16, firstSeq, numRecord
 // appended them would.
 func (st *partitionState) dropFailedTailLocked() {
 	for n := len(st.batches); n > 0 && writeFailed(st.batches[n-1].write); n = len(st.batches) {
-		st.lastSeq = seqAdd(st.batches[n-1].firstSeq, math.MaxInt32) // firstSeq - 1, wrapping
+		st.lastSeq = SeqAdd(st.batches[n-1].First, -1)
 		st.batches = st.batches[:n-1]
 	}
 }

@@ -77,14 +77,14 @@ func TestProducerStateRules(t *testing.T) {
 		assert.Equal(t, ErrOutOfOrderSequenceNumber.Code, codeOf(err))
 		assert.Equal(t, 1, h.submits)
 	})
-	t.Run("batch older than the window is out of order", func(t *testing.T) {
+	t.Run("batch older than the window is a duplicate sequence", func(t *testing.T) {
 		h := newStateHarness(t)
 		for i := range int32(6) {
 			_, err := h.admit(0, i, 1)
 			require.NoError(t, err)
 		}
 		_, err := h.admit(0, 0, 1)
-		assert.Equal(t, ErrOutOfOrderSequenceNumber.Code, codeOf(err))
+		assert.Equal(t, ErrDuplicateSequenceNumber.Code, codeOf(err))
 		_, err = h.admit(0, 1, 1) // still in the window of 5
 		assert.NoError(t, err)
 		assert.Equal(t, 6, h.submits)
