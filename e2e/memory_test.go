@@ -42,7 +42,7 @@ func TestMemoryBoundWithStalledFluss(t *testing.T) {
 		buffer    = 64 << 20
 		bound     = buffer + 100<<20
 		stall     = 15 * time.Second // at least; longer until the budget is full
-		fillWait  = 2 * time.Minute  // for the budget to fill, on a busy machine too
+		fillWait  = 90 * time.Second // for the budget to fill, on a busy machine too; below the delivery timeout (2m)
 	)
 	fc, err := flussfake.NewCluster()
 	require.NoError(t, err)
@@ -82,9 +82,20 @@ func TestMemoryBoundWithStalledFluss(t *testing.T) {
 	defer cancel()
 	var acked, failed, sent atomic.Int64
 	var wg sync.WaitGroup
+	// An idempotent producer has one request in flight, and nothing is
+	// answered: what the gateway holds is each producer's first request.
+	// The producers linger (up to franz-go's longest, a minute) until their
+	// 2000 buffered records (about 2 MB, spread over the 4 partitions, under
+	// the 1 MB batch limit) are all there, so that first request carries
+	// them all however slowly the records are made (with a 5 ms linger a
+	// busy machine sent small first requests: 21 MiB of the 64 MiB budget
+	// in 2 minutes, no read waits).
+	clients := make([]*kgo.Client, producers)
 	for p := range producers {
 		cl := newProducer(t, g.KafkaAddr, kgo.ProducerBatchCompression(kgo.Lz4Compression()),
-			kgo.MaxBufferedRecords(2000), kgo.RecordDeliveryTimeout(3*time.Minute))
+			kgo.MaxBufferedRecords(2000), kgo.RecordDeliveryTimeout(3*time.Minute),
+			kgo.ProducerLinger(time.Minute), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+		clients[p] = cl
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(p), 1))
 			for ctx.Err() == nil {
@@ -147,8 +158,12 @@ func TestMemoryBoundWithStalledFluss(t *testing.T) {
 	hold.Release()
 	cancel()
 	wg.Wait()
+	for _, cl := range clients { // no linger for what is left
+		wg.Go(func() { _ = cl.Flush(t.Context()) })
+	}
 	require.NoError(t, waitFor(t.Context(), 3*time.Minute, func() bool { return acked.Load()+failed.Load() == sent.Load() }),
 		"records acknowledged after the stall: %d of %d (%d failed)", acked.Load(), sent.Load(), failed.Load())
+	wg.Wait() // the flushes
 	assert.Zero(t, failed.Load(), "records failed")
 	var written int64
 	for b := range int32(4) {
