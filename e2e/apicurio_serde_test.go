@@ -324,7 +324,7 @@ func apicurioRun(t *testing.T, serde *apicurioSerde, framing, apiVersion string,
 // schema for a contentId or globalId (kind "contentIds" or "globalIds").
 func requireApicurioSchema(t *testing.T, nativeV3, kind string, id uint64) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/ids/%s/%d", nativeV3, kind, id), nil)
 	require.NoError(t, err)

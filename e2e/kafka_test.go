@@ -82,7 +82,7 @@ func metadataError(t *testing.T, addr, topic string) int16 {
 	rt := kmsg.NewMetadataRequestTopic()
 	rt.Topic = kmsg.StringPtr(topic)
 	req.Topics = append(req.Topics, rt)
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	resp, err := req.RequestWith(ctx, cl)
 	require.NoError(t, err)

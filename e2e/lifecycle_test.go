@@ -65,7 +65,7 @@ func TestReloadAddsRoute(t *testing.T) {
 
 	g.RequireRewriteRoutes(t, jsonRoute("first", first)+jsonRoute("second", second))
 	g.RequireSignal(t, syscall.SIGHUP)
-	require.NoError(t, waitFor(t.Context(), 30*time.Second, func() bool {
+	require.NoError(t, waitFor(t.Context(), 2*time.Minute, func() bool {
 		return g.RequireMetrics(t).Sum("fluss_gateway_config_reloads_total", `result="success"`) == 1
 	}), "reload not applied; log:\n%s", g.Logs())
 	assert.Equal(t, float64(2), g.RequireMetrics(t).Sum("fluss_gateway_routes"))
@@ -88,7 +88,7 @@ func TestReloadAddsRoute(t *testing.T) {
 	// A route to a table that does not exist is refused as a whole.
 	g.RequireRewriteRoutes(t, jsonRoute("first", first)+jsonRoute("second", second)+jsonRoute("third", e.Name+".missing"))
 	g.RequireSignal(t, syscall.SIGHUP)
-	require.NoError(t, waitFor(t.Context(), 30*time.Second, func() bool {
+	require.NoError(t, waitFor(t.Context(), 2*time.Minute, func() bool {
 		return g.RequireMetrics(t).Sum("fluss_gateway_config_reloads_total", `result="failure"`) == 1
 	}), "refused reload not counted; log:\n%s", g.Logs())
 	assert.Equal(t, float64(2), g.RequireMetrics(t).Sum("fluss_gateway_routes"))

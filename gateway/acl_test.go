@@ -98,7 +98,7 @@ func TestBackendAuthorizes(t *testing.T) {
 // may not Write with TOPIC_AUTHORIZATION_FAILED, and Metadata shows only
 // what it may Describe.
 func TestACLsOnTheWire(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cl := rawTablesCluster(t, 1, "t")
 	cfg, err := configs.Parse([]byte(fmt.Sprintf(`

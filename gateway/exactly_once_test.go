@@ -283,7 +283,7 @@ func eoMixed(id int64, k, n int) *kafkaproto.PartitionProduce {
 
 func await(t *testing.T, b *bridge, req *kafkaproto.PartitionProduce) kafkaproto.PartitionResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	pw, err := b.Produce(ctx, req)
 	if err != nil {

@@ -282,9 +282,12 @@ func (f writerIDsFunc) InitWriter(ctx context.Context, _ ...fluss.TablePath) (in
 // cluster whose InitWriter fails for a while. Every answer is the
 // retriable COORDINATOR_LOAD_IN_PROGRESS, Fluss sees at most one
 // InitWriter per elapsed back-off second (not one per request), the log
-// has one WARN, and once Fluss answers again producers get ids.
+// has one WARN (and at most one "(still)" summary per 30 s the test has
+// run: a busy machine may take that long), and once Fluss answers again
+// producers get ids.
 func TestInitProducerIDDuringFlussOutage(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	began := time.Now()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cl := rawTablesCluster(t, 1, "t")
 	var (
@@ -340,17 +343,23 @@ routes: [{topic: events, table: db.t, value: {format: raw, column: payload}}]
 		require.Equal(t, int64(-1), resp.ProducerID)
 	}
 	elapsed := time.Since(start)
-	// One probe per back-off (1 s, 2 s, 4 s, 4 s...) at most, plus the first.
-	bound := int32(2 + elapsed/time.Second)
-	assert.LessOrEqual(t, initWriters.Load(), bound, "%d requests in %s", requests, elapsed)
+	// One probe per back-off (1 s, 2 s, 4 s, 4 s...) at most, plus the first,
+	// counted since the gateway began (on a busy machine loading the routes
+	// may take seconds, and Fluss sees every InitWriter since the start).
+	bound := int32(2 + time.Since(began)/time.Second)
+	assert.LessOrEqual(t, initWriters.Load(), bound, "%d requests in %s, %s since the gateway began", requests, elapsed, time.Since(began))
 	assert.GreaterOrEqual(t, initWriters.Load(), int32(1))
-	var outageLines int
+	var outageLines, stillLines int
 	for _, w := range h.lines(slog.LevelWarn) {
-		if strings.HasPrefix(w, "fluss writer ids unavailable") {
+		switch {
+		case w == "fluss writer ids unavailable (still)":
+			stillLines++
+		case strings.HasPrefix(w, "fluss writer ids unavailable"):
 			outageLines++
 		}
 	}
-	assert.Equal(t, 1, outageLines, "one WARN for the outage, not one per request (the summary comes after 30 s)")
+	assert.Equal(t, 1, outageLines, "one WARN for the outage, not one per request")
+	assert.LessOrEqual(t, stillLines, int(time.Since(began)/defaultOutageLogInterval), "summaries come at most every 30 s")
 	v, ok := h.attrOf(slog.LevelWarn, "fluss writer ids unavailable", "err")
 	require.True(t, ok)
 	assert.NotContains(t, v.String(), "ZooKeeperClient.java", "no stack trace")

@@ -200,7 +200,7 @@ func TestFlussProbe(t *testing.T) {
 // response.
 func kafkaRoundTrip(t *testing.T, nc net.Conn, corr int32, req kmsg.Request) kmsg.Response {
 	t.Helper()
-	require.NoError(t, nc.SetDeadline(time.Now().Add(10*time.Second)))
+	require.NoError(t, nc.SetDeadline(time.Now().Add(time.Minute)))
 	_, err := nc.Write(kmsg.NewRequestFormatter().AppendRequest(nil, req, corr))
 	require.NoError(t, err)
 	var size [4]byte
@@ -221,7 +221,7 @@ func kafkaRoundTrip(t *testing.T, nc net.Conn, corr int32, req kmsg.Request) kms
 // (instead of leaving them unanswered), is not ready, and once Fluss
 // answers loads its routes, serves the topic and turns ready.
 func TestStartWhileFlussDown(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cl := rawTablesCluster(t, 1, "t")
 	var down atomic.Bool

@@ -54,7 +54,7 @@ func registryBridge(t *testing.T, reg *srfake.Registry) (*bridge, *writer.Writer
 	m := newGatewayMetrics(prometheus.NewRegistry())
 	s := newBridge(w, pc, nil, m, slog.New(slog.DiscardHandler))
 	rc := schemaregistry.DefaultConfig()
-	rc.URLs, rc.RequestTimeout = []string{reg.URL()}, time.Second
+	rc.URLs, rc.RequestTimeout = []string{reg.URL()}, 30*time.Second // the fake answers at once; no test waits for it to time out
 	s.reg, err = schemaregistry.New(rc)
 	require.NoError(t, err)
 	s.setState(st)
@@ -74,8 +74,8 @@ func awaitWrite(t *testing.T, w kafkaproto.PartitionWrite) kafkaproto.PartitionR
 	select {
 	case <-w.Done():
 		return w.Result()
-	case <-time.After(10 * time.Second):
-		t.Fatal("write not complete after 10s")
+	case <-time.After(time.Minute):
+		t.Fatal("write not complete after a minute")
 		return kafkaproto.PartitionResult{}
 	}
 }

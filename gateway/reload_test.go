@@ -53,7 +53,7 @@ routes:
 // succeeds while the start-up load is still retrying is not undone by the
 // start-up load's next attempt with the old configuration.
 func TestReloadDuringStartupIsKept(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cl := rawTablesCluster(t, 1, "old_t", "new_t")
 	var failing atomic.Bool
@@ -100,7 +100,7 @@ func TestReloadDuringStartupIsKept(t *testing.T) {
 // fetching a route's table at start-up is retried, not reported as a
 // missing table (which stops the gateway).
 func TestLoadRetriesTransientTableInfoErrors(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cl := rawTablesCluster(t, 2, "t")
 	var failures atomic.Int32
@@ -126,7 +126,7 @@ func TestLoadRetriesTransientTableInfoErrors(t *testing.T) {
 // shutdown began (SIGHUP or a file change racing SIGTERM) must not report
 // the gateway ready again while it drains.
 func TestReloadWhileStoppingKeepsNotReady(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cl := rawTablesCluster(t, 1, "t")
 	path := filepath.Join(t.TempDir(), "gateway.yaml")
@@ -149,7 +149,7 @@ func TestReloadWhileStoppingKeepsNotReady(t *testing.T) {
 // dropped and created again (new id, other bucket count) is bound anew
 // instead of the client's cached description.
 func TestReloadSeesRecreatedTable(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cl, err := flussfake.NewCluster()
 	require.NoError(t, err)
@@ -188,7 +188,7 @@ func TestReloadSeesRecreatedTable(t *testing.T) {
 // refused for its routes keeps the old ACLs too, and an ACL change alone
 // is not a "needs a restart" setting.
 func TestReloadSwapsACLs(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cl := rawTablesCluster(t, 1, "t")
 	path := filepath.Join(t.TempDir(), "gateway.yaml")

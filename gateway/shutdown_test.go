@@ -25,7 +25,7 @@ import (
 // of them from accepting at once, even while one still drains a pending
 // Produce; none keeps taking new work while another drains.
 func TestShutdownServersTogether(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	sink := kafkatest.NewSink()
 	topics := kafkatest.NewTopics(map[string]int32{"t": 1})

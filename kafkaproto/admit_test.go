@@ -35,7 +35,7 @@ func TestIdempotenceOwnerBypassesWindow(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		assert.NoError(t, srv.Shutdown(ctx))
 		<-served

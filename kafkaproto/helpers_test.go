@@ -8,8 +8,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func splitAddr(t *testing.T, addr string) (string, int32) {
@@ -42,3 +44,17 @@ func (h logSignal) Handle(_ context.Context, r slog.Record) error {
 }
 func (h logSignal) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h logSignal) WithGroup(string) slog.Handler      { return h }
+
+// loginLimit bounds a SASL client's record: one expected to log in gets a
+// generous delivery timeout; one expected to fail its login gets no record
+// retries, so it fails with SASL_AUTHENTICATION_FAILED after its first
+// failed login (franz-go otherwise retries a failed login until the
+// delivery timeout). A short delivery timeout would bound it by time
+// instead, and a login merely slow on a busy machine would then end in a
+// timeout with no login error yet.
+func loginLimit(ok bool) kgo.Opt {
+	if ok {
+		return kgo.RecordDeliveryTimeout(time.Minute)
+	}
+	return kgo.RecordRetries(0)
+}

@@ -82,7 +82,7 @@ func serveFailingIDs(t *testing.T, err error) string {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		assert.NoError(t, srv.Shutdown(ctx))
 		assert.ErrorIs(t, <-served, kafkaproto.ErrServerClosed)

@@ -42,7 +42,7 @@ func serveSink(t *testing.T, cfg kafkaproto.Config, sink kafkaproto.Sink) *kafka
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		assert.NoError(t, srv.Shutdown(ctx))
 		assert.ErrorIs(t, <-served, kafkaproto.ErrServerClosed)

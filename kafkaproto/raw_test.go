@@ -24,7 +24,7 @@ type rawConn struct {
 
 func dialRaw(t *testing.T, addr string) *rawConn {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	c, err := net.DialTimeout("tcp", addr, time.Minute)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	return &rawConn{t: t, c: c, f: kmsg.NewRequestFormatter(kmsg.FormatterClientID("raw-test"))}
@@ -41,14 +41,14 @@ func (r *rawConn) send(req kmsg.Request) int32 {
 
 func (r *rawConn) write(b []byte) {
 	r.t.Helper()
-	require.NoError(r.t, r.c.SetWriteDeadline(time.Now().Add(10*time.Second)))
+	require.NoError(r.t, r.c.SetWriteDeadline(time.Now().Add(time.Minute)))
 	_, err := r.c.Write(b)
 	require.NoError(r.t, err)
 }
 
 // readFrame reads one size-prefixed response frame.
 func (r *rawConn) readFrame() ([]byte, error) {
-	if err := r.c.SetReadDeadline(time.Now().Add(20 * time.Second)); err != nil {
+	if err := r.c.SetReadDeadline(time.Now().Add(time.Minute)); err != nil {
 		return nil, err
 	}
 	var size [4]byte
@@ -88,7 +88,7 @@ func (r *rawConn) roundTrip(req kmsg.Request) kmsg.Response {
 // responses already due, which are discarded).
 func (r *rawConn) expectClosed() {
 	r.t.Helper()
-	require.NoError(r.t, r.c.SetReadDeadline(time.Now().Add(20*time.Second)))
+	require.NoError(r.t, r.c.SetReadDeadline(time.Now().Add(time.Minute)))
 	_, err := io.Copy(io.Discard, r.c)
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {

@@ -46,8 +46,8 @@ func TestSASLKgo(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			cl, err := kgo.NewClient(kgo.SeedBrokers(env.Addr), kgo.SASL(tc.mech), kgo.RecordDeliveryTimeout(time.Second),
-				kgo.RequestRetries(0))
+			cl, err := kgo.NewClient(kgo.SeedBrokers(env.Addr), kgo.SASL(tc.mech), kgo.RequestRetries(0),
+				loginLimit(tc.ok))
 			require.NoError(t, err)
 			defer cl.Close()
 			err = cl.ProduceSync(kafkatest.Context(t), &kgo.Record{Topic: kafkatest.Topic, Value: []byte(tc.name)}).FirstErr()

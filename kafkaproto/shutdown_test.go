@@ -2,6 +2,7 @@ package kafkaproto_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"sync"
@@ -27,10 +28,12 @@ func startShutdown(t *testing.T, env *kafkatest.Env) chan error {
 	ctx := kafkatest.Context(t)
 	for {
 		nc, err := net.DialTimeout("tcp", env.Addr, time.Second)
-		if err != nil {
+		var ne net.Error
+		if err == nil {
+			_ = nc.Close()
+		} else if !errors.As(err, &ne) || !ne.Timeout() { // a slow dial on a busy machine is no sign of Shutdown
 			break
 		}
-		_ = nc.Close()
 		select {
 		case <-ctx.Done():
 			t.Fatal("the listener still accepts after Shutdown")
@@ -54,7 +57,7 @@ func requireNotReturned(t *testing.T, done chan error) {
 // not a reset) with no further response.
 func (r *rawConn) expectEOF() {
 	r.t.Helper()
-	require.NoError(r.t, r.c.SetReadDeadline(time.Now().Add(20*time.Second)))
+	require.NoError(r.t, r.c.SetReadDeadline(time.Now().Add(time.Minute)))
 	n, err := io.Copy(io.Discard, r.c)
 	require.NoError(r.t, err, "want a clean EOF")
 	require.Zero(r.t, n, "unexpected bytes after the last response")
