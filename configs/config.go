@@ -11,11 +11,12 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/fluss-kafka/gateway/accumulator"
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
 	"github.com/fluss-kafka/gateway/schemaregistry"
-	"github.com/fluss-kafka/gateway/writer"
+	"github.com/fluss-kafka/gateway/sender"
 )
 
 // Config is the whole gateway configuration file. Load and Parse return it
@@ -401,14 +402,15 @@ func defaultConfig() *Config {
 	}
 }
 
-// writerDefaults are the defaults of the writer package.
+// writerDefaults are the defaults of the accumulator and sender packages,
+// the two halves of the writer section.
 func writerDefaults() Writer {
-	w := writer.DefaultConfig()
+	a, w := accumulator.DefaultConfig(), sender.DefaultConfig()
 	return Writer{
-		Linger:               w.Linger,
-		BatchSize:            ByteSize(w.BatchSize),
-		BufferMemory:         ByteSize(w.BufferMemory),
-		MaxTableShare:        w.MaxTableShare,
+		Linger:               a.Linger,
+		BatchSize:            ByteSize(a.BatchSize),
+		BufferMemory:         ByteSize(a.BufferMemory),
+		MaxTableShare:        a.MaxTableShare,
 		MaxRequestSize:       ByteSize(w.MaxRequestSize),
 		Retries:              w.Retries,
 		RetryBackoff:         w.RetryBackoff,

@@ -13,7 +13,7 @@
 // (RouteSpec.WithDefaults) and checks (mapping.ValidateSpecs) are mapping's,
 // and "database.table" is fluss.ParseTablePath's.
 //
-// configs imports kafkaproto, fluss, mapping and writer for their Config
+// configs imports kafkaproto, fluss, mapping, accumulator and sender for their Config
 // types, defaults and spec checks only; never the gateway's bridge or a
 // component's running parts. The gateway copies the values into
 // each component's Config.

@@ -10,11 +10,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fluss-kafka/gateway/accumulator"
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
 	"github.com/fluss-kafka/gateway/schemaregistry"
-	"github.com/fluss-kafka/gateway/writer"
 )
 
 // bridge connects the Kafka front to the write path: it resolves a topic to
@@ -24,7 +24,7 @@ import (
 // into the Kafka answer. It is the gateway's kafkaproto.Backend.
 type bridge struct {
 	state   atomic.Pointer[routeState]
-	w       *writer.Writer
+	acc     *accumulator.Accumulator
 	parts   *partitionCache
 	pending *pendingWrites
 	ids     writerIDs
@@ -64,13 +64,13 @@ type convBatch struct {
 	partIDs []int64
 	headers []mapping.Header
 	rec     mapping.Record
-	handles []writer.Handle
+	handles []accumulator.Handle
 	framing framing // registry formats only
 }
 
-func newBridge(w *writer.Writer, parts *partitionCache, ids writerIDs, m *gatewayMetrics, log *slog.Logger) *bridge {
+func newBridge(acc *accumulator.Accumulator, parts *partitionCache, ids writerIDs, m *gatewayMetrics, log *slog.Logger) *bridge {
 	stopped, stop := context.WithCancel(context.Background())
-	return &bridge{w: w, parts: parts, pending: newPendingWrites(), ids: ids, m: m, log: log, stopped: stopped, stop: stop}
+	return &bridge{acc: acc, parts: parts, pending: newPendingWrites(), ids: ids, m: m, log: log, stopped: stopped, stop: stop}
 }
 
 var _ kafkaproto.Backend = (*bridge)(nil)
@@ -365,15 +365,15 @@ var errNotCached = errors.New("partition not cached")
 // chooses its bucket again for that count.
 func (s *bridge) fillPartitionIDs(route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch, id func(name string) (int64, int, error)) error {
 	conv := route.Converter()
-	partID, partName, buckets := int64(writer.NoPartition), "", 0
+	partID, partName, buckets := int64(accumulator.NoPartition), "", 0
 	for i := range cb.convs {
 		c := &cb.convs[i]
 		if cb.dead[i] {
-			cb.partIDs[i] = writer.NoPartition
+			cb.partIDs[i] = accumulator.NoPartition
 			continue
 		}
 		if c.Partition != partName {
-			partName, partID, buckets = c.Partition, writer.NoPartition, 0
+			partName, partID, buckets = c.Partition, accumulator.NoPartition, 0
 			if partName != "" {
 				var err error
 				if partID, buckets, err = id(partName); err != nil {
@@ -401,7 +401,7 @@ func (s *bridge) fillPartitionIDs(route *mapping.Route, req *kafkaproto.Partitio
 // waits for this write in kafkaproto instead of writing again.
 func (s *bridge) appendAll(ctx context.Context, st *routeState, route *mapping.Route, cb *convBatch) error {
 	table := st.tables[route.Table()]
-	var dlqTable *writer.Table
+	var dlqTable *accumulator.Table
 	if d := route.DLQ(); d != nil {
 		dlqTable = st.tables[d.Table()]
 	}
@@ -411,13 +411,13 @@ func (s *bridge) appendAll(ctx context.Context, st *routeState, route *mapping.R
 		}
 		c := &cb.convs[i]
 		var (
-			h   writer.Handle
+			h   accumulator.Handle
 			err error
 		)
 		if cb.dead[i] {
-			h, err = s.w.Write(ctx, dlqTable, writer.NoPartition, writer.StickyBucket, fluss.WriteAppend, nil, c.Row)
+			h, err = s.acc.Append(ctx, dlqTable, accumulator.NoPartition, accumulator.StickyBucket, fluss.WriteAppend, nil, c.Row)
 		} else {
-			h, err = s.w.Write(ctx, table, cb.partIDs[i], c.Bucket, c.Op, c.Key, c.Row)
+			h, err = s.acc.Append(ctx, table, cb.partIDs[i], c.Bucket, c.Op, c.Key, c.Row)
 		}
 		if err != nil {
 			return fmt.Errorf("append record %d of route %s: %w", i, route.Name(), err)
@@ -476,9 +476,9 @@ func (s *bridge) putBatch(cb *convBatch) {
 // acknowledged or one failed: it observes the latency, and when Fluss says
 // a partition no longer exists (dropped by retention, or re-created) it
 // forgets the cached partition id, so the producer's retry resolves it anew.
-func (s *bridge) writeDone(route string) func(time.Duration, *writer.Batch, error) {
+func (s *bridge) writeDone(route string) func(time.Duration, *accumulator.Batch, error) {
 	observe := s.m.produceDone(route)
-	return func(d time.Duration, failed *writer.Batch, err error) {
+	return func(d time.Duration, failed *accumulator.Batch, err error) {
 		observe(d)
 		if failed == nil {
 			return
@@ -486,7 +486,7 @@ func (s *bridge) writeDone(route string) func(time.Duration, *writer.Batch, erro
 		switch {
 		case errors.Is(err, fluss.ErrPartitionNotExists):
 			s.parts.forget(failed.Table().ID(), failed.PartitionID())
-		case errors.Is(err, fluss.ErrInvalidBucketRouting) && failed.PartitionID() != writer.NoPartition:
+		case errors.Is(err, fluss.ErrInvalidBucketRouting) && failed.PartitionID() != accumulator.NoPartition:
 			// The partition has another bucket count than we bucketed
 			// with (nothing of it was stored): forget the count and the
 			// writer's layout, so the producer's retry (a retriable error
@@ -502,10 +502,10 @@ func (s *bridge) writeDone(route string) func(time.Duration, *writer.Batch, erro
 // awaitHandles completes once every record's batch is acknowledged: with the
 // first record's offset on success, or the first error. done runs once then,
 // with the time from the Produce call and the first failed batch.
-func awaitHandles(handles []writer.Handle, done func(time.Duration, *writer.Batch, error)) kafkaproto.PartitionWrite {
+func awaitHandles(handles []accumulator.Handle, done func(time.Duration, *accumulator.Batch, error)) kafkaproto.PartitionWrite {
 	start := time.Now()
 	// Records of one Kafka batch share few Fluss batches, consecutively.
-	batches := make([]writer.Handle, 0, 1)
+	batches := make([]accumulator.Handle, 0, 1)
 	for i, h := range handles {
 		if i == 0 || h.Batch() != handles[i-1].Batch() {
 			batches = append(batches, h)
@@ -518,7 +518,7 @@ func awaitHandles(handles []writer.Handle, done func(time.Duration, *writer.Batc
 	go func() {
 		var (
 			err    error
-			failed *writer.Batch
+			failed *accumulator.Batch
 		)
 		for _, h := range batches {
 			<-h.Done()
@@ -541,15 +541,15 @@ func awaitHandles(handles []writer.Handle, done func(time.Duration, *writer.Batc
 type handleWrite struct {
 	done    <-chan struct{}
 	start   time.Time
-	observe func(time.Duration, *writer.Batch, error)
+	observe func(time.Duration, *accumulator.Batch, error)
 
-	mu    sync.Mutex    // guards first, res, taken
-	first writer.Handle // zero once taken
+	mu    sync.Mutex         // guards first, res, taken
+	first accumulator.Handle // zero once taken
 	res   kafkaproto.PartitionResult
 	taken bool
 }
 
-func newHandleWrite(first writer.Handle, start time.Time, observe func(time.Duration, *writer.Batch, error)) *handleWrite {
+func newHandleWrite(first accumulator.Handle, start time.Time, observe func(time.Duration, *accumulator.Batch, error)) *handleWrite {
 	return &handleWrite{done: first.Done(), start: start, observe: observe, first: first}
 }
 
@@ -561,13 +561,13 @@ func (w *handleWrite) Result() kafkaproto.PartitionResult {
 	if !w.taken {
 		w.taken = true
 		err := w.first.Err()
-		var failed *writer.Batch
+		var failed *accumulator.Batch
 		if err != nil {
 			failed = w.first.Batch()
 		}
 		w.observe(time.Since(w.start), failed, err)
 		w.res = result(w.first, err)
-		w.first = writer.Handle{}
+		w.first = accumulator.Handle{}
 	}
 	return w.res
 }
@@ -575,7 +575,7 @@ func (w *handleWrite) Result() kafkaproto.PartitionResult {
 // result is a Kafka batch's answer. While the table's tablet server reports
 // KV storage pressure the answer carries the writer's hold-back as throttle
 // time, so producers slow down the Kafka way instead of filling the buffer.
-func result(first writer.Handle, err error) kafkaproto.PartitionResult {
+func result(first accumulator.Handle, err error) kafkaproto.PartitionResult {
 	throttle := throttleFor(err)
 	if b := first.Batch(); b != nil {
 		throttle = max(throttle, b.Table().Throttle())

@@ -20,7 +20,6 @@ import (
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
-	"github.com/fluss-kafka/gateway/writer"
 )
 
 // fakePartitions resolves partition names from a map; others fail.
@@ -39,14 +38,14 @@ func (fakePartitions) BucketCount(context.Context, int64, int64) (int32, error) 
 // exampleSink binds configs/gateway.yaml's routes to exampleTables and
 // returns a bridge over a fresh writer that is not running (its batches
 // stay queued) and whose transport fails every write with PARTITION_NOT_EXISTS.
-func exampleSink(t *testing.T, parts partitionSource) (*bridge, *writer.Writer) {
+func exampleSink(t *testing.T, parts partitionSource) (*bridge, *testWriter) {
 	t.Helper()
-	cfg := writer.DefaultConfig()
+	cfg := testWriterDefaults()
 	cfg.Linger = time.Hour
 	return exampleSinkWith(t, parts, cfg)
 }
 
-func exampleSinkWith(t *testing.T, parts partitionSource, wcfg writer.Config) (*bridge, *writer.Writer) {
+func exampleSinkWith(t *testing.T, parts partitionSource, wcfg testWriterConfig) (*bridge, *testWriter) {
 	t.Helper()
 	cfg, err := configs.Load(filepath.Join("..", "configs", "gateway.yaml"))
 	require.NoError(t, err)
@@ -59,12 +58,12 @@ func exampleSinkWith(t *testing.T, parts partitionSource, wcfg writer.Config) (*
 	}
 	bound, err := rs.Bind(infos)
 	require.NoError(t, err)
-	acc, err := writer.New(wcfg, failingTransport{code: 36})
+	acc, err := newTestWriter(wcfg, failingTransport{code: 36})
 	require.NoError(t, err)
 	pc := newPartitionCache(parts)
-	st, err := newTableRegistry(acc, pc).state(bound, infos)
+	st, err := newTableRegistry(acc.Accumulator, pc).state(bound, infos)
 	require.NoError(t, err)
-	s := newBridge(acc, pc, nil, newGatewayMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler))
+	s := newBridge(acc.Accumulator, pc, nil, newGatewayMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler))
 	s.state.Store(st)
 	return s, acc
 }
@@ -94,7 +93,7 @@ func TestProduceSpanningPartitionsIsAtomic(t *testing.T) {
 // than a late answer), but a shutdown that runs out of time ends them.
 func TestStopEndsAppendsPastTheRequestDeadline(t *testing.T) {
 	t.Parallel()
-	wcfg := writer.DefaultConfig()
+	wcfg := testWriterDefaults()
 	wcfg.Linger, wcfg.BatchSize, wcfg.BufferMemory, wcfg.BufferWaitTimeout = time.Hour, 4096, 8192, time.Hour
 	wcfg.MaxTableShare = 1 // the whole buffer, one table
 	s, acc := exampleSinkWith(t, fakePartitions{}, wcfg)
@@ -167,7 +166,7 @@ func (c *countingPartitions) EnsurePartition(ctx context.Context, p fluss.TableP
 func TestGonePartitionIsResolvedAgain(t *testing.T) {
 	t.Parallel()
 	parts := &countingPartitions{fakePartitions: fakePartitions{"20240102": 1}}
-	wcfg := writer.DefaultConfig()
+	wcfg := testWriterDefaults()
 	wcfg.Linger = 0 // sent as soon as Run runs
 	s, acc := exampleSinkWith(t, parts, wcfg)
 	req := &kafkaproto.PartitionProduce{
@@ -348,7 +347,7 @@ func (failingTransport) InvalidatePartitionMetadata(int64, int64) {}
 func (failingTransport) InitWriter(context.Context, ...fluss.TablePath) (int64, error) { return 1, nil }
 
 // closeWriter closes a writer whose batches may never be sent.
-func closeWriter(t *testing.T, w *writer.Writer) {
+func closeWriter(t *testing.T, w *testWriter) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
@@ -415,7 +414,7 @@ func (r *routingTransport) written() [][2]int32 {
 func TestPartitionBucketCountsAndInvalidRouting(t *testing.T) {
 	t.Parallel()
 	parts := &countedPartitions{fakePartitions: fakePartitions{"20240102": 1}, counts: map[int64]int32{1: 2}}
-	wcfg := writer.DefaultConfig()
+	wcfg := testWriterDefaults()
 	wcfg.Linger = 0
 	cfg, err := configs.Load(filepath.Join("..", "configs", "gateway.yaml"))
 	require.NoError(t, err)
@@ -429,12 +428,12 @@ func TestPartitionBucketCountsAndInvalidRouting(t *testing.T) {
 	bound, err := rs.Bind(infos)
 	require.NoError(t, err)
 	tr := &routingTransport{}
-	w, err := writer.New(wcfg, tr)
+	w, err := newTestWriter(wcfg, tr)
 	require.NoError(t, err)
 	pc := newPartitionCache(parts)
-	st, err := newTableRegistry(w, pc).state(bound, infos)
+	st, err := newTableRegistry(w.Accumulator, pc).state(bound, infos)
 	require.NoError(t, err)
-	s := newBridge(w, pc, nil, newGatewayMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler))
+	s := newBridge(w.Accumulator, pc, nil, newGatewayMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler))
 	s.state.Store(st)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()

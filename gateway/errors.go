@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fluss-kafka/gateway/accumulator"
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/kafkaproto"
-	"github.com/fluss-kafka/gateway/writer"
+	"github.com/fluss-kafka/gateway/sender"
 )
 
 // flussToKafka is the one translation from a Fluss error to the Kafka error a
@@ -102,7 +103,7 @@ func kafkaError(err error) error {
 	}
 	var fe *fluss.Error
 	switch {
-	case errors.Is(err, writer.ErrWriterReset):
+	case errors.Is(err, sender.ErrWriterReset):
 		// The batch was stamped with a writer id the writer has since
 		// reset (after OUT_OF_ORDER_SEQUENCE): it was not written and will
 		// not be, so the producer's retry is safe, and needed.
@@ -115,15 +116,15 @@ func kafkaError(err error) error {
 		}
 		return fmt.Errorf("%w: %w", kafkaproto.ErrUnknownServerError, err)
 	case errors.Is(err, context.DeadlineExceeded),
-		errors.Is(err, writer.ErrDeliveryTimeout),
-		errors.Is(err, writer.ErrBufferFull),
+		errors.Is(err, sender.ErrDeliveryTimeout),
+		errors.Is(err, accumulator.ErrBufferFull),
 		errors.Is(err, fluss.ErrRequestTimeout):
 		return fmt.Errorf("%w: %w", kafkaproto.ErrRequestTimedOut, err)
-	case errors.Is(err, writer.ErrRecordTooLarge):
+	case errors.Is(err, accumulator.ErrRecordTooLarge):
 		return fmt.Errorf("%w: %w", kafkaproto.ErrMessageTooLarge, err)
 	case errors.Is(err, fluss.ErrConnectionClosed),
 		errors.Is(err, fluss.ErrNoLeader),
-		errors.Is(err, writer.ErrClosed): // shutting down: retry on another instance
+		errors.Is(err, accumulator.ErrClosed): // shutting down: retry on another instance
 		return fmt.Errorf("%w: %w", kafkaproto.ErrNotLeaderOrFollower, err)
 	}
 	return fmt.Errorf("%w: %w", kafkaproto.ErrUnknownServerError, err)

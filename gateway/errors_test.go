@@ -11,9 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/fluss-kafka/gateway/accumulator"
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/kafkaproto"
-	"github.com/fluss-kafka/gateway/writer"
+	"github.com/fluss-kafka/gateway/sender"
 )
 
 // javaRetries is the set of Kafka codes the Java producer retries on
@@ -102,9 +103,9 @@ func TestKafkaErrorForEveryFlussCode(t *testing.T) {
 func TestWriterResetIsRetriable(t *testing.T) {
 	t.Parallel()
 	for _, cause := range []error{
-		fmt.Errorf("resend batch: %w", writer.ErrWriterReset),
-		fmt.Errorf("%w: %w", writer.ErrWriterReset, fluss.ErrorForCode(31, "out of order")),
-		fmt.Errorf("%w: %w", writer.ErrWriterReset, fluss.ErrorForCode(3, "corrupt")),
+		fmt.Errorf("resend batch: %w", sender.ErrWriterReset),
+		fmt.Errorf("%w: %w", sender.ErrWriterReset, fluss.ErrorForCode(31, "out of order")),
+		fmt.Errorf("%w: %w", sender.ErrWriterReset, fluss.ErrorForCode(3, "corrupt")),
 	} {
 		got := kafkaError(fmt.Errorf("table db.t bucket 2: %w", cause))
 		assert.ErrorIs(t, got, kafkaproto.ErrNotEnoughReplicas, "%v", cause)
@@ -122,14 +123,14 @@ func TestKafkaErrorLocalConditions(t *testing.T) {
 	}{
 		{"nil", nil, nil},
 		{"deadline", context.DeadlineExceeded, kafkaproto.ErrRequestTimedOut},
-		{"delivery timeout", writer.ErrDeliveryTimeout, kafkaproto.ErrRequestTimedOut},
-		{"buffer full", writer.ErrBufferFull, kafkaproto.ErrRequestTimedOut},
+		{"delivery timeout", sender.ErrDeliveryTimeout, kafkaproto.ErrRequestTimedOut},
+		{"buffer full", accumulator.ErrBufferFull, kafkaproto.ErrRequestTimedOut},
 		{"fluss request timeout", fluss.ErrRequestTimeout, kafkaproto.ErrRequestTimedOut},
-		{"record too large", writer.ErrRecordTooLarge, kafkaproto.ErrMessageTooLarge},
+		{"record too large", accumulator.ErrRecordTooLarge, kafkaproto.ErrMessageTooLarge},
 		{"connection closed", fluss.ErrConnectionClosed, kafkaproto.ErrNotLeaderOrFollower},
 		{"no leader", fluss.ErrNoLeader, kafkaproto.ErrNotLeaderOrFollower},
-		{"shutting down", writer.ErrStopped, kafkaproto.ErrNotLeaderOrFollower},
-		{"writer reset", writer.ErrWriterReset, kafkaproto.ErrNotEnoughReplicas},
+		{"shutting down", sender.ErrStopped, kafkaproto.ErrNotLeaderOrFollower},
+		{"writer reset", sender.ErrWriterReset, kafkaproto.ErrNotEnoughReplicas},
 		{"kafka error passes", kafkaproto.ErrInvalidRecord, kafkaproto.ErrInvalidRecord},
 		{"records error passes", &kafkaproto.RecordsError{Records: []kafkaproto.RecordError{{Index: 1, Message: "bad"}}}, kafkaproto.ErrInvalidRecord},
 		{"anything else", errors.New("boom"), kafkaproto.ErrUnknownServerError},
@@ -167,6 +168,6 @@ func TestThrottleForStoragePressure(t *testing.T) {
 	assert.Equal(t, time.Second, throttleFor(wrap(72)))
 	assert.Equal(t, time.Second, throttleFor(wrap(73)))
 	assert.Zero(t, throttleFor(wrap(10)))
-	assert.Zero(t, throttleFor(writer.ErrDeliveryTimeout))
+	assert.Zero(t, throttleFor(sender.ErrDeliveryTimeout))
 	assert.Zero(t, throttleFor(nil))
 }

@@ -9,10 +9,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fluss-kafka/gateway/accumulator"
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
-	"github.com/fluss-kafka/gateway/writer"
+	"github.com/fluss-kafka/gateway/sender"
 )
 
 // Exactly-once routes (docs/exactly-once.md, design C). Every Kafka batch
@@ -45,7 +46,7 @@ type producerStore interface {
 	commit(ctx context.Context, k producerKey, p *producerState) (ack, error)
 }
 
-// ack is a queued write's acknowledgement (writer.Handle).
+// ack is a queued write's acknowledgement (accumulator.Handle).
 type ack interface {
 	Wait(ctx context.Context) (int64, error)
 }
@@ -53,7 +54,7 @@ type ack interface {
 // exactlyOnce runs the exactly-once routes' write path.
 type exactlyOnce struct {
 	store producerStore
-	w     *writer.Writer
+	acc   *accumulator.Accumulator
 	ids   writerIDs
 	log   *slog.Logger
 	// stopped ends when a shutdown runs out of time: it bounds the waits
@@ -76,8 +77,8 @@ const eoMaxTargets = 1024
 // again from Fluss), so this only bounds memory against client churn.
 const eoIdle = 10 * time.Minute
 
-func newExactlyOnce(stopped context.Context, store producerStore, w *writer.Writer, ids writerIDs, log *slog.Logger) *exactlyOnce {
-	return &exactlyOnce{stopped: stopped, store: store, w: w, ids: ids, log: log, ps: make(map[producerKey]*producerPartition)}
+func newExactlyOnce(stopped context.Context, store producerStore, acc *accumulator.Accumulator, ids writerIDs, log *slog.Logger) *exactlyOnce {
+	return &exactlyOnce{stopped: stopped, store: store, acc: acc, ids: ids, log: log, ps: make(map[producerKey]*producerPartition)}
 }
 
 // producerPartition is P's state on this instance.
@@ -214,9 +215,9 @@ func (s *bridge) writeExactlyOnce(ctx context.Context, st *routeState, route *ma
 // eoGroup is the rows of one Kafka batch for one target bucket, in record
 // order.
 type eoGroup struct {
-	table  *writer.Table
+	table  *accumulator.Table
 	target targetKey
-	ops    []writer.Op
+	ops    []accumulator.Op
 }
 
 // eoGroups splits the converted batch by target bucket, in order of first
@@ -224,18 +225,18 @@ type eoGroup struct {
 // (never a sticky one: a replay must find the same target).
 func eoGroups(st *routeState, route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) []eoGroup {
 	table := st.tables[route.Table()]
-	var dlqTable *writer.Table
+	var dlqTable *accumulator.Table
 	if d := route.DLQ(); d != nil {
 		dlqTable = st.tables[d.Table()]
 	}
 	var groups []eoGroup
 	for i := range cb.convs {
 		cv := &cb.convs[i]
-		t, op := table, writer.Op{Kind: cv.Op, Key: cv.Key, Row: cv.Row}
+		t, op := table, accumulator.Op{Kind: cv.Op, Key: cv.Key, Row: cv.Row}
 		bucket, partID := cv.Bucket, cb.partIDs[i]
 		if cb.dead[i] {
-			t, op = dlqTable, writer.Op{Kind: fluss.WriteAppend, Row: cv.Row}
-			bucket, partID = req.Partition%int32(dlqTable.NumBuckets()), writer.NoPartition
+			t, op = dlqTable, accumulator.Op{Kind: fluss.WriteAppend, Row: cv.Row}
+			bucket, partID = req.Partition%int32(dlqTable.NumBuckets()), accumulator.NoPartition
 		}
 		tk := targetKey{tableID: t.ID(), partitionID: partID, bucket: bucket}
 		j := 0
@@ -380,10 +381,10 @@ func (e *exactlyOnce) admit(ctx context.Context, key producerKey, req *kafkaprot
 	p.last = b
 	p.inflight++
 
-	handles := make([]writer.Handle, 0, len(groups))
+	handles := make([]accumulator.Handle, 0, len(groups))
 	var werr error
 	for i, g := range groups {
-		h, err := e.w.WriteSealed(ctx, g.table, g.target.partitionID, g.target.bucket, s.writerID, seqs[i], g.ops)
+		h, err := e.acc.AppendSealed(ctx, g.table, g.target.partitionID, g.target.bucket, s.writerID, seqs[i], g.ops)
 		if err != nil {
 			werr = fmt.Errorf("exactly-once write of %s/%d to table %s bucket %d: %w", key.topic, key.partition, g.table.Path(), g.target.bucket, err)
 			break
@@ -472,7 +473,7 @@ func (e *exactlyOnce) newWriter(ctx context.Context, key producerKey, st *produc
 
 // complete waits for the batch's sealed writes, then for the commit of the
 // batch before it, commits the batch's state and answers it.
-func (e *exactlyOnce) complete(p *producerPartition, b *eoBatch, prev *eoBatch, snapshot producerState, handles []writer.Handle, err error) {
+func (e *exactlyOnce) complete(p *producerPartition, b *eoBatch, prev *eoBatch, snapshot producerState, handles []accumulator.Handle, err error) {
 	offset := int64(-1)
 	written := false // some part of the batch is in Fluss
 	for i, h := range handles {
@@ -521,7 +522,7 @@ func (e *exactlyOnce) complete(p *producerPartition, b *eoBatch, prev *eoBatch, 
 		p.poisoned = true
 		var ke *kafkaproto.Error
 		definite := errors.As(answer, &ke) && !ke.Retriable
-		if errors.Is(err, writer.ErrSequenceRejected) || (definite && written) {
+		if errors.Is(err, sender.ErrSequenceRejected) || (definite && written) {
 			// Fluss lost the writer's state, or the producer drops a batch
 			// that is partly in Fluss and will number its next batches
 			// anew: their content must not meet the used sequences.
@@ -562,7 +563,7 @@ func (p *producerPartition) offsetOf(first, last int32) int64 {
 // OUT_OF_ORDER_SEQUENCE_NUMBER (its writer state is gone: the producer must
 // reset); anything else is retriable, since the retry replays exactly.
 func eoError(err error) error {
-	if errors.Is(err, writer.ErrSequenceRejected) {
+	if errors.Is(err, sender.ErrSequenceRejected) {
 		return fmt.Errorf("%w: %w", kafkaproto.ErrOutOfOrderSequenceNumber, err)
 	}
 	k := kafkaError(err)

@@ -52,7 +52,7 @@ func newEOMetrics(reg prometheus.Registerer) (*eoMetrics, error) {
 // state in Fluss (src: the gateway's Fluss client) and registers the
 // exactly-once metrics with reg. Without it such routes are refused.
 func (s *bridge) enableExactlyOnce(src stateSource, reg prometheus.Registerer) error {
-	s.eo = newExactlyOnce(s.stopped, newStateStore(src, s.w, defaultStateTable), s.w, s.ids, s.log)
+	s.eo = newExactlyOnce(s.stopped, newStateStore(src, s.acc, defaultStateTable), s.acc, s.ids, s.log)
 	return s.registerExactlyOnce(reg)
 }
 

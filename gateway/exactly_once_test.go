@@ -17,7 +17,6 @@ import (
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
-	"github.com/fluss-kafka/gateway/writer"
 )
 
 // dedupFluss is one in-memory Fluss cluster shared by several gateway
@@ -216,7 +215,7 @@ const (
 
 // newEOInstance is one gateway instance's bridge with an exactly-once
 // route "load" to a 2-bucket log table in f, keeping states in store.
-func newEOInstance(t *testing.T, f *dedupFluss, store producerStore, set func(*writer.Config)) *bridge {
+func newEOInstance(t *testing.T, f *dedupFluss, store producerStore, set func(*testWriterConfig)) *bridge {
 	t.Helper()
 	indexed := map[string]string{fluss.PropLogFormat: string(fluss.LogFormatIndexed)}
 	info := &fluss.TableInfo{TableID: eoTableID, SchemaID: 1, Path: fluss.TablePath{Database: "db", Table: "load"},
@@ -229,20 +228,20 @@ func newEOInstance(t *testing.T, f *dedupFluss, store producerStore, set func(*w
 	require.NoError(t, err)
 	bound, err := rs.Bind(infos)
 	require.NoError(t, err)
-	wcfg := writer.DefaultConfig()
+	wcfg := testWriterDefaults()
 	wcfg.Linger = 0
 	wcfg.RetryBackoff, wcfg.RetryBackoffMax = time.Millisecond, time.Millisecond
 	if set != nil {
 		set(&wcfg)
 	}
-	w, err := writer.New(wcfg, f)
+	w, err := newTestWriter(wcfg, f)
 	require.NoError(t, err)
 	pc := newPartitionCache(nil)
-	st, err := newTableRegistry(w, pc).state(bound, infos)
+	st, err := newTableRegistry(w.Accumulator, pc).state(bound, infos)
 	require.NoError(t, err)
 	log := slog.New(slog.DiscardHandler)
-	b := newBridge(w, pc, f, newGatewayMetrics(prometheus.NewRegistry()), log)
-	b.eo = newExactlyOnce(b.stopped, store, w, f, log)
+	b := newBridge(w.Accumulator, pc, f, newGatewayMetrics(prometheus.NewRegistry()), log)
+	b.eo = newExactlyOnce(b.stopped, store, w.Accumulator, f, log)
 	reg := prometheus.NewPedanticRegistry()
 	require.NoError(t, b.registerExactlyOnce(reg))
 	problems, err := testutil.GatherAndLint(reg)
@@ -324,7 +323,7 @@ func TestExactlyOnceReplayAfterCrash(t *testing.T) {
 				require.NoError(t, err)
 			}
 			require.NoError(t, a.drain(t.Context()), "A admitted them")
-			require.NoError(t, a.w.Flush(t.Context()), "A's data writes reach Fluss")
+			require.NoError(t, a.acc.Flush(t.Context()), "A's data writes reach Fluss")
 			written := total(f.rows(eoTableID)) + total(f.rows(eoDLQTableID))
 			require.Equal(t, (3+k)*n, written, "A wrote its batches")
 
@@ -404,7 +403,7 @@ func TestExactlyOnceUnknownOutcomeReplays(t *testing.T) {
 	t.Parallel()
 	f := newDedupFluss()
 	ms := &memStore{rows: map[producerKey]producerState{}}
-	a := newEOInstance(t, f, ms, func(c *writer.Config) { c.Retries = 1 })
+	a := newEOInstance(t, f, ms, func(c *testWriterConfig) { c.Retries = 1 })
 	require.NoError(t, await(t, a, eoProduce(3, 0, 0, 3)).Err)
 	f.mu.Lock()
 	f.lostAnswers = 2 // the first send and its one retry
@@ -477,7 +476,7 @@ func TestExactlyOnceEpochBumpAfterCrash(t *testing.T) {
 	_, err := a.Produce(t.Context(), eoProduce(8, 0, 3, n)) // written, never committed nor answered
 	require.NoError(t, err)
 	require.NoError(t, a.drain(t.Context()))
-	require.NoError(t, a.w.Flush(t.Context()))
+	require.NoError(t, a.acc.Flush(t.Context()))
 	require.Equal(t, 4*n, total(f.rows(eoTableID)))
 
 	b := newEOInstance(t, f, ms, nil)

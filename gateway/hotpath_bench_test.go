@@ -25,7 +25,6 @@ import (
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
-	"github.com/fluss-kafka/gateway/writer"
 )
 
 // The hot path of a Produce without the network: kafkaproto's decoder, the
@@ -102,9 +101,9 @@ func newHotPath(tb testing.TB) *hotPath {
 	}
 	bound, err := rs.Bind(infos)
 	require.NoError(tb, err)
-	wcfg := writer.DefaultConfig()
+	wcfg := testWriterDefaults()
 	wcfg.Linger = time.Millisecond
-	w, err := writer.New(wcfg, ackTransport{})
+	w, err := newTestWriter(wcfg, ackTransport{})
 	require.NoError(tb, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -120,9 +119,9 @@ func newHotPath(tb testing.TB) *hotPath {
 		<-done
 	})
 	pc := newPartitionCache(fakePartitions{})
-	st, err := newTableRegistry(w, pc).state(bound, infos)
+	st, err := newTableRegistry(w.Accumulator, pc).state(bound, infos)
 	require.NoError(tb, err)
-	s := newBridge(w, pc, nil, newGatewayMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler))
+	s := newBridge(w.Accumulator, pc, nil, newGatewayMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler))
 	s.state.Store(st)
 	dec, err := kafkaproto.NewDecoder(64 << 20)
 	require.NoError(tb, err)

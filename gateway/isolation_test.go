@@ -109,7 +109,7 @@ routes:
 	// the gateway refuses its batches as busy (which of the two comes first
 	// depends on how large the waiting batches are once compressed).
 	busy := func() float64 { return testutil.ToFloat64(g.m.routeBusy.WithLabelValues("held")) }
-	require.Eventually(t, func() bool { return g.w.BufferedBytes() >= 4<<20-512<<10 || busy() > 0 }, time.Minute, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return g.acc.BufferedBytes() >= 4<<20-512<<10 || busy() > 0 }, time.Minute, 10*time.Millisecond)
 
 	// The other table's producer: every record acknowledged meanwhile.
 	t.Logf("held table's share filled after %v", time.Since(began))

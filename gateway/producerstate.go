@@ -8,9 +8,9 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/fluss-kafka/gateway/accumulator"
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/kafkaproto"
-	"github.com/fluss-kafka/gateway/writer"
 )
 
 // The producer-state table keeps, per Kafka producer-partition of an
@@ -217,18 +217,18 @@ func (r *stateReader) byte() byte {
 // first use; every method is safe for concurrent use.
 type stateStore struct {
 	src  stateSource
-	w    *writer.Writer
+	acc  *accumulator.Accumulator
 	path fluss.TablePath
 
 	mu     sync.Mutex // guards the fields below (set once ready)
 	ready  bool
 	info   *fluss.TableInfo
-	table  *writer.Table
+	table  *accumulator.Table
 	keyEnc *fluss.KeyEncoder
 }
 
-func newStateStore(src stateSource, w *writer.Writer, path fluss.TablePath) *stateStore {
-	return &stateStore{src: src, w: w, path: path}
+func newStateStore(src stateSource, acc *accumulator.Accumulator, path fluss.TablePath) *stateStore {
+	return &stateStore{src: src, acc: acc, path: path}
 }
 
 // stateDescriptor is the table the store creates when it is missing.
@@ -278,7 +278,7 @@ func (s *stateStore) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	t, err := s.w.AddTable(spec)
+	t, err := s.acc.AddTable(spec)
 	if err != nil {
 		return fmt.Errorf("register producer-state table: %w", err)
 	}
@@ -362,7 +362,7 @@ func (s *stateStore) commit(ctx context.Context, k producerKey, p *producerState
 		fluss.IntDatum(p.version), fluss.IntDatum(p.writerID), fluss.IntDatum(p.fingerprint),
 		fluss.BytesDatum(appendState(nil, p)),
 	}
-	h, err := s.w.Write(ctx, s.table, fluss.NoPartition, bucket, fluss.WriteUpsert, key, row)
+	h, err := s.acc.Append(ctx, s.table, fluss.NoPartition, bucket, fluss.WriteUpsert, key, row)
 	if err != nil {
 		return nil, fmt.Errorf("commit producer state: %w", err)
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/internal/flusstest"
-	"github.com/fluss-kafka/gateway/writer"
 )
 
 // TestMain stops the cluster flusstest.Bootstrap may start for this binary.
@@ -40,7 +39,7 @@ func TestIntegrationProducerStateStore(t *testing.T) {
 			t.Logf("drop database %s: %v", path.Database, err)
 		}
 	})
-	w, err := writer.New(writer.DefaultConfig(), c)
+	w, err := newTestWriter(testWriterDefaults(), c)
 	require.NoError(t, err)
 	runErr := make(chan error, 1)
 	go func() { runErr <- w.Run(context.Background()) }()
@@ -48,7 +47,7 @@ func TestIntegrationProducerStateStore(t *testing.T) {
 		require.NoError(t, w.Close(context.Background()))
 		require.NoError(t, <-runErr)
 	}()
-	store := newStateStore(c, w, path)
+	store := newStateStore(c, w.Accumulator, path)
 
 	key := producerKey{id: 77, topic: "orders", partition: 3}
 	_, ok, err := store.lookup(ctx, key)

@@ -22,14 +22,13 @@ import (
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
 	"github.com/fluss-kafka/gateway/schemaregistry"
-	"github.com/fluss-kafka/gateway/writer"
 )
 
 const eventAvro = `{"type": "record", "name": "Event", "fields": [{"name": "id", "type": "long"}, {"name": "name", "type": "string"}]}`
 
 // registryBridge is a bridge with one avro route over a table (id, name)
 // and a registry client on reg; the writer is not running.
-func registryBridge(t *testing.T, reg *srfake.Registry) (*bridge, *writer.Writer, *gatewayMetrics) {
+func registryBridge(t *testing.T, reg *srfake.Registry) (*bridge, *testWriter, *gatewayMetrics) {
 	t.Helper()
 	rs, err := mapping.NewRoutes([]mapping.RouteSpec{{
 		Topic: "events", Table: fluss.TablePath{Database: "db", Table: "events"},
@@ -43,16 +42,16 @@ func registryBridge(t *testing.T, reg *srfake.Registry) (*bridge, *writer.Writer
 	infos := map[fluss.TablePath]*fluss.TableInfo{info.Path: info}
 	bound, err := rs.Bind(infos)
 	require.NoError(t, err)
-	cfg := writer.DefaultConfig()
+	cfg := testWriterDefaults()
 	cfg.Linger = time.Hour
-	w, err := writer.New(cfg, failingTransport{code: 36})
+	w, err := newTestWriter(cfg, failingTransport{code: 36})
 	require.NoError(t, err)
 	t.Cleanup(func() { closeWriter(t, w) })
 	pc := newPartitionCache(fakePartitions{})
-	st, err := newTableRegistry(w, pc).state(bound, infos)
+	st, err := newTableRegistry(w.Accumulator, pc).state(bound, infos)
 	require.NoError(t, err)
 	m := newGatewayMetrics(prometheus.NewRegistry())
-	s := newBridge(w, pc, nil, m, slog.New(slog.DiscardHandler))
+	s := newBridge(w.Accumulator, pc, nil, m, slog.New(slog.DiscardHandler))
 	rc := schemaregistry.DefaultConfig()
 	rc.URLs, rc.RequestTimeout = []string{reg.URL()}, 30*time.Second // the fake answers at once; no test waits for it to time out
 	s.reg, err = schemaregistry.New(rc)

@@ -20,12 +20,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/fluss-kafka/gateway/accumulator"
 	"github.com/fluss-kafka/gateway/configs"
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
 	"github.com/fluss-kafka/gateway/schemaregistry"
-	"github.com/fluss-kafka/gateway/writer"
+	"github.com/fluss-kafka/gateway/sender"
 )
 
 // Gateway owns every component and their lifetimes: the Fluss client, the
@@ -38,7 +39,8 @@ type Gateway struct {
 	m   *gatewayMetrics
 
 	client  *fluss.Client
-	w       *writer.Writer
+	acc     *accumulator.Accumulator
+	snd     *sender.Sender
 	tables  *tableRegistry
 	bridge  *bridge
 	acls    *aclHolder
@@ -72,21 +74,26 @@ func New(cfg *configs.Config, log *slog.Logger) (*Gateway, error) {
 		return nil, fmt.Errorf("fluss client: %w", err)
 	}
 	g.client = client
-	w, err := writer.New(set.writer, client,
-		writer.WithLogger(log.With(slog.String("component", "writer"))), writer.WithRegisterer(reg))
+	acc, err := accumulator.New(set.accumulator, accumulator.WithRegisterer(reg))
 	if err != nil {
 		client.Close()
-		return nil, fmt.Errorf("writer: %w", err)
+		return nil, fmt.Errorf("accumulator: %w", err)
 	}
-	g.w = w
+	snd, err := sender.New(set.sender, acc, client,
+		sender.WithLogger(log.With(slog.String("component", "sender"))), sender.WithRegisterer(reg))
+	if err != nil {
+		client.Close()
+		return nil, fmt.Errorf("sender: %w", err)
+	}
+	g.acc, g.snd = acc, snd
 	parts := newPartitionCache(client)
-	g.tables = newTableRegistry(w, parts)
+	g.tables = newTableRegistry(acc, parts)
 	ids := newProducerIDs(client, set.initWriterTimeout, set.initWriterBackoffMax,
 		newOutageLog(log, "fluss writer ids unavailable", "fluss writer ids available again", 0, nil), nil)
-	g.bridge = newBridge(w, parts, ids, g.m, log.With(slog.String("component", "bridge")))
+	g.bridge = newBridge(acc, parts, ids, g.m, log.With(slog.String("component", "bridge")))
 	// A table's batches waiting for Fluss may hold its share of the
 	// requests' part of the memory budget, as its rows may of the rest.
-	g.bridge.appending = newTableAppends(int64(float64(set.writer.RequestMemory)*set.writer.MaxTableShare),
+	g.bridge.appending = newTableAppends(int64(float64(set.accumulator.RequestMemory)*set.accumulator.MaxTableShare),
 		log.With(slog.String("component", "bridge")))
 	if err := g.bridge.enableExactlyOnce(client, reg); err != nil {
 		client.Close()
@@ -105,7 +112,7 @@ func New(cfg *configs.Config, log *slog.Logger) (*Gateway, error) {
 	}
 	for i, l := range set.listeners {
 		name := l.name
-		l.kafka.Memory = w.RequestMemory() // shared by every listener
+		l.kafka.Memory = acc.RequestMemory() // shared by every listener
 		srv, err := kafkaproto.New(l.kafka, backend{g.bridge, g.acls},
 			kafkaproto.WithReadyCheck(g.routesReady),
 			kafkaproto.WithLogger(log.With(slog.String("listener", name))),
@@ -124,17 +131,20 @@ func New(cfg *configs.Config, log *slog.Logger) (*Gateway, error) {
 // yields: configs decodes and checks the file, each component keeps its own
 // defaults and checks, and this is the one place that joins the two.
 type settings struct {
-	fluss     fluss.Config
-	writer    writer.Config
-	listeners []listenerSettings
-	admin     string // admin server address; "" for none
-	pprof     bool   // serve /debug/pprof/ on the admin address
-	shutdown  time.Duration
-	logLevel  slog.Level
-	logJSON   bool
-	routes    []mapping.RouteSpec    // compiled and bound by bindRoutes
-	registry  *schemaregistry.Config // nil: no schema_registry
-	acls      []configs.ACL          // compiled by newACLSet; none: allow all
+	fluss fluss.Config
+	// accumulator and sender: the two halves of the Fluss writer, from
+	// the writer section.
+	accumulator accumulator.Config
+	sender      sender.Config
+	listeners   []listenerSettings
+	admin       string // admin server address; "" for none
+	pprof       bool   // serve /debug/pprof/ on the admin address
+	shutdown    time.Duration
+	logLevel    slog.Level
+	logJSON     bool
+	routes      []mapping.RouteSpec    // compiled and bound by bindRoutes
+	registry    *schemaregistry.Config // nil: no schema_registry
+	acls        []configs.ACL          // compiled by newACLSet; none: allow all
 
 	initWriterTimeout    time.Duration // one InitWriter for a Kafka producer id
 	initWriterBackoffMax time.Duration
@@ -162,28 +172,32 @@ func settingsFrom(cfg *configs.Config) (settings, error) {
 	}
 
 	w := cfg.Writer
-	set.writer = writer.DefaultConfig()
-	set.writer.BatchSize = int(w.BatchSize)
-	set.writer.Linger = w.Linger
-	set.writer.BufferMemory = int64(w.BufferMemory)
-	set.writer.MaxTableShare = w.MaxTableShare
-	// A write waits for buffer memory at most as long as a record may take
-	// to be delivered.
-	set.writer.BufferWaitTimeout = w.DeliveryTimeout
-	set.writer.Acks = int(w.Acks)
-	set.writer.RequestTimeout = cfg.Fluss.RequestTimeout
-	set.writer.MaxRequestSize = int(w.MaxRequestSize)
-	set.writer.MaxInflightPerBucket = w.MaxInFlightPerBucket
-	set.writer.DisableIdempotence = !w.Idempotence
-	set.writer.Retries = w.Retries
-	set.writer.RetryBackoff = w.RetryBackoff
-	set.writer.RetryBackoffMax = max(w.RetryBackoff, set.writer.RetryBackoffMax)
-	set.writer.DeliveryTimeout = w.DeliveryTimeout
-	set.writer.KvMaxThrottle = w.KvMaxThrottle
+	set.accumulator = accumulator.DefaultConfig()
+	set.accumulator.BatchSize = int(w.BatchSize)
+	set.accumulator.Linger = w.Linger
+	set.accumulator.BufferMemory = int64(w.BufferMemory)
+	set.accumulator.MaxTableShare = w.MaxTableShare
+	// An append waits for buffer memory at most as long as a record may
+	// take to be delivered.
+	set.accumulator.BufferWaitTimeout = w.DeliveryTimeout
 	// One memory budget: the Kafka requests being read and decoded hold
-	// their part of the writer's buffer memory (Writer.RequestMemory).
-	set.writer.RequestMemory = cfg.RequestMemory()
-	if err := set.writer.Validate(); err != nil {
+	// their part of the buffer memory (Accumulator.RequestMemory).
+	set.accumulator.RequestMemory = cfg.RequestMemory()
+	if err := set.accumulator.Validate(); err != nil {
+		return set, fmt.Errorf("writer: %w", err)
+	}
+	set.sender = sender.DefaultConfig()
+	set.sender.Acks = int(w.Acks)
+	set.sender.RequestTimeout = cfg.Fluss.RequestTimeout
+	set.sender.MaxRequestSize = int(w.MaxRequestSize)
+	set.sender.MaxInflightPerBucket = w.MaxInFlightPerBucket
+	set.sender.DisableIdempotence = !w.Idempotence
+	set.sender.Retries = w.Retries
+	set.sender.RetryBackoff = w.RetryBackoff
+	set.sender.RetryBackoffMax = max(w.RetryBackoff, set.sender.RetryBackoffMax)
+	set.sender.DeliveryTimeout = w.DeliveryTimeout
+	set.sender.KvMaxThrottle = w.KvMaxThrottle
+	if err := set.sender.Validate(); err != nil {
 		return set, fmt.Errorf("writer: %w", err)
 	}
 
@@ -481,7 +495,7 @@ func (g *Gateway) Run(ctx, force context.Context) error {
 	runCtx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWriter()
 	r.stopWriter, r.writerDone = stopWriter, make(chan error, 1)
-	go func() { r.writerDone <- g.w.Run(runCtx) }()
+	go func() { r.writerDone <- g.snd.Run(runCtx) }()
 
 	for _, ln := range g.kafkaListeners {
 		g.log.Info("kafka listener serving", slog.String("addr", ln.Addr().String()))
@@ -557,10 +571,10 @@ func (g *Gateway) shutdown(ctx context.Context, r *running) []error {
 		if err := g.bridge.drain(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("drain queued batches: %w", err))
 		}
-		if err := g.w.Flush(ctx); err != nil {
+		if err := g.acc.Flush(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("flush: %w", err))
 		}
-		if err := g.w.Close(ctx); err != nil {
+		if err := g.snd.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("writer: %w", err))
 		}
 		r.stopWriter()

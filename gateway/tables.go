@@ -8,9 +8,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/fluss-kafka/gateway/accumulator"
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/mapping"
-	"github.com/fluss-kafka/gateway/writer"
 )
 
 // tableSource is what route binding needs from Fluss.
@@ -24,7 +24,7 @@ type tableSource interface {
 // the bridge reads it through an atomic pointer and a reload swaps it.
 type routeState struct {
 	routes *mapping.Routes
-	tables map[fluss.TablePath]*writer.Table
+	tables map[fluss.TablePath]*accumulator.Table
 	infos  map[fluss.TablePath]*fluss.TableInfo
 }
 
@@ -65,22 +65,22 @@ func bindRoutes(ctx context.Context, src tableSource, routes []mapping.RouteSpec
 // tableRegistry keeps one writer table per Fluss table id across
 // reloads, so a reload never strands batches already queued.
 type tableRegistry struct {
-	w     *writer.Writer
+	acc   *accumulator.Accumulator
 	parts *partitionCache // per-partition bucket counts for the writer
 
 	mu   sync.Mutex // guards byID
-	byID map[int64]*writer.Table
+	byID map[int64]*accumulator.Table
 }
 
-func newTableRegistry(w *writer.Writer, parts *partitionCache) *tableRegistry {
-	return &tableRegistry{w: w, parts: parts, byID: make(map[int64]*writer.Table)}
+func newTableRegistry(acc *accumulator.Accumulator, parts *partitionCache) *tableRegistry {
+	return &tableRegistry{acc: acc, parts: parts, byID: make(map[int64]*accumulator.Table)}
 }
 
 // state registers the tables of bound routes and returns the new generation.
 func (r *tableRegistry) state(routes *mapping.Routes, infos map[fluss.TablePath]*fluss.TableInfo) (*routeState, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	st := &routeState{routes: routes, tables: make(map[fluss.TablePath]*writer.Table, len(infos)), infos: infos}
+	st := &routeState{routes: routes, tables: make(map[fluss.TablePath]*accumulator.Table, len(infos)), infos: infos}
 	for path, info := range infos {
 		t := r.byID[info.TableID]
 		if t == nil {
@@ -92,7 +92,7 @@ func (r *tableRegistry) state(routes *mapping.Routes, infos map[fluss.TablePath]
 				// The count the bridge bucketed the partition's rows with.
 				spec.PartitionBuckets = func(partitionID int64) int { return parts.bucketsOf(id, partitionID) }
 			}
-			if t, err = r.w.AddTable(spec); err != nil {
+			if t, err = r.acc.AddTable(spec); err != nil {
 				return nil, fmt.Errorf("register table %s: %w", path, err)
 			}
 			r.byID[info.TableID] = t
@@ -103,16 +103,16 @@ func (r *tableRegistry) state(routes *mapping.Routes, infos map[fluss.TablePath]
 }
 
 // tableSpec chooses the batch builder the table's formats ask for.
-func tableSpec(info *fluss.TableInfo) (writer.TableSpec, error) {
+func tableSpec(info *fluss.TableInfo) (accumulator.TableSpec, error) {
 	d := &info.Descriptor
 	schema := &d.Schema
-	spec := writer.TableSpec{ID: info.TableID, Path: info.Path, NumBuckets: d.BucketCount}
+	spec := accumulator.TableSpec{ID: info.TableID, Path: info.Path, NumBuckets: d.BucketCount}
 	if spec.NumBuckets <= 0 {
 		return spec, fmt.Errorf("table %s: bucket count %d", info.Path, d.BucketCount)
 	}
 	if d.HasPrimaryKey() {
 		format := d.KvFormat()
-		spec.NewKvBuilder = func() (writer.KvBuilder, error) {
+		spec.NewKvBuilder = func() (accumulator.KvBuilder, error) {
 			return fluss.NewKvBatchBuilder(schema, info.SchemaID, format)
 		}
 		return spec, nil
@@ -134,15 +134,15 @@ func tableSpec(info *fluss.TableInfo) (writer.TableSpec, error) {
 		if err != nil {
 			return spec, fmt.Errorf("table %s: %w", info.Path, err)
 		}
-		spec.NewLogBuilder = func() (writer.LogBuilder, error) {
+		spec.NewLogBuilder = func() (accumulator.LogBuilder, error) {
 			return fluss.NewArrowLogBuilder(schema, info.SchemaID, codec, level, fluss.WithArrowCompressor(comp))
 		}
 	case fluss.LogFormatIndexed:
-		spec.NewLogBuilder = func() (writer.LogBuilder, error) {
+		spec.NewLogBuilder = func() (accumulator.LogBuilder, error) {
 			return fluss.NewIndexedLogBuilder(schema, info.SchemaID)
 		}
 	case fluss.LogFormatCompacted:
-		spec.NewLogBuilder = func() (writer.LogBuilder, error) {
+		spec.NewLogBuilder = func() (accumulator.LogBuilder, error) {
 			return fluss.NewCompactedLogBuilder(schema, info.SchemaID)
 		}
 	default:

@@ -18,8 +18,9 @@ const module = "github.com/fluss-kafka/gateway"
 
 // product lists every package the gateway binary is made of, bottom layer
 // first, with the module packages it may import. A record travels
-// kafkaproto → gateway (the bridge) → writer (accumulator, then sender) →
-// fluss; mapping converts, configs decodes the file.
+// kafkaproto → gateway (the bridge) → accumulator → sender → fluss (the
+// sender drains the accumulator; the accumulator never calls the sender);
+// mapping converts, configs decodes the file.
 var product = []struct {
 	pkg string
 	may []string
@@ -31,9 +32,10 @@ var product = []struct {
 	{"kafkaproto", nil, "Kafka producer protocol server; knows nothing of Fluss"},
 	{"schemaregistry", nil, "schema-registry client and record framings (Confluent, Apicurio)"},
 	{"mapping", []string{"fluss", "schemaregistry"}, "Kafka record → Fluss row conversion (routes; JSON and registry formats)"},
-	{"writer", []string{"fluss"}, "accumulator (per-bucket batches, memory budget) and sender (per-server, per-table requests)"},
-	{"configs", []string{"fluss", "kafkaproto", "mapping", "schemaregistry", "writer"}, "YAML → config structs, defaults taken from the components"},
-	{"gateway", []string{"configs", "fluss", "kafkaproto", "mapping", "schemaregistry", "writer"}, "the bridge (route, convert, append, ack) and the gateway's lifetime"},
+	{"accumulator", []string{"fluss"}, "per-bucket Fluss batches within one memory budget; appends return handles"},
+	{"sender", []string{"accumulator", "fluss"}, "drains the accumulator: one request stream per (tablet server, table), retries, writer ids, sequences"},
+	{"configs", []string{"accumulator", "fluss", "kafkaproto", "mapping", "schemaregistry", "sender"}, "YAML → config structs, defaults taken from the components"},
+	{"gateway", []string{"accumulator", "configs", "fluss", "kafkaproto", "mapping", "schemaregistry", "sender"}, "the bridge (route, convert, append, ack) and the gateway's lifetime"},
 	{"cmd/gateway", []string{"configs", "gateway"}, "main: flags, config file, signals"},
 }
 

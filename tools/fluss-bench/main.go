@@ -32,9 +32,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fluss-kafka/gateway/accumulator"
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/internal/gatewaytest"
-	"github.com/fluss-kafka/gateway/writer"
+	"github.com/fluss-kafka/gateway/sender"
 )
 
 // pyScriptRelPath is the pyfluss baseline, relative to the module root.
@@ -192,38 +193,42 @@ func randHex() string {
 // goRun writes rows through the writer (accumulator and sender), one producer
 // goroutine per table, and times it from the first append to Flush.
 func goRun(ctx context.Context, c *fluss.Client, paths []fluss.TablePath, rows, batchSize int) (result, error) {
-	cfg := writer.DefaultConfig()
+	cfg := accumulator.DefaultConfig()
 	cfg.BatchSize, cfg.BufferMemory = batchSize, 256<<20
-	w, err := writer.New(cfg, c, writer.WithLogger(slog.New(slog.DiscardHandler)))
+	acc, err := accumulator.New(cfg)
 	if err != nil {
 		return result{}, err
 	}
-	var tables []*writer.Table
+	snd, err := sender.New(sender.DefaultConfig(), acc, c, sender.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		return result{}, err
+	}
+	var tables []*accumulator.Table
 	for _, p := range paths {
 		info, err := c.TableInfo(ctx, p)
 		if err != nil {
 			return result{}, err
 		}
 		sch := info.Descriptor.Schema
-		spec := writer.TableSpec{ID: info.TableID, Path: p, NumBuckets: info.Descriptor.BucketCount}
+		spec := accumulator.TableSpec{ID: info.TableID, Path: p, NumBuckets: info.Descriptor.BucketCount}
 		if info.Descriptor.LogFormat() == fluss.LogFormatArrow {
 			codec := info.Descriptor.ArrowCompression()
-			spec.NewLogBuilder = func() (writer.LogBuilder, error) {
+			spec.NewLogBuilder = func() (accumulator.LogBuilder, error) {
 				return fluss.NewArrowLogBuilder(&sch, info.SchemaID, codec, 3)
 			}
 		} else {
-			spec.NewLogBuilder = func() (writer.LogBuilder, error) {
+			spec.NewLogBuilder = func() (accumulator.LogBuilder, error) {
 				return fluss.NewIndexedLogBuilder(&sch, info.SchemaID)
 			}
 		}
-		t, err := w.AddTable(spec)
+		t, err := acc.AddTable(spec)
 		if err != nil {
 			return result{}, err
 		}
 		tables = append(tables, t)
 	}
 	runErr := make(chan error, 1)
-	go func() { runErr <- w.Run(ctx) }()
+	go func() { runErr <- snd.Run(ctx) }()
 
 	payload := []byte(strings.Repeat("x", 40))
 	per := rows / len(tables)
@@ -235,7 +240,7 @@ func goRun(ctx context.Context, c *fluss.Client, paths []fluss.TablePath, rows, 
 			row := fluss.Row{{}, fluss.IntDatum(int64(p)), fluss.BytesDatum(payload)}
 			for i := range per {
 				row[0] = fluss.IntDatum(int64(p)<<32 | int64(i))
-				if _, err := w.Write(ctx, t, writer.NoPartition, writer.StickyBucket, fluss.WriteAppend, nil, row); err != nil {
+				if _, err := acc.Append(ctx, t, accumulator.NoPartition, accumulator.StickyBucket, fluss.WriteAppend, nil, row); err != nil {
 					errs <- err
 					return
 				}
@@ -247,11 +252,11 @@ func goRun(ctx context.Context, c *fluss.Client, paths []fluss.TablePath, rows, 
 	for err := range errs {
 		return result{}, err
 	}
-	flushErr := w.Flush(ctx)
+	flushErr := acc.Flush(ctx)
 	secs := time.Since(start).Seconds()
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if err := w.Close(cctx); err != nil {
+	if err := snd.Close(cctx); err != nil {
 		return result{}, err
 	}
 	if err := <-runErr; err != nil {

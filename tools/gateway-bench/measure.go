@@ -13,9 +13,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/fluss-kafka/gateway/accumulator"
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/internal/gatewaytest"
-	"github.com/fluss-kafka/gateway/writer"
+	"github.com/fluss-kafka/gateway/sender"
 )
 
 // runResult is what one run measured.
@@ -319,20 +320,24 @@ func produceFranz(ctx context.Context, fr franzRun) (franzResult, error) {
 // gateway's writer settings, one goroutine per producer, and times it from
 // the first append to Flush.
 func writeBaseline(ctx context.Context, o *options, c *fluss.Client, pr *plannedRun, gen *generator, r *runResult) error {
-	cfg := writer.DefaultConfig()
+	cfg := accumulator.DefaultConfig()
 	cfg.BatchSize, cfg.Linger, cfg.BufferMemory = o.batchSize, o.linger, int64(o.bufferMemory)
-	w, err := writer.New(cfg, c, writer.WithLogger(slog.New(slog.DiscardHandler)))
+	acc, err := accumulator.New(cfg)
 	if err != nil {
 		return err
 	}
-	tables := make([]*writer.Table, len(pr.blTables))
+	snd, err := sender.New(sender.DefaultConfig(), acc, c, sender.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		return err
+	}
+	tables := make([]*accumulator.Table, len(pr.blTables))
 	var keyEnc *fluss.KeyEncoder
 	for i, info := range pr.blTables {
 		spec, err := baselineSpec(info)
 		if err != nil {
 			return err
 		}
-		if tables[i], err = w.AddTable(spec); err != nil {
+		if tables[i], err = acc.AddTable(spec); err != nil {
 			return err
 		}
 		if info.Descriptor.HasPrimaryKey() {
@@ -345,7 +350,7 @@ func writeBaseline(ctx context.Context, o *options, c *fluss.Client, pr *planned
 	sctx, stopSender := context.WithCancel(ctx)
 	defer stopSender()
 	runErr := make(chan error, 1)
-	go func() { runErr <- w.Run(sctx) }()
+	go func() { runErr <- snd.Run(sctx) }()
 
 	before, err := readProcStat(os.Getpid())
 	if err != nil {
@@ -367,9 +372,9 @@ func writeBaseline(ctx context.Context, o *options, c *fluss.Client, pr *planned
 						errs <- err
 						return
 					}
-					_, err = w.Write(ctx, t, writer.NoPartition, fluss.BucketForKey(key, t.NumBuckets()), fluss.WriteUpsert, key, row)
+					_, err = acc.Append(ctx, t, accumulator.NoPartition, fluss.BucketForKey(key, t.NumBuckets()), fluss.WriteUpsert, key, row)
 				} else {
-					_, err = w.Write(ctx, t, writer.NoPartition, writer.StickyBucket, fluss.WriteAppend, nil, row)
+					_, err = acc.Append(ctx, t, accumulator.NoPartition, accumulator.StickyBucket, fluss.WriteAppend, nil, row)
 				}
 				if err != nil {
 					errs <- err
@@ -383,7 +388,7 @@ func writeBaseline(ctx context.Context, o *options, c *fluss.Client, pr *planned
 	for err := range errs {
 		return err
 	}
-	flushErr := w.Flush(ctx)
+	flushErr := acc.Flush(ctx)
 	r.blSecs = time.Since(start).Seconds()
 	after, err := readProcStat(os.Getpid())
 	if err != nil {
@@ -393,7 +398,7 @@ func writeBaseline(ctx context.Context, o *options, c *fluss.Client, pr *planned
 	r.blRecords = o.records
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if err := w.Close(cctx); err != nil {
+	if err := snd.Close(cctx); err != nil {
 		return fmt.Errorf("close writer: %w", err)
 	}
 	stopSender()
@@ -406,13 +411,13 @@ func writeBaseline(ctx context.Context, o *options, c *fluss.Client, pr *planned
 // baselineSpec builds the writer's table as the gateway's tableSpec
 // does for these tables (ARROW log tables with a shared compressor, KV
 // tables with the table's value format).
-func baselineSpec(info *fluss.TableInfo) (writer.TableSpec, error) {
+func baselineSpec(info *fluss.TableInfo) (accumulator.TableSpec, error) {
 	d := &info.Descriptor
 	schema := &d.Schema
-	spec := writer.TableSpec{ID: info.TableID, Path: info.Path, NumBuckets: d.BucketCount}
+	spec := accumulator.TableSpec{ID: info.TableID, Path: info.Path, NumBuckets: d.BucketCount}
 	if d.HasPrimaryKey() {
 		format := d.KvFormat()
-		spec.NewKvBuilder = func() (writer.KvBuilder, error) {
+		spec.NewKvBuilder = func() (accumulator.KvBuilder, error) {
 			return fluss.NewKvBatchBuilder(schema, info.SchemaID, format)
 		}
 		return spec, nil
@@ -425,7 +430,7 @@ func baselineSpec(info *fluss.TableInfo) (writer.TableSpec, error) {
 	if err != nil {
 		return spec, err
 	}
-	spec.NewLogBuilder = func() (writer.LogBuilder, error) {
+	spec.NewLogBuilder = func() (accumulator.LogBuilder, error) {
 		return fluss.NewArrowLogBuilder(schema, info.SchemaID, codec, 3, fluss.WithArrowCompressor(comp))
 	}
 	return spec, nil

@@ -1,5 +1,0 @@
-//go:build !race
-
-package writer
-
-const raceEnabled = false
