@@ -130,13 +130,15 @@ func (s *Sender) lingering(c candidate, p *drainPass) bool {
 
 // heldBack: the bucket waits out a retry back-off or a KV throttle.
 func (s *Sender) heldBack(c candidate, p *drainPass) bool {
-	for _, until := range []time.Time{c.st.backoffUntil, c.st.throttleUntil} {
-		if until.After(p.now) {
-			p.next = earliest(p.next, until)
-			return true
-		}
+	until := c.st.backoffUntil
+	if c.st.throttleUntil.After(until) {
+		until = c.st.throttleUntil
 	}
-	return false
+	if !until.After(p.now) {
+		return false
+	}
+	p.next = earliest(p.next, until)
+	return true
 }
 
 // slotTaken: the bucket already has a batch in this pass (merged or sealed).
