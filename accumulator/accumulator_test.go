@@ -394,7 +394,7 @@ func TestFullBatchIsBuiltWhileItWaits(t *testing.T) {
 	full, open := q.batches[0], q.batches[1]
 	q.mu.Unlock()
 	require.True(t, full.full)
-	require.Eventually(t, full.Built, 5*time.Second, time.Millisecond, "encoded without a sender")
+	require.Eventually(t, full.Built, time.Minute, time.Millisecond, "encoded without a sender")
 	assert.False(t, open.Built(), "a batch still open to appends is not")
 	assert.Equal(t, int64(16+4*8), full.reserved.Load(), "charged its built size")
 	assert.Equal(t, int64(16+4*8)+open.reserved.Load(), a.mem.inUse())

@@ -40,7 +40,7 @@ func newWire10(t *testing.T) *wire10 {
 	h := &wire10{fc: fc, client: c, w: w, runErr: make(chan error, 1)}
 	go func() { h.runErr <- w.Run(context.Background()) }()
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		require.NoError(t, w.Close(ctx))
 		require.NoError(t, <-h.runErr)
@@ -60,7 +60,7 @@ func row10(v int64) fluss.Row {
 func TestWireFluss10PartitionCountsAndRescale(t *testing.T) {
 	t.Parallel()
 	h := newWire10(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	schema := itSchema
 	path := fluss.TablePath{Database: "db", Table: uniqueName("p")}
@@ -127,7 +127,7 @@ func TestWireFluss10PartitionCountsAndRescale(t *testing.T) {
 func TestWireFluss10KvPressure(t *testing.T) {
 	t.Parallel()
 	h := newWire10(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	schema := fluss.Schema{Columns: itSchema.Columns, PrimaryKey: []string{"id"}}
 	path := fluss.TablePath{Database: "db", Table: uniqueName("kv")}

@@ -66,7 +66,7 @@ func (h *wireHarness) append(t *testing.T, table int, bucket int32, v int64) Han
 
 func (h *wireHarness) close(t *testing.T) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	require.NoError(t, h.w.Close(ctx))
 	require.NoError(t, <-h.runErr)
@@ -87,7 +87,7 @@ func TestWireWithheldResponseOneConnection(t *testing.T) {
 		hB = append(hB, h.append(t, 1, int32(i%2), int64(i)))
 	}
 	<-hold.Arrived()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for _, hd := range hB {
 		_, err := hd.Wait(ctx)
@@ -115,7 +115,7 @@ func TestWireErrorsScopedPerTable(t *testing.T) {
 	h := newWireHarness(t, 2)
 	h.fc.FailBucket(h.ids[0], fluss.NoPartition, 0, 48)
 	h.fc.FailBucket(h.ids[1], fluss.NoPartition, 0, 29, 12)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	a := h.append(t, 0, 0, 1)
 	b := h.append(t, 1, 0, 2)

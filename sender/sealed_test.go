@@ -198,7 +198,7 @@ func counterValue(t *testing.T, h *harness, name string) float64 {
 func TestWireSealed(t *testing.T) {
 	t.Parallel()
 	h := newWireHarness(t, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ops := func(v int64) []Op {
 		return []Op{{Kind: fluss.WriteAppend, Row: fluss.Row{fluss.IntDatum(v), fluss.IntDatum(0), fluss.StringDatum("x")}}}
