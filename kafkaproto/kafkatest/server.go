@@ -59,7 +59,7 @@ func StartServer(tb testing.TB, cfg kafkaproto.Config, opts ...kafkaproto.Option
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
 	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		if err := srv.Shutdown(ctx); err != nil {
 			tb.Errorf("shutdown: %v", err)
@@ -78,9 +78,9 @@ func testLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
-// Context is the test's context, ending after 30 seconds.
+// Context is the test's context, ending after 2 minutes: a bound for a hung test, not a speed assertion.
 func Context(tb testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(tb.Context(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(tb.Context(), 2*time.Minute)
 	tb.Cleanup(cancel)
 	return ctx
 }
