@@ -112,6 +112,10 @@ type producerPartition struct {
 type eoBatch struct {
 	first, last int32
 	c           *kafkaproto.Completion
+	// start and observe time the batch for the route's produce latency, as
+	// the other routes' writes are (from the Produce call to the answer).
+	start   time.Time
+	observe func(time.Duration)
 	// committed is closed once the batch's state commit is acknowledged
 	// or failed (ok says which); offset is its answer then.
 	committed chan struct{}
@@ -138,6 +142,7 @@ var _ kafkaproto.IdempotenceOwner = (*bridge)(nil)
 // (its first batch on this instance looks the producer state up, which
 // blocks on Fluss) and returns its completion.
 func (s *bridge) produceExactlyOnce(ctx context.Context, st *routeState, route *mapping.Route, req *kafkaproto.PartitionProduce) (kafkaproto.PartitionWrite, error) {
+	start := time.Now()
 	if s.eo == nil {
 		return nil, fmt.Errorf("%w: exactly-once routes are not available in this gateway", kafkaproto.ErrUnknownServerError)
 	}
@@ -159,14 +164,14 @@ func (s *bridge) produceExactlyOnce(ctx context.Context, st *routeState, route *
 		defer cancel()
 		stop := context.AfterFunc(s.stopped, cancel)
 		defer stop()
-		s.writeExactlyOnce(jctx, st, route, req, c)
+		s.writeExactlyOnce(jctx, st, route, req, c, start)
 	})
 	return c, nil
 }
 
 // writeExactlyOnce converts, admits, writes and (in a goroutine) commits
 // one batch; c gets its answer.
-func (s *bridge) writeExactlyOnce(ctx context.Context, st *routeState, route *mapping.Route, req *kafkaproto.PartitionProduce, c *kafkaproto.Completion) {
+func (s *bridge) writeExactlyOnce(ctx context.Context, st *routeState, route *mapping.Route, req *kafkaproto.PartitionProduce, c *kafkaproto.Completion, start time.Time) {
 	// The writer copies the rows when they are written; the decoded records
 	// (and their charge to the read budget) go back once this returns.
 	defer req.Release()
@@ -197,7 +202,7 @@ func (s *bridge) writeExactlyOnce(ctx context.Context, st *routeState, route *ma
 	}
 	groups := eoGroups(st, route, req, cb)
 	key := producerKey{req.ProducerID, req.Topic, req.Partition}
-	w, err := s.eo.admit(ctx, key, req, route, st, groups, c)
+	w, err := s.eo.admit(ctx, key, req, route, st, groups, c, eoTiming{start, s.m.produceDone(route.Name())})
 	if err != nil {
 		c.Complete(failedResult(err))
 		return
@@ -298,7 +303,14 @@ func (e *exactlyOnce) sweepLocked(now time.Time) {
 // sequences, queues its sealed Fluss batches and starts its commit. It
 // returns the write that answers the batch: c itself for a new batch, the
 // original's for a re-sent one, or an error.
-func (e *exactlyOnce) admit(ctx context.Context, key producerKey, req *kafkaproto.PartitionProduce, route *mapping.Route, st *routeState, groups []eoGroup, c *kafkaproto.Completion) (kafkaproto.PartitionWrite, error) {
+// eoTiming is when a batch's Produce call began and the route's latency
+// observer.
+type eoTiming struct {
+	start   time.Time
+	observe func(time.Duration)
+}
+
+func (e *exactlyOnce) admit(ctx context.Context, key producerKey, req *kafkaproto.PartitionProduce, route *mapping.Route, st *routeState, groups []eoGroup, c *kafkaproto.Completion, timing eoTiming) (kafkaproto.PartitionWrite, error) {
 	p := e.partition(key)
 	defer p.mu.Unlock()
 	if p.poisoned {
@@ -367,7 +379,8 @@ func (e *exactlyOnce) admit(ctx context.Context, key producerKey, req *kafkaprot
 	}
 	s.version++
 	s.known, s.epoch, s.nextSeq = true, req.ProducerEpoch, kafkaproto.SeqAdd(last, 1)
-	b := &eoBatch{first: first, last: last, c: c, committed: make(chan struct{}), offset: -1}
+	b := &eoBatch{first: first, last: last, c: c, committed: make(chan struct{}), offset: -1,
+		start: timing.start, observe: timing.observe}
 	s.window = append(s.window, committedBatch{first: first, last: last, offset: -1})
 	p.recent = append(p.recent, b)
 	if len(s.window) > kafkaproto.SequenceWindow {
@@ -533,6 +546,9 @@ func (e *exactlyOnce) complete(p *producerPartition, b *eoBatch, prev *eoBatch, 
 	}
 	p.mu.Unlock()
 	close(b.committed)
+	if b.observe != nil {
+		b.observe(time.Since(b.start))
+	}
 	if err != nil {
 		e.log.Debug("exactly-once batch failed; state reloads on the retry", slog.String("topic", p.key.topic),
 			slog.Int("partition", int(p.key.partition)), slog.Int64("producer_id", p.key.id), slog.Any("err", err))

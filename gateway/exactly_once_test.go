@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -488,4 +489,24 @@ func TestExactlyOnceEpochBumpAfterCrash(t *testing.T) {
 		assert.Equal(t, 1, got[fmt.Sprintf("p8/%d", i)], "record %d of the new epoch", i)
 	}
 	assert.Equal(t, 1.0, testutil.ToFloat64(b.eo.m.writerIDs.WithLabelValues("epoch_bump")))
+}
+
+// TestExactlyOnceRouteMetrics: an exactly-once route records the route
+// metrics the other routes do: records accepted and the produce latency of
+// every batch it wrote (a re-sent batch answered from the window is not a
+// write).
+func TestExactlyOnceRouteMetrics(t *testing.T) {
+	t.Parallel()
+	f := newDedupFluss()
+	a := newEOInstance(t, f, &memStore{rows: map[producerKey]producerState{}}, nil)
+	const n, batches = 3, 4
+	for i := range batches {
+		require.NoError(t, await(t, a, eoProduce(5, 0, i, n)).Err)
+	}
+	require.NoError(t, await(t, a, eoProduce(5, 0, batches-1, n)).Err, "a re-send")
+	assert.Equal(t, float64(batches*n), testutil.ToFloat64(a.m.routeRecords.WithLabelValues("load")))
+	var m dto.Metric
+	require.NoError(t, a.m.routeLatency.WithLabelValues("load").(prometheus.Metric).Write(&m))
+	assert.Equal(t, uint64(batches), m.GetHistogram().GetSampleCount(), "fluss_gateway_route_produce_duration_seconds")
+	assert.Positive(t, m.GetHistogram().GetSampleSum())
 }
