@@ -38,6 +38,10 @@ type Server struct {
 	budget *readBudget
 	// denyLog, connLog and authLog rate-limit lines clients can trigger.
 	denyLog, connLog, authLog *logLimiter
+	// readers are the connections' read buffers: a connection holds one
+	// only while it reads a request (or has more buffered), so that idle
+	// connections, of which clients keep several each, hold none.
+	readers sync.Pool
 
 	// ctx is the lifetime of every connection; Close cancels it.
 	ctx    context.Context
