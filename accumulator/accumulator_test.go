@@ -33,7 +33,7 @@ func newTestAccumulator(set func(*Config)) (*Accumulator, error) {
 	return New(cfg, WithRegisterer(prometheus.NewRegistry()))
 }
 
-// testAppend queues one log row, as Writer.Write with fluss.WriteAppend.
+// testAppend queues one log row, as Append with fluss.WriteAppend.
 func (a *Accumulator) testAppend(ctx context.Context, t *Table, partitionID int64, bucket int32, row fluss.Row) (Handle, error) {
 	return a.append(ctx, t, partitionID, bucket, record{op: fluss.WriteAppend, row: row})
 }

@@ -4,10 +4,10 @@
 //
 // Defaults have one home each. The settings of a component start from that
 // component's own defaults (kafkaproto.DefaultConfig, the fluss client's
-// Default* constants, writer.DefaultConfig); only the gateway's own
-// settings (listener bind and advertised address, admin address and
-// readiness checks, logging, shutdown deadline, the InitWriter wait and
-// back-off) are defined here, and the ACL model (acls, checked by
+// Default* constants, accumulator.DefaultConfig, sender.DefaultConfig);
+// only the gateway's own settings (listener bind and advertised address,
+// admin address and readiness checks, logging, shutdown deadline, the
+// InitWriter wait and back-off) are defined here, and the ACL model (acls, checked by
 // validateACLs, evaluated by the gateway). Routes are
 // mapping.RouteSpec values decoded directly from the file: their defaults
 // (RouteSpec.WithDefaults) and checks (mapping.ValidateSpecs) are mapping's,

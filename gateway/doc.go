@@ -1,7 +1,7 @@
 // Package gateway is the Kafka-compatible producer gateway: it owns the
-// bridge from the Kafka front (kafkaproto) to the Fluss write path (writer:
-// the accumulator and the sender, over the fluss client), and the lifetime
-// of every component.
+// bridge from the Kafka front (kafkaproto) to the Fluss write path (the
+// accumulator, which the sender drains over the fluss client), and the
+// lifetime of every component.
 //
 // The bridge (bridge.go) is the one kafkaproto.Backend: it answers Metadata
 // from the bound routes, hands out producer ids from Fluss InitWriter, and
@@ -14,14 +14,15 @@
 // acks into the Kafka answer (errors.go holds the one Fluss → Kafka error
 // table).
 //
-// Gateway (server.go) wires the Fluss client, the writer, the bridge, the
+// Gateway (server.go) wires the Fluss client, the accumulator and its
+// sender, the bridge, the
 // Kafka listeners and the admin server (/metrics, /livez, /readyz) from a
 // configs.Config (settingsFrom is the one place that turns the file into
 // the components' configs); binds routes to tables (tables.go), reloads
 // them (reload.go) and shuts down in order. cmd/gateway only parses
 // flags, loads the file and turns signals into calls.
 //
-// Imports point down: gateway may import kafkaproto, mapping, writer,
-// fluss and configs; none of them imports gateway, and no product package
+// Imports point down: gateway may import kafkaproto, mapping, accumulator,
+// sender, schemaregistry, fluss and configs; none of them imports gateway, and no product package
 // imports a dev package (tools, test helpers).
 package gateway
