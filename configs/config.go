@@ -248,6 +248,10 @@ type Writer struct {
 	// KvMaxThrottle is the longest a primary-key bucket is held back when
 	// Fluss reports KV storage pressure (Fluss 1.0). Default 3s.
 	KvMaxThrottle time.Duration `yaml:"kv_max_throttle"`
+	// LeaderWait is how long a table's buckets may stay without a leader
+	// before the batches waiting for them fail with LEADER_NOT_AVAILABLE
+	// and Metadata reports the topic leaderless. Default 5s.
+	LeaderWait time.Duration `yaml:"leader_wait"`
 }
 
 // SchemaRegistry is a Confluent-compatible schema registry (Confluent,
@@ -419,6 +423,7 @@ func writerDefaults() Writer {
 		Idempotence:          !w.DisableIdempotence,
 		MaxInFlightPerBucket: w.MaxInflightPerBucket,
 		KvMaxThrottle:        w.KvMaxThrottle,
+		LeaderWait:           w.LeaderWait,
 	}
 }
 

@@ -57,6 +57,7 @@ func TestParseDefaults(t *testing.T) {
 		Idempotence:          true,
 		MaxInFlightPerBucket: 5,
 		KvMaxThrottle:        3 * time.Second,
+		LeaderWait:           5 * time.Second,
 	}, cfg.Writer)
 	assert.Equal(t, DefaultAdminAddress, cfg.Admin.Address)
 	assert.Equal(t, Logging{Level: LevelInfo, Format: FormatText}, cfg.Logging)
@@ -216,6 +217,7 @@ func TestParseErrors(t *testing.T) {
 		{"buffer below batch", minimal + "writer: {batch_size: 8MiB, buffer_memory: 4MiB}\n", []string{"writer.buffer_memory", "writer.batch_size"}},
 		{"delivery below linger", minimal + "writer: {linger: 5s, delivery_timeout: 1s}\n", []string{"writer.delivery_timeout: 1s must be greater than writer.linger (5s)"}},
 		{"negative retries", minimal + "writer: {retries: -1}\n", []string{"writer.retries"}},
+		{"no leader wait", minimal + "writer: {leader_wait: 0s}\n", []string{"writer.leader_wait: must be positive, got 0s"}},
 		{"table share above 1", minimal + "writer: {max_table_share: 2}\n", []string{"writer.max_table_share"}},
 		{"table share below a batch", minimal + "writer: {max_table_share: 0.01}\n", []string{"writer.max_table_share"}},
 		{"log level", minimal + "logging: {level: loud}\n", []string{"logging.level"}},

@@ -332,6 +332,9 @@ func (c *Config) validateWriter(p *problems) {
 	if w.Acks == 0 {
 		p.add("writer.acks", "0 is not supported towards Fluss: use 1 or all")
 	}
+	if w.LeaderWait <= 0 {
+		p.add("writer.leader_wait", "must be positive, got %s", w.LeaderWait)
+	}
 	if w.MaxInFlightPerBucket < 1 {
 		p.add("writer.max_in_flight_per_bucket", "must be at least 1, got %d", w.MaxInFlightPerBucket)
 	}

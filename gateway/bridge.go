@@ -43,6 +43,10 @@ type bridge struct {
 	// appending bounds each table's batches being appended at once (nil:
 	// no bound).
 	appending *tableAppends
+
+	// leaderless reports a table whose buckets have had no leader for a
+	// while (the sender's Leaderless; nil: never).
+	leaderless func(tableID int64) bool
 }
 
 // writerIDs hands out cluster-wide unique ids (Fluss InitWriter).
@@ -101,6 +105,25 @@ func (s *bridge) Topic(name string) (int32, bool) {
 		return 0, false
 	}
 	return kafkaPartitions(st, r), true
+}
+
+// TopicLeaderless implements kafkaproto.TopicAvailability: the topic's
+// table has had buckets without leader for the sender's LeaderWait.
+func (s *bridge) TopicLeaderless(name string) bool {
+	if s.leaderless == nil {
+		return false
+	}
+	st := s.state.Load()
+	if st == nil {
+		return false
+	}
+	r, ok := st.routes.Resolve(name)
+	return ok && s.tableLeaderless(st, r)
+}
+
+func (s *bridge) tableLeaderless(st *routeState, r *mapping.Route) bool {
+	t := st.tables[r.Table()]
+	return t != nil && s.leaderless != nil && s.leaderless(t.ID())
 }
 
 // kafkaPartitions is a routed topic's partition count: the table's bucket
@@ -170,6 +193,12 @@ func (s *bridge) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) 
 	if !ok {
 		req.Release()
 		return nil, kafkaproto.ErrUnknownTopicOrPartition
+	}
+	if s.tableLeaderless(st, route) {
+		// Refused before anything is queued: held, its records would wait
+		// for a leader that may not come back soon.
+		req.Release()
+		return nil, fmt.Errorf("%w: table %s has no leader", kafkaproto.ErrLeaderNotAvailable, route.Table())
 	}
 	if route.Spec().ExactlyOnce && req.ProducerID >= 0 {
 		return s.produceExactlyOnce(ctx, st, route, req)

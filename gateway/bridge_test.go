@@ -478,3 +478,28 @@ func TestPartitionBucketCountsAndInvalidRouting(t *testing.T) {
 	assert.EqualValues(t, 3, n, "the topic's partition count did not change")
 	closeWriter(t, w)
 }
+
+// TestLeaderlessTableRefusedAtOnce: a topic whose table the sender reports
+// leaderless is shown so in Metadata and its batches are refused with
+// LEADER_NOT_AVAILABLE (retriable) before anything is queued; other
+// topics are not affected.
+func TestLeaderlessTableRefusedAtOnce(t *testing.T) {
+	t.Parallel()
+	s, acc := exampleSink(t, fakePartitions{})
+	st := s.state.Load()
+	route, ok := st.routes.Resolve("customers")
+	require.True(t, ok)
+	customers := st.tables[route.Table()].ID()
+	s.leaderless = func(id int64) bool { return id == customers }
+
+	assert.True(t, s.TopicLeaderless("customers"))
+	assert.False(t, s.TopicLeaderless("orders"))
+	assert.False(t, s.TopicLeaderless("no-such-topic"))
+	_, err := s.Produce(t.Context(), &kafkaproto.PartitionProduce{Topic: "customers", Acks: -1, ProducerID: -1, BaseSequence: -1,
+		Records: []kafkaproto.Record{{Key: []byte("k"), Value: []byte(`{"name": "x"}`)}}})
+	require.ErrorIs(t, err, kafkaproto.ErrLeaderNotAvailable)
+	assert.Zero(t, acc.Incomplete(), "nothing queued")
+	var ke *kafkaproto.Error
+	require.ErrorAs(t, err, &ke)
+	assert.True(t, ke.Retriable)
+}

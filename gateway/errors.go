@@ -108,6 +108,10 @@ func kafkaError(err error) error {
 		// reset (after OUT_OF_ORDER_SEQUENCE): it was not written and will
 		// not be, so the producer's retry is safe, and needed.
 		return fmt.Errorf("%w: fluss writer reset after a sequence error; none of the batch was written, retry is safe: %w", kafkaproto.ErrNotEnoughReplicas, err)
+	case errors.Is(err, sender.ErrNoLeader):
+		// Never sent: the table's buckets have had no leader for a while,
+		// as a Kafka partition without leader.
+		return fmt.Errorf("%w: %w", kafkaproto.ErrLeaderNotAvailable, err)
 	case errors.As(err, &fe):
 		for _, m := range flussToKafka {
 			if m.fluss.Code == fe.Code {

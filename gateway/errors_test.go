@@ -115,6 +115,23 @@ func TestWriterResetIsRetriable(t *testing.T) {
 	}
 }
 
+// TestNoLeaderIsLeaderNotAvailable: a batch failed because its bucket had
+// no leader (never sent) is LEADER_NOT_AVAILABLE, retried by producers,
+// whatever lookup error it carries.
+func TestNoLeaderIsLeaderNotAvailable(t *testing.T) {
+	t.Parallel()
+	for _, cause := range []error{
+		sender.ErrNoLeader,
+		fmt.Errorf("%w for 5s: %w", sender.ErrNoLeader, fluss.ErrorForCode(21, "unknown table or bucket")),
+		fmt.Errorf("%w for 5s: %w", sender.ErrNoLeader, fluss.ErrConnectionClosed),
+	} {
+		got := kafkaError(fmt.Errorf("write to table db.t bucket 0: %w", cause))
+		assert.ErrorIs(t, got, kafkaproto.ErrLeaderNotAvailable, "%v", cause)
+		assert.True(t, franzGoRetries(kafkaproto.ErrLeaderNotAvailable.Code))
+		assert.True(t, javaRetries[kafkaproto.ErrLeaderNotAvailable.Code])
+	}
+}
+
 func TestKafkaErrorLocalConditions(t *testing.T) {
 	tests := []struct {
 		name string

@@ -91,6 +91,7 @@ func New(cfg *configs.Config, log *slog.Logger) (*Gateway, error) {
 	ids := newProducerIDs(client, set.initWriterTimeout, set.initWriterBackoffMax,
 		newOutageLog(log, "fluss writer ids unavailable", "fluss writer ids available again", 0, nil), nil)
 	g.bridge = newBridge(acc, parts, ids, g.m, log.With(slog.String("component", "bridge")))
+	g.bridge.leaderless = snd.Leaderless
 	// A table's batches waiting for Fluss may hold its share of the
 	// requests' part of the memory budget, as its rows may of the rest.
 	g.bridge.appending = newTableAppends(int64(float64(set.accumulator.RequestMemory)*set.accumulator.MaxTableShare),
@@ -197,6 +198,7 @@ func settingsFrom(cfg *configs.Config) (settings, error) {
 	set.sender.RetryBackoffMax = max(w.RetryBackoff, set.sender.RetryBackoffMax)
 	set.sender.DeliveryTimeout = w.DeliveryTimeout
 	set.sender.KvMaxThrottle = w.KvMaxThrottle
+	set.sender.LeaderWait = w.LeaderWait
 	if err := set.sender.Validate(); err != nil {
 		return set, fmt.Errorf("writer: %w", err)
 	}

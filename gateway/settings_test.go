@@ -139,6 +139,7 @@ func wiringChanges(t *testing.T) map[string]keyChange {
 		"writer.idempotence":                one("writer.idempotence", false),
 		"writer.max_in_flight_per_bucket":   one("writer.max_in_flight_per_bucket", 2),
 		"writer.kv_max_throttle":            one("writer.kv_max_throttle", "1s"),
+		"writer.leader_wait":                one("writer.leader_wait", "2s"),
 		"admin.address":                     one("admin.address", "127.0.0.1:19464"),
 		"admin.pprof":                       one("admin.pprof", true),
 		"logging.level":                     one("logging.level", "debug"),

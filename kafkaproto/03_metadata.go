@@ -11,6 +11,9 @@ package kafkaproto
 // the name, so every gateway instance reports the same id. Requests by topic
 // id alone (v10+, null name) get UNKNOWN_TOPIC_ID.
 //
+// A topic the backend reports leaderless (TopicAvailability) has its
+// partitions answered LEADER_NOT_AVAILABLE with leader -1.
+//
 // While the ready check fails (WithReadyCheck), asked-for topics get
 // LEADER_NOT_AVAILABLE (retriable: clients refresh and retry) and an
 // all-topics request gets no topics; the broker list is always there.
@@ -112,6 +115,8 @@ func (s *Server) metadataTopic(name string, partitions int32, ok bool) kmsg.Meta
 	}
 	t.TopicID = topicID(name)
 	node := []int32{s.cfg.NodeID}
+	ta, _ := s.topics.(TopicAvailability)
+	leaderless := ta != nil && ta.TopicLeaderless(name)
 	t.Partitions = make([]kmsg.MetadataResponseTopicPartition, partitions)
 	for i := range t.Partitions {
 		p := kmsg.NewMetadataResponseTopicPartition()
@@ -119,6 +124,9 @@ func (s *Server) metadataTopic(name string, partitions int32, ok bool) kmsg.Meta
 		p.Leader = s.cfg.NodeID
 		p.LeaderEpoch = 0
 		p.Replicas, p.ISR, p.OfflineReplicas = node, node, []int32{}
+		if leaderless {
+			p.ErrorCode, p.Leader, p.ISR = ErrLeaderNotAvailable.Code, -1, []int32{}
+		}
 		t.Partitions[i] = p
 	}
 	return t

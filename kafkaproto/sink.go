@@ -101,6 +101,16 @@ type Topics interface {
 	AllTopics() []TopicInfo
 }
 
+// TopicAvailability is implemented by backends that know when a topic
+// cannot be written for now (its Fluss table's buckets have no leader).
+// Metadata then reports every partition of the topic as
+// LEADER_NOT_AVAILABLE without a leader, as Kafka reports a leaderless
+// partition: clients hold its records and refresh metadata, and the other
+// topics go on. It is asked on every Metadata answer: it must be cheap.
+type TopicAvailability interface {
+	TopicLeaderless(name string) bool
+}
+
 // Sink takes the decoded records of one partition of one Produce request.
 //
 // Produce is called on the connection's read goroutine, in the order the

@@ -73,6 +73,13 @@ type Config struct {
 	// KV back-pressure; PutKv v2+): the bucket's next send waits
 	// KvMaxThrottle·p². Fluss's own clients default to 3s.
 	KvMaxThrottle time.Duration
+	// LeaderWait is how long a table's buckets may stay without a known
+	// leader before the batches queued for them (never sent, so nothing of
+	// them is in Fluss) fail with ErrNoLeader and the table is reported
+	// leaderless ([Sender.Leaderless]), so that its producers get a
+	// retriable answer within their request timeout instead of waiting out
+	// the delivery timeout. The default is 5s.
+	LeaderWait time.Duration
 }
 
 // DefaultConfig returns the default of every setting.
@@ -88,6 +95,7 @@ func DefaultConfig() Config {
 		RetryBackoffMax:        time.Second,
 		DeliveryTimeout:        2 * time.Minute,
 		KvMaxThrottle:          3 * time.Second,
+		LeaderWait:             5 * time.Second,
 	}
 }
 
@@ -102,6 +110,7 @@ func (c Config) withDefaults() Config {
 	setDefault(&c.RetryBackoffMax, d.RetryBackoffMax)
 	setDefault(&c.DeliveryTimeout, d.DeliveryTimeout)
 	setDefault(&c.KvMaxThrottle, d.KvMaxThrottle)
+	setDefault(&c.LeaderWait, d.LeaderWait)
 	return c
 }
 
@@ -128,7 +137,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("sender: idempotence requires max in-flight per bucket ≤ 5, not %d", c.MaxInflightPerBucket)
 	case c.Retries < 0:
 		return fmt.Errorf("sender: retries %d must not be negative", c.Retries)
-	case c.RequestTimeout < 0 || c.RequestTimeoutOverhead < 0 || c.DeliveryTimeout < 0 || c.KvMaxThrottle < 0:
+	case c.RequestTimeout < 0 || c.RequestTimeoutOverhead < 0 || c.DeliveryTimeout < 0 || c.KvMaxThrottle < 0 || c.LeaderWait < 0:
 		return errors.New("sender: timeouts must not be negative")
 	case c.RetryBackoff < 0 || c.RetryBackoffMax < c.RetryBackoff:
 		return fmt.Errorf("sender: retry backoff %v must be ≥ 0 and ≤ retry backoff max %v", c.RetryBackoff, c.RetryBackoffMax)
@@ -151,6 +160,9 @@ var (
 	// ErrStopped: the sender stopped before the batch was acknowledged. It
 	// also matches accumulator.ErrClosed.
 	ErrStopped = fmt.Errorf("sender: stopped before the batch was acknowledged: %w", accumulator.ErrClosed)
+	// ErrNoLeader: the batch's bucket had no known leader for
+	// Config.LeaderWait; it was never sent. It wraps the last lookup error.
+	ErrNoLeader = errors.New("sender: bucket has no leader")
 	// ErrSequenceRejected wraps the Fluss answer OUT_OF_ORDER_SEQUENCE to a
 	// sealed batch whose predecessors of the same writer and bucket were
 	// all resolved: the server does not hold the sequence before it (its

@@ -23,6 +23,7 @@ func TestDefaultConfig(t *testing.T) {
 		RetryBackoffMax:        time.Second,
 		DeliveryTimeout:        2 * time.Minute,
 		KvMaxThrottle:          3 * time.Second,
+		LeaderWait:             5 * time.Second,
 	}, DefaultConfig())
 	require.NoError(t, DefaultConfig().Validate())
 	// Zero Retries are taken as they are, not as "default".

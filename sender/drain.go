@@ -50,11 +50,12 @@ type candidate struct {
 // loop must look again by itself (linger, back-off, deadline), zero if only
 // an event can make progress. Each gate below says why a head waits.
 func (s *Sender) drain(ctx context.Context, now time.Time) time.Time {
+	p := &drainPass{now: now, force: s.acc.ForceReady()}
+	s.lookUpLeaderless(ctx, now, &p.next)
 	queues := s.acc.Queues()
 	if len(queues) == 0 {
-		return time.Time{}
+		return p.next
 	}
-	p := &drainPass{now: now, force: s.acc.ForceReady()}
 	start := s.drainStart % len(queues)
 	s.drainStart++
 	for i := range queues {

@@ -302,7 +302,9 @@ func TestIntegrationTabletRestart(t *testing.T) {
 	c := newClient(t, cl.Bootstrap())
 	w, stop := newIntegrationWriter(t, c, func(c *writerConfig) {
 		c.BatchSize, c.BufferMemory, c.BufferWaitTimeout = 256<<10, 32<<20, 4*time.Minute
-		c.DeliveryTimeout = 4 * time.Minute
+		// The writer holds its batches across the restart: leaders stay
+		// unknown for longer than the default LeaderWait.
+		c.DeliveryTimeout, c.LeaderWait = 4*time.Minute, 4*time.Minute
 	})
 	tables := createLogTables(t, ctx, c, w, 4, 4, fluss.LogFormatArrow)
 	rows := integrationRows(t) / 4

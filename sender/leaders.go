@@ -32,8 +32,16 @@ func (s *Sender) leader(ctx context.Context, q *accumulator.Queue, now time.Time
 		*next = earliest(*next, lc.retryAt)
 		return 0, false
 	}
+	lc.buckets = int(q.RoutingBuckets())
+	s.lookUp(ctx, k, lc)
+	return 0, false
+}
+
+// lookUp starts a goroutine that asks for the leader of every bucket of k
+// and posts the result to the loop.
+func (s *Sender) lookUp(ctx context.Context, k tableKey, lc *leaderCache) {
 	lc.refreshing = true
-	n := int(q.RoutingBuckets())
+	n := lc.buckets
 	gen := lc.gen
 	s.wg.Add(1)
 	go func() {
@@ -54,7 +62,21 @@ func (s *Sender) leader(ctx context.Context, q *accumulator.Queue, now time.Time
 		}
 		s.post(event{leaders: res})
 	}()
-	return 0, false
+}
+
+// lookUpLeaderless looks the leaderless keys up again on their back-off,
+// whether or not batches wait for them.
+func (s *Sender) lookUpLeaderless(ctx context.Context, now time.Time, next *time.Time) {
+	for k := range s.leaderlessKeys {
+		lc := s.leaders[k]
+		switch {
+		case lc.refreshing:
+		case lc.retryAt.After(now):
+			*next = earliest(*next, lc.retryAt)
+		default:
+			s.lookUp(ctx, k, lc)
+		}
+	}
 }
 
 // leaderLogEvery is how many failed leader lookups of a table share one
@@ -76,6 +98,12 @@ func (s *Sender) handleLeaders(r *leaderResult, now time.Time) {
 	if r.err != nil {
 		lc.retryAt = now.Add(s.backoff(lc.attempts))
 		lc.attempts++
+		if lc.unknownSince.IsZero() {
+			lc.unknownSince = now
+		}
+		if now.Sub(lc.unknownSince) >= s.cfg.LeaderWait {
+			s.noLeader(r.key, lc, r.err)
+		}
 		// Once when it starts, then a summary every leaderLogEvery
 		// attempts (about half a minute at the back-off cap): a Fluss
 		// outage must not write a line a second per table.
@@ -91,7 +119,53 @@ func (s *Sender) handleLeaders(r *leaderResult, now time.Time) {
 		s.log.Info("bucket leaders known again", slog.Int64("table_id", r.key.tableID),
 			slog.Int64("partition_id", r.key.partitionID), slog.Int("failed_attempts", lc.attempts))
 	}
-	lc.attempts = 0
+	lc.attempts, lc.unknownSince = 0, time.Time{}
+	if s.leaderlessKeys[r.key] {
+		delete(s.leaderlessKeys, r.key)
+		s.setLeaderless(r.key, false)
+	}
+}
+
+// noLeader fails the batches queued for k's buckets without a leader
+// (never sent: retriable without risk) and marks k leaderless until a
+// lookup finds every leader.
+func (s *Sender) noLeader(k tableKey, lc *leaderCache, lookupErr error) {
+	if !s.leaderlessKeys[k] {
+		s.leaderlessKeys[k] = true
+		s.setLeaderless(k, true)
+		s.log.Warn("bucket leaders unknown for too long: queued batches fail and the table is reported leaderless",
+			slog.Int64("table_id", k.tableID), slog.Int64("partition_id", k.partitionID),
+			slog.Duration("leader_wait", s.cfg.LeaderWait), slog.Any("err", lookupErr))
+	}
+	err := fmt.Errorf("%w for %v: %w", ErrNoLeader, s.cfg.LeaderWait, lookupErr)
+	for _, q := range s.acc.Queues() {
+		if q.Table().ID() != k.tableID || q.PartitionID() != k.partitionID || q.Empty() {
+			continue
+		}
+		if b := int(q.Bucket()); b < len(lc.leaders) && lc.leaders[b] >= 0 {
+			continue
+		}
+		st := s.state(q)
+		for _, qb := range q.DrainAll() {
+			writerID, seq := qb.SealedStamp()
+			s.finish(&batch{Batch: qb, writerID: writerID, sequence: seq}, st, -1, err)
+		}
+	}
+}
+
+// setLeaderless publishes a non-partitioned table's leader state for
+// Leaderless.
+func (s *Sender) setLeaderless(k tableKey, on bool) {
+	if k.partitionID != accumulator.NoPartition {
+		return
+	}
+	s.leaderlessMu.Lock()
+	defer s.leaderlessMu.Unlock()
+	if on {
+		s.leaderless[k.tableID] = true
+	} else {
+		delete(s.leaderless, k.tableID)
+	}
 }
 
 // failQueued fails every queued batch of one table (partition), and the

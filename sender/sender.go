@@ -31,6 +31,9 @@ type Sender struct {
 	buckets map[*accumulator.Queue]*bucketState
 	sealed  map[sealedKey]*sealedState
 	leaders map[tableKey]*leaderCache
+	// leaderlessKeys are looked up again on their back-off even without
+	// batches to send, so that a leaderless table is seen to recover.
+	leaderlessKeys map[tableKey]bool
 	// queuedTail is, per (server, table), the queued signal of the request
 	// sent last: the next one is written after it (see request.after).
 	queuedTail   map[groupKey]chan struct{}
@@ -44,6 +47,11 @@ type Sender struct {
 	rng          *rand.Rand
 
 	inflightReqs atomic.Int64
+
+	// leaderless holds the non-partitioned tables whose buckets had no
+	// leader for LeaderWait (read by Leaderless from any goroutine).
+	leaderlessMu sync.Mutex
+	leaderless   map[int64]bool
 
 	// Events from the goroutines the loop starts.
 	evMu   sync.Mutex
@@ -92,11 +100,15 @@ type bucketState struct {
 
 type leaderCache struct {
 	leaders    []int32 // -1: unknown
+	buckets    int     // how many to look up
 	valid      bool
 	refreshing bool
 	gen        int
 	retryAt    time.Time
 	attempts   int
+	// unknownSince is when lookups began to fail (zero: the last one
+	// succeeded); after Config.LeaderWait the key is leaderless.
+	unknownSince time.Time
 }
 
 type leaderResult struct {
@@ -135,19 +147,21 @@ func New(cfg Config, acc *accumulator.Accumulator, tr Transport, opts ...Option)
 		o.reg = prometheus.NewRegistry()
 	}
 	s := &Sender{
-		cfg:        cfg,
-		idem:       !cfg.DisableIdempotence,
-		acc:        acc,
-		tr:         tr,
-		log:        o.logger,
-		buckets:    make(map[*accumulator.Queue]*bucketState),
-		sealed:     make(map[sealedKey]*sealedState),
-		queuedTail: make(map[groupKey]chan struct{}),
-		leaders:    make(map[tableKey]*leaderCache),
-		writerID:   accumulator.NoSequence,
-		rng:        rand.New(rand.NewPCG(o.seed, o.seed^0x9e3779b97f4a7c15)),
-		evWake:     make(chan struct{}, 1),
-		done:       make(chan struct{}),
+		cfg:            cfg,
+		idem:           !cfg.DisableIdempotence,
+		acc:            acc,
+		tr:             tr,
+		log:            o.logger,
+		buckets:        make(map[*accumulator.Queue]*bucketState),
+		sealed:         make(map[sealedKey]*sealedState),
+		queuedTail:     make(map[groupKey]chan struct{}),
+		leaders:        make(map[tableKey]*leaderCache),
+		leaderlessKeys: make(map[tableKey]bool),
+		leaderless:     make(map[int64]bool),
+		writerID:       accumulator.NoSequence,
+		rng:            rand.New(rand.NewPCG(o.seed, o.seed^0x9e3779b97f4a7c15)),
+		evWake:         make(chan struct{}, 1),
+		done:           make(chan struct{}),
 	}
 	m, err := newMetrics(o.reg, s)
 	if err != nil {
@@ -273,6 +287,16 @@ func (s *Sender) Close(ctx context.Context) error {
 		<-s.done
 		return fmt.Errorf("sender: close: %w; batches not acknowledged failed with %w", ctx.Err(), ErrStopped)
 	}
+}
+
+// Leaderless reports whether a non-partitioned table's buckets have had no
+// leader for Config.LeaderWait (its queued batches fail with ErrNoLeader):
+// the gateway then reports its topic as leaderless and refuses its batches
+// with a retriable error. It is safe to call from any goroutine.
+func (s *Sender) Leaderless(tableID int64) bool {
+	s.leaderlessMu.Lock()
+	defer s.leaderlessMu.Unlock()
+	return s.leaderless[tableID]
 }
 
 // InflightRequests returns the write requests sent and not yet answered.

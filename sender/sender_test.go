@@ -762,7 +762,9 @@ func (c *countingHandler) count(key string) int {
 
 // A table whose leaders stay unknown for a minute and a half (a Fluss
 // outage) logs one WARN when it starts and a summary about every 30
-// attempts, not a line per lookup; one INFO when leaders are back.
+// attempts, not a line per lookup; one INFO when leaders are back. Its
+// queued batch fails with ErrNoLeader after LeaderWait, once, and the
+// lookups go on without traffic.
 func TestLeaderOutageLogsStateChanges(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newIdleHarness(t, nil, tableDef{id: 1, buckets: 1, server: 1})
@@ -779,10 +781,13 @@ func TestLeaderOutageLogsStateChanges(t *testing.T) {
 		assert.GreaterOrEqual(t, warns, 2, "the start and at least one summary")
 		assert.LessOrEqual(t, warns, 5)
 		assert.Greater(t, debugs, 60, "the other lookups (about one a second) go to debug")
+		_, err := hd.Wait(context.Background())
+		require.ErrorIs(t, err, ErrNoLeader)
+		assert.Equal(t, 1, logs.count("WARN bucket leaders unknown for too long: queued batches fail and the table is reported leaderless"))
 		h.fake.mu.Lock()
 		h.fake.leaders[1] = 1
 		h.fake.mu.Unlock()
-		_, err := hd.Wait(context.Background())
+		_, err = h.append(t, 1, 0, 2).Wait(context.Background())
 		require.NoError(t, err)
 		assert.Equal(t, 1, logs.count("INFO bucket leaders known again"))
 		h.close(t)

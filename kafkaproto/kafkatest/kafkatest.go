@@ -71,8 +71,27 @@ func (a *ACL) Checks() []ACLCheck {
 
 // Topics is a mutable topic list.
 type Topics struct {
-	mu sync.Mutex
-	m  map[string]int32
+	mu         sync.Mutex
+	m          map[string]int32
+	leaderless map[string]bool
+}
+
+// SetLeaderless marks a topic as without leader (or not):
+// kafkaproto.TopicAvailability.
+func (t *Topics) SetLeaderless(name string, on bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.leaderless == nil {
+		t.leaderless = map[string]bool{}
+	}
+	t.leaderless[name] = on
+}
+
+// TopicLeaderless implements kafkaproto.TopicAvailability.
+func (t *Topics) TopicLeaderless(name string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.leaderless[name]
 }
 
 // NewTopics returns Topics holding the given partition counts.
