@@ -128,10 +128,14 @@ var pingPayload = func() []byte {
 // flussProbe checks that the gateway can write: cluster and bucket-leader
 // metadata of the routes' tables can be fetched now (so it is fresh), the
 // coordinator answers (it creates partitions and elects leaders, and its
-// death stops writes within seconds), and every bucket of the routes'
-// non-partitioned tables has a live leader that answers. Partitioned
-// tables' buckets are checked by the writes themselves (partitions come and
-// go); their table metadata is checked here.
+// death stops writes within seconds), and every leader of the routes'
+// non-partitioned tables' buckets answers. A bucket without leader does not
+// make the instance unready: that is the cluster's state, the same for
+// every instance, and it affects only its table's topic (its batches fail
+// LEADER_NOT_AVAILABLE after writer.leader_wait, and Metadata says so); a
+// leader this instance cannot reach may be its own trouble, so it does.
+// Partitioned tables' buckets are checked by the writes themselves
+// (partitions come and go); their table metadata is checked here.
 func flussProbe(c clusterProbe, state func() *routeState) func(context.Context) error {
 	return func(ctx context.Context) error {
 		st := state()
@@ -161,7 +165,7 @@ func flussProbe(c clusterProbe, state func() *routeState) func(context.Context) 
 			for b := range info.Descriptor.BucketCount {
 				n, err := c.BucketLeader(ctx, info.TableID, fluss.NoPartition, int32(b))
 				if err != nil {
-					return fmt.Errorf("table %s bucket %d: no leader: %w", path, b, err)
+					continue // leaderless: its topic only (see above)
 				}
 				if !slices.Contains(leaders, n.Addr()) {
 					leaders = append(leaders, n.Addr())

@@ -150,8 +150,9 @@ func (f *fakeCluster) RawRequest(_ context.Context, addr string, apiKey, _ int16
 }
 
 // TestFlussProbe: the check fails, naming what, when metadata cannot be
-// fetched, the coordinator does not answer, a routed bucket has no leader
-// or its leader does not answer; leaders are pinged once each.
+// fetched, the coordinator does not answer, or a routed bucket's leader
+// does not answer; leaders are pinged once each. A bucket without leader
+// leaves the instance ready: it affects its own topic only.
 func TestFlussProbe(t *testing.T) {
 	t.Parallel()
 	path := fluss.TablePath{Database: "db", Table: "events"}
@@ -189,7 +190,8 @@ func TestFlussProbe(t *testing.T) {
 
 	c = healthy()
 	c.noLeader[1] = true
-	assert.ErrorContains(t, flussProbe(c, func() *routeState { return st })(ctx), "table db.events bucket 1: no leader")
+	require.NoError(t, flussProbe(c, func() *routeState { return st })(ctx), "a leaderless bucket is its topic's matter")
+	assert.Equal(t, []string{"co:9123", "ts0:9124"}, c.pinged, "the leaders there are are pinged")
 
 	c = healthy()
 	c.down["ts1:9124"] = true
