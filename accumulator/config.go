@@ -1,6 +1,7 @@
 package accumulator
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -54,18 +55,11 @@ func DefaultConfig() Config {
 // withDefaults replaces the zero fields that mean "default" (see Config).
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
-	setDefault(&c.BatchSize, d.BatchSize)
-	setDefault(&c.BufferMemory, d.BufferMemory)
-	setDefault(&c.MaxTableShare, d.MaxTableShare)
-	setDefault(&c.BufferWaitTimeout, d.BufferWaitTimeout)
+	c.BatchSize = cmp.Or(c.BatchSize, d.BatchSize)
+	c.BufferMemory = cmp.Or(c.BufferMemory, d.BufferMemory)
+	c.MaxTableShare = cmp.Or(c.MaxTableShare, d.MaxTableShare)
+	c.BufferWaitTimeout = cmp.Or(c.BufferWaitTimeout, d.BufferWaitTimeout)
 	return c
-}
-
-func setDefault[T comparable](v *T, def T) {
-	var zero T
-	if *v == zero {
-		*v = def
-	}
 }
 
 // Validate reports the first invalid setting (after defaults are applied).

@@ -110,9 +110,6 @@ func (s *bridge) Topic(name string) (int32, bool) {
 // TopicLeaderless implements kafkaproto.TopicAvailability: the topic's
 // table has had buckets without leader for the sender's LeaderWait.
 func (s *bridge) TopicLeaderless(name string) bool {
-	if s.leaderless == nil {
-		return false
-	}
 	st := s.state.Load()
 	if st == nil {
 		return false

@@ -112,10 +112,9 @@ type producerPartition struct {
 type eoBatch struct {
 	first, last int32
 	c           *kafkaproto.Completion
-	// start and observe time the batch for the route's produce latency, as
-	// the other routes' writes are (from the Produce call to the answer).
-	start   time.Time
-	observe func(time.Duration)
+	// timing measures the route's produce latency, as the other routes'
+	// writes do (from the Produce call to the answer).
+	timing eoTiming
 	// committed is closed once the batch's state commit is acknowledged
 	// or failed (ok says which); offset is its answer then.
 	committed chan struct{}
@@ -379,8 +378,7 @@ func (e *exactlyOnce) admit(ctx context.Context, key producerKey, req *kafkaprot
 	}
 	s.version++
 	s.known, s.epoch, s.nextSeq = true, req.ProducerEpoch, kafkaproto.SeqAdd(last, 1)
-	b := &eoBatch{first: first, last: last, c: c, committed: make(chan struct{}), offset: -1,
-		start: timing.start, observe: timing.observe}
+	b := &eoBatch{first: first, last: last, c: c, committed: make(chan struct{}), offset: -1, timing: timing}
 	s.window = append(s.window, committedBatch{first: first, last: last, offset: -1})
 	p.recent = append(p.recent, b)
 	if len(s.window) > kafkaproto.SequenceWindow {
@@ -546,8 +544,8 @@ func (e *exactlyOnce) complete(p *producerPartition, b *eoBatch, prev *eoBatch, 
 	}
 	p.mu.Unlock()
 	close(b.committed)
-	if b.observe != nil {
-		b.observe(time.Since(b.start))
+	if b.timing.observe != nil {
+		b.timing.observe(time.Since(b.timing.start))
 	}
 	if err != nil {
 		e.log.Debug("exactly-once batch failed; state reloads on the retry", slog.String("topic", p.key.topic),

@@ -233,10 +233,7 @@ func (c *conn) awaitRequest() error {
 	if err := c.first.await(); err != nil {
 		return err
 	}
-	br, _ := c.s.readers.Get().(*bufio.Reader)
-	if br == nil {
-		br = bufio.NewReaderSize(nil, connReadBuffer)
-	}
+	br := c.s.readers.Get().(*bufio.Reader)
 	br.Reset(&c.first)
 	c.br = br
 	return nil

@@ -1,6 +1,7 @@
 package kafkaproto
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -94,6 +95,7 @@ func New(cfg Config, b Backend, opts ...Option) (*Server, error) {
 		connLog:   newLogLimiter(time.Second),
 		authLog:   newLogLimiter(time.Second),
 	}
+	s.readers.New = func() any { return bufio.NewReaderSize(nil, connReadBuffer) }
 	if a, ok := b.(Authorizer); ok {
 		s.authz = a
 	}

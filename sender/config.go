@@ -1,6 +1,7 @@
 package sender
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -102,23 +103,16 @@ func DefaultConfig() Config {
 // withDefaults replaces the zero fields that mean "default" (see Config).
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
-	setDefault(&c.RequestTimeout, d.RequestTimeout)
-	setDefault(&c.RequestTimeoutOverhead, d.RequestTimeoutOverhead)
-	setDefault(&c.MaxRequestSize, d.MaxRequestSize)
-	setDefault(&c.MaxInflightPerBucket, d.MaxInflightPerBucket)
-	setDefault(&c.RetryBackoff, d.RetryBackoff)
-	setDefault(&c.RetryBackoffMax, d.RetryBackoffMax)
-	setDefault(&c.DeliveryTimeout, d.DeliveryTimeout)
-	setDefault(&c.KvMaxThrottle, d.KvMaxThrottle)
-	setDefault(&c.LeaderWait, d.LeaderWait)
+	c.RequestTimeout = cmp.Or(c.RequestTimeout, d.RequestTimeout)
+	c.RequestTimeoutOverhead = cmp.Or(c.RequestTimeoutOverhead, d.RequestTimeoutOverhead)
+	c.MaxRequestSize = cmp.Or(c.MaxRequestSize, d.MaxRequestSize)
+	c.MaxInflightPerBucket = cmp.Or(c.MaxInflightPerBucket, d.MaxInflightPerBucket)
+	c.RetryBackoff = cmp.Or(c.RetryBackoff, d.RetryBackoff)
+	c.RetryBackoffMax = cmp.Or(c.RetryBackoffMax, d.RetryBackoffMax)
+	c.DeliveryTimeout = cmp.Or(c.DeliveryTimeout, d.DeliveryTimeout)
+	c.KvMaxThrottle = cmp.Or(c.KvMaxThrottle, d.KvMaxThrottle)
+	c.LeaderWait = cmp.Or(c.LeaderWait, d.LeaderWait)
 	return c
-}
-
-func setDefault[T comparable](v *T, def T) {
-	var zero T
-	if *v == zero {
-		*v = def
-	}
 }
 
 // Validate reports the first invalid setting (after defaults are applied).

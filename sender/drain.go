@@ -98,8 +98,7 @@ func (s *Sender) head(q *accumulator.Queue, p *drainPass) (candidate, bool) {
 	if fb == nil {
 		return candidate{}, false
 	}
-	writerID, seq := fb.SealedStamp()
-	return candidate{q: q, st: st, b: batch{Batch: fb, writerID: writerID, sequence: seq}, size: size, readyAt: readyAt}, true
+	return candidate{q: q, st: st, b: unsent(fb), size: size, readyAt: readyAt}, true
 }
 
 // expired fails the head if its delivery deadline passed.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"time"
 
 	"github.com/fluss-kafka/gateway/accumulator"
@@ -145,12 +146,19 @@ func (s *Sender) noLeader(k tableKey, lc *leaderCache, lookupErr error) {
 		if b := int(q.Bucket()); b < len(lc.leaders) && lc.leaders[b] >= 0 {
 			continue
 		}
-		st := s.state(q)
-		for _, qb := range q.DrainAll() {
-			writerID, seq := qb.SealedStamp()
-			s.finish(&batch{Batch: qb, writerID: writerID, sequence: seq}, st, -1, err)
-		}
+		s.failUnsent(q, s.state(q), err)
 	}
+}
+
+// failUnsent fails every batch still in q (never sent) and returns how
+// many.
+func (s *Sender) failUnsent(q *accumulator.Queue, st *bucketState, err error) int {
+	bs := q.DrainAll()
+	for _, qb := range bs {
+		b := unsent(qb)
+		s.finish(&b, st, -1, err)
+	}
+	return len(bs)
 }
 
 // setLeaderless publishes a non-partitioned table's leader state for
@@ -159,13 +167,16 @@ func (s *Sender) setLeaderless(k tableKey, on bool) {
 	if k.partitionID != accumulator.NoPartition {
 		return
 	}
-	s.leaderlessMu.Lock()
-	defer s.leaderlessMu.Unlock()
-	if on {
-		s.leaderless[k.tableID] = true
-	} else {
-		delete(s.leaderless, k.tableID)
+	m := map[int64]bool{}
+	if old := s.leaderless.Load(); old != nil {
+		maps.Copy(m, *old)
 	}
+	if on {
+		m[k.tableID] = true
+	} else {
+		delete(m, k.tableID)
+	}
+	s.leaderless.Store(&m)
 }
 
 // failQueued fails every queued batch of one table (partition), and the
@@ -187,11 +198,7 @@ func (s *Sender) failQueued(k tableKey, err error) {
 			s.finish(b, st, -1, err)
 			n++
 		}
-		for _, qb := range q.DrainAll() {
-			writerID, seq := qb.SealedStamp()
-			s.finish(&batch{Batch: qb, writerID: writerID, sequence: seq}, st, -1, err)
-			n++
-		}
+		n += s.failUnsent(q, st, err)
 	}
 	s.log.Warn("table dropped: queued batches failed", slog.Int64("table_id", k.tableID), slog.Int("batches", n), slog.Any("err", err))
 }

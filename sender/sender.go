@@ -49,9 +49,9 @@ type Sender struct {
 	inflightReqs atomic.Int64
 
 	// leaderless holds the non-partitioned tables whose buckets had no
-	// leader for LeaderWait (read by Leaderless from any goroutine).
-	leaderlessMu sync.Mutex
-	leaderless   map[int64]bool
+	// leader for LeaderWait: written by the loop (copy on write, rarely),
+	// read by Leaderless on every Produce without a lock.
+	leaderless atomic.Pointer[map[int64]bool]
 
 	// Events from the goroutines the loop starts.
 	evMu   sync.Mutex
@@ -73,6 +73,13 @@ type batch struct {
 	writerID int64 // accumulator.NoSequence without idempotence
 	sequence int32 // accumulator.NoSequence without idempotence
 	attempts int   // sends so far
+}
+
+// unsent is the sender's state of a batch not popped yet: no sends, and
+// the caller's stamp if sealed (accumulator.NoSequence otherwise).
+func unsent(b *accumulator.Batch) batch {
+	writerID, seq := b.SealedStamp()
+	return batch{Batch: b, writerID: writerID, sequence: seq}
 }
 
 type tableKey struct {
@@ -157,7 +164,6 @@ func New(cfg Config, acc *accumulator.Accumulator, tr Transport, opts ...Option)
 		queuedTail:     make(map[groupKey]chan struct{}),
 		leaders:        make(map[tableKey]*leaderCache),
 		leaderlessKeys: make(map[tableKey]bool),
-		leaderless:     make(map[int64]bool),
 		writerID:       accumulator.NoSequence,
 		rng:            rand.New(rand.NewPCG(o.seed, o.seed^0x9e3779b97f4a7c15)),
 		evWake:         make(chan struct{}, 1),
@@ -294,13 +300,9 @@ func (s *Sender) Close(ctx context.Context) error {
 // the gateway then reports its topic as leaderless and refuses its batches
 // with a retriable error. It is safe to call from any goroutine.
 func (s *Sender) Leaderless(tableID int64) bool {
-	s.leaderlessMu.Lock()
-	defer s.leaderlessMu.Unlock()
-	return s.leaderless[tableID]
+	m := s.leaderless.Load()
+	return m != nil && (*m)[tableID]
 }
-
-// InflightRequests returns the write requests sent and not yet answered.
-func (s *Sender) InflightRequests() int64 { return s.inflightReqs.Load() }
 
 func (s *Sender) selfWake() {
 	select {
