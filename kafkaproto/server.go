@@ -1,7 +1,6 @@
 package kafkaproto
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -39,10 +38,6 @@ type Server struct {
 	budget *readBudget
 	// denyLog, connLog and authLog rate-limit lines clients can trigger.
 	denyLog, connLog, authLog *logLimiter
-	// readers are the connections' read buffers: a connection holds one
-	// only while it reads a request (or has more buffered), so that idle
-	// connections, of which clients keep several each, hold none.
-	readers sync.Pool
 
 	// ctx is the lifetime of every connection; Close cancels it.
 	ctx    context.Context
@@ -95,7 +90,6 @@ func New(cfg Config, b Backend, opts ...Option) (*Server, error) {
 		connLog:   newLogLimiter(time.Second),
 		authLog:   newLogLimiter(time.Second),
 	}
-	s.readers.New = func() any { return bufio.NewReaderSize(nil, connReadBuffer) }
 	if a, ok := b.(Authorizer); ok {
 		s.authz = a
 	}
