@@ -27,10 +27,14 @@ import (
 // needed. The queue's capacity (MaxInFlightRequests) is the back-pressure:
 // when it is full the reader stops reading the socket.
 type conn struct {
-	s   *Server
-	nc  net.Conn
-	br  *bufio.Reader
-	log *slog.Logger
+	s  *Server
+	nc net.Conn
+	// br is the read buffer, taken from the server's pool when a request's
+	// first byte arrives and given back once nothing more is buffered; nil
+	// while the connection is idle. Owned by the reader goroutine.
+	br    *bufio.Reader
+	first firstByte
+	log   *slog.Logger
 
 	ctx       context.Context // cancelled when the connection dies
 	cancel    context.CancelFunc
@@ -73,7 +77,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{
 		s:       s,
 		nc:      nc,
-		br:      bufio.NewReaderSize(nc, connReadBuffer),
+		first:   firstByte{nc: nc},
 		log:     s.log.With("remote", nc.RemoteAddr().String()),
 		pending: make(chan *response, s.cfg.MaxInFlightRequests),
 	}
@@ -125,23 +129,24 @@ func (c *conn) advertised() (string, int32) {
 	return host, port
 }
 
-// connReadBuffer is a connection's read buffer: room for the small
-// requests and the heads of large ones. A frame body larger than what is
-// buffered is read straight into the frame (bufio passes large reads
-// through), so a bigger buffer would only cost memory per connection
-// (clients keep a few each, and there may be thousands), outside the
-// memory budget.
+// connReadBuffer is a read buffer: room for the small requests and the
+// heads of large ones. A frame body larger than what is buffered is read
+// straight into the frame (bufio passes large reads through), so a bigger
+// buffer would only cost memory per reading connection, outside the memory
+// budget. Idle connections hold none (see awaitRequest).
 const connReadBuffer = 16 << 10
 
 func (c *conn) readLoop() {
 	defer c.s.wg.Done()
 	defer close(c.pending)
+	defer c.putReader(true)
 	for {
 		frame, charged, err := c.readRequest()
 		if err != nil {
 			c.readFailed(err)
 			return
 		}
+		c.putReader(false)
 		r, closeConn := c.handleFrame(frame)
 		c.s.budget.release(charged)
 		if r != nil {
@@ -181,7 +186,7 @@ func (c *conn) readRequest() ([]byte, int64, error) {
 	if err := c.setReadDeadline(time.Now().Add(s.cfg.IdleTimeout)); err != nil {
 		return nil, 0, err
 	}
-	if _, err := c.br.Peek(1); err != nil {
+	if err := c.awaitRequest(); err != nil {
 		return nil, 0, err
 	}
 	if err := c.setReadDeadline(time.Now().Add(s.cfg.RequestReadTimeout)); err != nil {
@@ -215,6 +220,64 @@ func (c *conn) readRequest() ([]byte, int64, error) {
 		return nil, 0, c.slowRead(err, n, size)
 	}
 	return buf, int64(size), nil
+}
+
+// awaitRequest waits for the next request's first byte. An idle
+// connection waits without a read buffer: the byte is read straight from
+// the socket and a buffer is taken from the server's pool only then.
+func (c *conn) awaitRequest() error {
+	if c.br != nil {
+		_, err := c.br.Peek(1)
+		return err
+	}
+	if err := c.first.await(); err != nil {
+		return err
+	}
+	br := c.s.readers.Get().(*bufio.Reader)
+	br.Reset(&c.first)
+	c.br = br
+	return nil
+}
+
+// putReader gives the read buffer back to the pool once nothing is
+// buffered in it (always when the connection ends).
+func (c *conn) putReader(ending bool) {
+	if c.br == nil || (!ending && c.br.Buffered() > 0) {
+		return
+	}
+	c.br.Reset(nil) // drop the reference to this connection
+	c.s.readers.Put(c.br)
+	c.br = nil
+}
+
+// firstByte is the socket as the read buffer sees it: first the byte
+// awaited while the connection was idle, then the socket itself.
+type firstByte struct {
+	nc  net.Conn
+	b   [1]byte
+	has bool
+}
+
+// await reads one byte from the socket.
+func (f *firstByte) await() error {
+	for {
+		n, err := f.nc.Read(f.b[:])
+		if n == 1 {
+			f.has = true
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func (f *firstByte) Read(p []byte) (int, error) {
+	if f.has && len(p) > 0 {
+		p[0], f.has = f.b[0], false
+		return 1, nil
+	}
+	return f.nc.Read(p)
 }
 
 // readLargeBody reads the body of a frame larger than the budget's
@@ -305,6 +368,9 @@ func (c *conn) maxFrameBytes() int {
 
 // frameBuffered reports whether a whole request sits in the read buffer.
 func (c *conn) frameBuffered() bool {
+	if c.br == nil {
+		return false
+	}
 	n := c.br.Buffered()
 	if n < 4 {
 		return false

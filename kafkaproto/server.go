@@ -1,6 +1,7 @@
 package kafkaproto
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -38,6 +39,10 @@ type Server struct {
 	budget *readBudget
 	// denyLog, connLog and authLog rate-limit lines clients can trigger.
 	denyLog, connLog, authLog *logLimiter
+	// readers are the connections' read buffers: a connection holds one
+	// only while it reads a request (or has more buffered), so that idle
+	// connections, of which clients keep several each, hold none.
+	readers sync.Pool
 
 	// ctx is the lifetime of every connection; Close cancels it.
 	ctx    context.Context
@@ -90,6 +95,7 @@ func New(cfg Config, b Backend, opts ...Option) (*Server, error) {
 		connLog:   newLogLimiter(time.Second),
 		authLog:   newLogLimiter(time.Second),
 	}
+	s.readers.New = func() any { return bufio.NewReaderSize(nil, connReadBuffer) }
 	if a, ok := b.(Authorizer); ok {
 		s.authz = a
 	}
@@ -209,10 +215,12 @@ func (s *Server) removeConn(c *conn) {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
-	s.closeListenersLocked()
+	// Connections drain before the listeners close, so that a client that
+	// sees the port closed knows nothing it sends from then on is read.
 	for c := range s.conns {
 		c.drain()
 	}
+	s.closeListenersLocked()
 	s.mu.Unlock()
 
 	done := make(chan struct{})

@@ -19,8 +19,8 @@ import (
 )
 
 // startShutdown runs Shutdown in the background and returns once the
-// listener refuses connections (Shutdown has begun); the channel gets
-// Shutdown's result.
+// listener refuses connections (Shutdown has begun and every connection
+// is draining: it drains them first); the channel gets Shutdown's result.
 func startShutdown(t *testing.T, env *kafkatest.Env) chan error {
 	t.Helper()
 	done := make(chan error, 1)
