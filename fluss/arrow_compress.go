@@ -26,7 +26,7 @@ import (
 // same library. What cost more than the codec needs was around it:
 //
 //   - ZSTD: one EncodeAll per buffer, every buffer of a batch with the same
-//     encoder of the table's (zstdEncoders says why). Level n maps with
+//     encoder (zstdEncoders says why), shared between tables (ArrowEncoders). Level n maps with
 //     zstd.EncoderLevelFromZstd (3 → SpeedDefault), which compresses these
 //     buffers at least as well as libzstd's level 3, what the Java client
 //     writes (zstd-jni Zstd.compressDirectByteBuffer at
@@ -65,21 +65,48 @@ const lz4Uncompressed = 1 << 31
 // the compression-ratio estimate EstimatedSize uses. It is safe for
 // concurrent use; share one per table between that table's ArrowLogBuilders
 // (WithArrowCompressor), as the Java client shares its per-table estimator.
+// Its encoders come from an [ArrowEncoders], shared between tables when the
+// compressor was made by [ArrowEncoders.Compressor].
 type ArrowCompressor struct {
 	codec ArrowCompression
 	zstd  *zstdEncoders
-	lz4   sync.Pool     // *lz4.Compressor: its 136 KiB hash table, reused
+	lz4   *sync.Pool    // *lz4.Compressor: its 136 KiB hash table, reused
 	ratio atomic.Uint64 // float64 bits: estimated compressed/uncompressed body size
 }
 
-// zstdEncoders holds a table's zstd encoders, each of concurrency 1, made
-// when first needed and at most one per concurrent batch (slots). A batch
-// takes one encoder for all its buffers, and the idle ones are reused last
-// in, first out: a zstd.Encoder of concurrency N hands its N encoders out
-// in turn, so every buffer landed on the encoder whose tables and history
-// were least recently in the CPU's caches, which measured 1.3 to 2 times
-// the CPU of reusing one (BenchmarkArrowCompressionCost). An encoder holds
-// about 2.4 MiB.
+// ArrowEncoders holds the compression encoders that tables' compressors
+// share: for each zstd level at most concurrency encoders, and LZ4's hash
+// tables in a pool. Encoders are what a table's compression costs in memory
+// (a zstd encoder holds 0.7 to 2.4 MiB); kept per table, they made memory
+// grow with the number of tables written, outside the writer's memory
+// budget, while compressing is CPU work that never runs on more batches at
+// once than there are CPUs. Shared, they cost the same for one table or a
+// thousand, and an idle table holds none. Safe for concurrent use.
+type ArrowEncoders struct {
+	concurrency int
+	lz4         sync.Pool
+
+	mu   sync.Mutex
+	zstd map[int]*zstdEncoders // by zstd level
+}
+
+// NewArrowEncoders returns encoders to share between tables, at most
+// GOMAXPROCS zstd encoders per level.
+func NewArrowEncoders() *ArrowEncoders { return newArrowEncoders(runtime.GOMAXPROCS(0)) }
+
+func newArrowEncoders(concurrency int) *ArrowEncoders {
+	e := &ArrowEncoders{concurrency: max(concurrency, 1), zstd: make(map[int]*zstdEncoders)}
+	e.lz4.New = func() any { return new(lz4.Compressor) }
+	return e
+}
+
+// zstdEncoders holds the zstd encoders of one level, each of concurrency 1,
+// made when first needed and at most one per concurrent batch (slots). A
+// batch takes one encoder for all its buffers, and the idle ones are reused
+// last in, first out: a zstd.Encoder of concurrency N hands its N encoders
+// out in turn, so every buffer landed on the encoder whose tables and
+// history were least recently in the CPU's caches, which measured 1.3 to 2
+// times the CPU of reusing one (BenchmarkArrowCompressionCost).
 type zstdEncoders struct {
 	make  func() (*zstd.Encoder, error)
 	slots chan struct{} // one per encoder in use
@@ -112,46 +139,70 @@ func (p *zstdEncoders) put(e *zstd.Encoder) {
 	<-p.slots
 }
 
-// NewArrowCompressor returns a compressor for codec, to share between
-// builders; zstdLevel (1..22, default 3) applies to ZSTD.
-func NewArrowCompressor(codec ArrowCompression, zstdLevel int) (*ArrowCompressor, error) {
-	return newArrowCompressor(codec, zstdLevel, min(runtime.GOMAXPROCS(0), 4))
+// zstdLevel returns the encoders of one level, made on first use; the
+// first encoder is made at once, so that a bad level fails here, not on a
+// batch.
+func (e *ArrowEncoders) zstdLevel(level int) (*zstdEncoders, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if p := e.zstd[level]; p != nil {
+		return p, nil
+	}
+	opts := []zstd.EOption{
+		zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)),
+		zstd.WithEncoderConcurrency(1),
+		zstd.WithEncoderCRC(false),
+		zstd.WithLowerEncoderMem(true),
+		zstd.WithWindowSize(zstdWindow),
+	}
+	p := &zstdEncoders{
+		make:  func() (*zstd.Encoder, error) { return zstd.NewWriter(nil, opts...) },
+		slots: make(chan struct{}, e.concurrency),
+	}
+	enc, err := p.get()
+	if err != nil {
+		return nil, err
+	}
+	p.put(enc)
+	e.zstd[level] = p
+	return p, nil
 }
 
-// newArrowCompressor: concurrency bounds the zstd encoders (batches of the
-// table compressed at once; more wait).
-func newArrowCompressor(codec ArrowCompression, zstdLevel, concurrency int) (*ArrowCompressor, error) {
+// Compressor returns a compressor for one table: its own ratio estimate,
+// these shared encoders. zstdLevel (1..22, default 3) applies to ZSTD.
+func (e *ArrowEncoders) Compressor(codec ArrowCompression, zstdLevel int) (*ArrowCompressor, error) {
 	c := &ArrowCompressor{codec: codec}
 	c.ratio.Store(math.Float64bits(1))
 	switch codec {
 	case ArrowCompressionNone:
 	case ArrowCompressionLZ4:
-		c.lz4.New = func() any { return new(lz4.Compressor) }
+		c.lz4 = &e.lz4
 	case ArrowCompressionZstd:
 		if zstdLevel <= 0 {
 			zstdLevel = 3
 		}
-		opts := []zstd.EOption{
-			zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(zstdLevel)),
-			zstd.WithEncoderConcurrency(1),
-			zstd.WithEncoderCRC(false),
-			zstd.WithLowerEncoderMem(true),
-			zstd.WithWindowSize(zstdWindow),
-		}
-		c.zstd = &zstdEncoders{
-			make:  func() (*zstd.Encoder, error) { return zstd.NewWriter(nil, opts...) },
-			slots: make(chan struct{}, max(concurrency, 1)),
-		}
-		// Make the first encoder now: bad options fail here, not on a batch.
-		enc, err := c.zstd.get()
+		p, err := e.zstdLevel(zstdLevel)
 		if err != nil {
 			return nil, err
 		}
-		c.zstd.put(enc)
+		c.zstd = p
 	default:
 		return nil, fmt.Errorf("fluss: unknown arrow compression %q", codec)
 	}
 	return c, nil
+}
+
+// NewArrowCompressor returns a compressor for codec with encoders of its
+// own, to share between builders; zstdLevel (1..22, default 3) applies to
+// ZSTD. Many tables should take theirs from one [ArrowEncoders].
+func NewArrowCompressor(codec ArrowCompression, zstdLevel int) (*ArrowCompressor, error) {
+	return newArrowCompressor(codec, zstdLevel, min(runtime.GOMAXPROCS(0), 4))
+}
+
+// newArrowCompressor: concurrency bounds the zstd encoders (batches
+// compressed at once; more wait).
+func newArrowCompressor(codec ArrowCompression, zstdLevel, concurrency int) (*ArrowCompressor, error) {
+	return newArrowEncoders(concurrency).Compressor(codec, zstdLevel)
 }
 
 // estimatedRatio returns the current compressed/uncompressed estimate.
@@ -186,7 +237,7 @@ func (c *ArrowCompressor) flatbufCodec() int {
 }
 
 // batchEncoder is what one batch compresses its buffers with: one encoder
-// of the table's compressor, taken for the whole batch.
+// of the compressor's, taken for the whole batch.
 type batchEncoder struct {
 	c    *ArrowCompressor
 	zstd *zstd.Encoder

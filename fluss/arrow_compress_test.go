@@ -5,6 +5,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"runtime/debug"
+	"strings"
 	"testing"
 	"time"
 
@@ -202,6 +203,45 @@ func TestArrowZstdEncodersReusedLastInFirstOut(t *testing.T) {
 	assert.Same(t, again.zstd, last.zstd, "last in, first out")
 	last.release()
 	assert.Equal(t, 1, made)
+}
+
+// Tables' compressors taken from one ArrowEncoders share its encoders: a
+// thousand tables compressing one batch each, in turn, make one zstd
+// encoder per level, not one per table, while each table keeps its own
+// compression-ratio estimate.
+func TestArrowEncodersSharedBetweenTables(t *testing.T) {
+	enc := newArrowEncoders(2)
+	made := 0
+	p, err := enc.zstdLevel(3)
+	require.NoError(t, err)
+	inner := p.make
+	p.make = func() (*zstd.Encoder, error) { made++; return inner() }
+
+	s := Schema{Columns: []Column{{Name: "id", Type: Int()}, {Name: "v", Type: String()}}}
+	comps := make([]*ArrowCompressor, 1000)
+	for i := range comps {
+		comps[i], err = enc.Compressor(ArrowCompressionZstd, 3)
+		require.NoError(t, err)
+		b, err := NewArrowLogBuilder(&s, 1, ArrowCompressionZstd, 3, WithArrowCompressor(comps[i]))
+		require.NoError(t, err)
+		v := strings.Repeat(string(rune('a'+i%26)), 100+i%7)
+		out := buildOnce(t, b, []Row{{IntDatum(int64(i)), StringDatum(v)}}, nil)
+		require.NotEmpty(t, out)
+	}
+	assert.Zero(t, made, "every table compressed with the level's first encoder")
+	assert.Same(t, comps[0].zstd, comps[999].zstd, "one zstd pool per level")
+
+	other, err := enc.Compressor(ArrowCompressionZstd, 1)
+	require.NoError(t, err)
+	assert.NotSame(t, comps[0].zstd, other.zstd, "another level, other encoders")
+
+	before := comps[1].estimatedRatio()
+	comps[0].observeRatio(2)
+	assert.InDelta(t, 2, comps[0].estimatedRatio(), 1e-9)
+	assert.InDelta(t, before, comps[1].estimatedRatio(), 1e-9, "ratio estimates stay per table")
+
+	_, err = enc.Compressor(ArrowCompression("brotli"), 0)
+	require.Error(t, err)
 }
 
 // raceBuild reports a -race build.

@@ -274,7 +274,7 @@ func (s *stateStore) open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("producer-state table %s: %w", s.path, err)
 	}
-	spec, err := tableSpec(info)
+	spec, err := tableSpec(info, nil) // a primary-key table: no Arrow encoders
 	if err != nil {
 		return err
 	}

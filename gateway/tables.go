@@ -67,13 +67,16 @@ func bindRoutes(ctx context.Context, src tableSource, routes []mapping.RouteSpec
 type tableRegistry struct {
 	acc   *accumulator.Accumulator
 	parts *partitionCache // per-partition bucket counts for the writer
+	// encoders are the Arrow compression encoders every log table shares,
+	// so that memory does not grow with the tables written.
+	encoders *fluss.ArrowEncoders
 
 	mu   sync.Mutex // guards byID
 	byID map[int64]*accumulator.Table
 }
 
 func newTableRegistry(acc *accumulator.Accumulator, parts *partitionCache) *tableRegistry {
-	return &tableRegistry{acc: acc, parts: parts, byID: make(map[int64]*accumulator.Table)}
+	return &tableRegistry{acc: acc, parts: parts, encoders: fluss.NewArrowEncoders(), byID: make(map[int64]*accumulator.Table)}
 }
 
 // state registers the tables of bound routes and returns the new generation.
@@ -84,7 +87,7 @@ func (r *tableRegistry) state(routes *mapping.Routes, infos map[fluss.TablePath]
 	for path, info := range infos {
 		t := r.byID[info.TableID]
 		if t == nil {
-			spec, err := tableSpec(info)
+			spec, err := tableSpec(info, r.encoders)
 			if err != nil {
 				return nil, err
 			}
@@ -102,8 +105,9 @@ func (r *tableRegistry) state(routes *mapping.Routes, infos map[fluss.TablePath]
 	return st, nil
 }
 
-// tableSpec chooses the batch builder the table's formats ask for.
-func tableSpec(info *fluss.TableInfo) (accumulator.TableSpec, error) {
+// tableSpec chooses the batch builder the table's formats ask for; an
+// Arrow log table compresses with encoders (nil: its own).
+func tableSpec(info *fluss.TableInfo, encoders *fluss.ArrowEncoders) (accumulator.TableSpec, error) {
 	d := &info.Descriptor
 	schema := &d.Schema
 	spec := accumulator.TableSpec{ID: info.TableID, Path: info.Path, NumBuckets: d.BucketCount}
@@ -128,9 +132,12 @@ func tableSpec(info *fluss.TableInfo) (accumulator.TableSpec, error) {
 			}
 			level = n
 		}
-		// One compressor per table: it holds the zstd encoder and the
-		// compression-ratio estimate shared by the table's batches.
-		comp, err := fluss.NewArrowCompressor(codec, level)
+		// One compressor per table: the compression-ratio estimate its
+		// batches share; the encoders are every table's.
+		if encoders == nil {
+			encoders = fluss.NewArrowEncoders()
+		}
+		comp, err := encoders.Compressor(codec, level)
 		if err != nil {
 			return spec, fmt.Errorf("table %s: %w", info.Path, err)
 		}
