@@ -17,10 +17,11 @@ type Config struct {
 	// compression). A batch is closed to appends once its estimate reaches
 	// it; a single larger record still gets a batch of its own.
 	BatchSize int
-	// Linger bounds how long a non-full batch waits for more records while
-	// an earlier batch of its bucket is in flight; a bucket with nothing in
-	// flight sends at once, so under light load a write takes about one
-	// Fluss round trip. Zero never waits. The default is 20ms.
+	// Linger bounds how long a non-full batch waits for more records: a
+	// bucket that has nothing in flight and has not sent for Linger sends
+	// at once, so under light load a write takes about one Fluss round
+	// trip; otherwise it sends at most one non-full batch per Linger
+	// (package sender). Zero never waits. The default is 20ms.
 	Linger time.Duration
 	// BufferMemory bounds the bytes of all incomplete batches (queued, in
 	// flight and awaiting retry); at least 2 × BatchSize.

@@ -119,12 +119,26 @@ func (s *Sender) expired(c candidate, p *drainPass) bool {
 
 // lingering: latency-driven batching (franz-go's producer works this way):
 // an idle bucket sends at once; while one of its batches is in flight the
-// next one grows, up to Linger or full.
+// next one grows, up to Linger or full. A bucket counts as idle only once
+// Linger has passed since it last sent: under steady load a bucket whose
+// Fluss writes come back quickly would otherwise send a small batch every
+// round trip, and Fluss's cost is mostly per batch (each append writes the
+// log's index entries), so at most one non-full batch per Linger keeps the
+// batches as large as the linger allows while light load still gets one
+// round trip.
 func (s *Sender) lingering(c candidate, p *drainPass) bool {
-	if c.readyAt.IsZero() || !c.readyAt.After(p.now) || len(c.st.inflight) == 0 {
+	if c.readyAt.IsZero() || !c.readyAt.After(p.now) {
 		return false
 	}
-	p.next = earliest(p.next, c.readyAt)
+	wait := c.readyAt
+	if len(c.st.inflight) == 0 {
+		idleAt := c.st.lastSent.Add(c.readyAt.Sub(c.b.Created())) // last send + Linger
+		if !idleAt.After(p.now) {
+			return false
+		}
+		wait = earliest(wait, idleAt)
+	}
+	p.next = earliest(p.next, wait)
 	return true
 }
 
@@ -228,6 +242,7 @@ func (s *Sender) take(c candidate, p *drainPass) {
 		}
 		fresh := c.b
 		b = &fresh
+		c.st.lastSent = p.now
 		switch {
 		case c.q.Sealed():
 			ss := s.sealedOf(b)

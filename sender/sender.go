@@ -93,6 +93,9 @@ type bucketState struct {
 	// storage pressure (not a retry: no attempt is counted).
 	throttleUntil time.Time
 	retryAttempts int
+	// lastSent is when the bucket's last fresh batch was drained (see
+	// lingering).
+	lastSent time.Time
 	// inflight: batches drained and not completed (sent, or waiting for a
 	// retry), in sequence order under idempotence.
 	inflight []*batch

@@ -688,19 +688,24 @@ func TestDroppedTableFailsQueuedBatches(t *testing.T) {
 	})
 }
 
-// Latency-driven batching: a bucket with nothing in flight sends at once
-// whatever the linger; while one of its batches is in flight the next one
-// waits for Linger at most (the timer is re-armed on every pass, not only
-// when idle), or less when the batch in flight completes first.
+// Latency-driven batching: a bucket with nothing in flight that has not
+// sent for Linger sends at once whatever the linger; while one of its
+// batches is in flight the next one waits for Linger at most (the timer is
+// re-armed on every pass, not only when idle), and once the batch in flight
+// completes, for what is left of Linger since the bucket last sent: at most
+// one non-full batch per Linger under steady load, so that Fluss gets fewer,
+// larger batches.
 func TestLingerWhileRequestInFlight(t *testing.T) {
 	const linger = 50 * time.Millisecond
 	for _, tc := range []struct {
 		name      string
+		appendAt  time.Duration // when the second batch's record is appended
 		releaseAt time.Duration // when the first request is answered (0: after the second is sent)
 		want      time.Duration // when the second batch is sent
 	}{
-		{name: "linger expires first", want: 7*time.Millisecond + linger},
-		{name: "in-flight batch completes first", releaseAt: 20 * time.Millisecond, want: 20 * time.Millisecond},
+		{name: "linger expires first", appendAt: 7 * time.Millisecond, want: 7*time.Millisecond + linger},
+		{name: "in-flight batch completes first", appendAt: 7 * time.Millisecond, releaseAt: 20 * time.Millisecond, want: linger},
+		{name: "idle for a linger", appendAt: 60 * time.Millisecond, releaseAt: 20 * time.Millisecond, want: 60 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -712,13 +717,19 @@ func TestLingerWhileRequestInFlight(t *testing.T) {
 				a := h.append(t, 1, 0, 1)
 				<-hold.arrived
 				assert.Equal(t, time.Duration(0), time.Since(start), "an idle bucket sends at once")
-				time.Sleep(7 * time.Millisecond) // fake clock: move time on before the next append
+				if tc.releaseAt > 0 && tc.releaseAt < tc.appendAt {
+					time.Sleep(tc.releaseAt - time.Since(start))
+					close(hold.release)
+					_, err := a.Wait(context.Background())
+					require.NoError(t, err)
+				}
+				time.Sleep(tc.appendAt - time.Since(start)) // fake clock: move time on before the next append
 				b := h.append(t, 1, 0, 2)
 				other := h.append(t, 2, 0, 3)
 				_, err := other.Wait(context.Background())
 				require.NoError(t, err)
-				assert.Equal(t, 7*time.Millisecond, time.Since(start), "another table's idle bucket does not linger")
-				if tc.releaseAt > 0 {
+				assert.Equal(t, tc.appendAt, time.Since(start), "another table's idle bucket does not linger")
+				if tc.releaseAt >= tc.appendAt {
 					time.Sleep(tc.releaseAt - time.Since(start))
 					close(hold.release)
 				}

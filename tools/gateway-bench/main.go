@@ -22,6 +22,16 @@
 // run every table's log end offsets (ListOffsets) must equal what was acked;
 // otherwise the command fails.
 //
+// With -java-writer the json runs' rows are also written through Fluss's own
+// Java client (java/FlussAppendBench.java: fluss-client's append writer, one
+// thread, default settings, the jar fetched by scripts/fluss-local.sh
+// fetch-client) into tables of their own, and the run prints rows/s, CPU
+// seconds per million rows of the Java process, of the gateway and of the
+// gateway plus its producers, and the Fluss servers' CPU per million rows for
+// each writer's rows.
+//
+//	go run ./tools/gateway-bench -baseline=false -java-writer -records 2000000 -runs json/1/zstd
+//
 // With -kafka it compares instead with a real Kafka broker (KRaft, started
 // with scripts/kafka-local.sh unless -kafka-bootstrap names one): each
 // -kafka-runs producer/workload/size (franz-go at its defaults, franz-go as
@@ -88,6 +98,7 @@ type options struct {
 	maxBuffered  int
 	gatewayBin   string
 	baseline     bool
+	javaWriter   bool
 	keep         bool
 	rate         float64
 	flussPIDs    []int
@@ -215,6 +226,8 @@ func parseOptions(args []string) (*options, error) {
 	fs.IntVar(&o.maxBuffered, "max-buffered", 10_000, "franz-go MaxBufferedRecords per producer (bounds the latency queue)")
 	fs.StringVar(&o.gatewayBin, "gateway-bin", "", "gateway binary to run; empty: go build ./cmd/gateway into .cache/gatewaytest")
 	fs.BoolVar(&o.baseline, "baseline", true, "also write the rows straight through the Go Fluss writer")
+	fs.BoolVar(&o.javaWriter, "java-writer", false, "also write the json runs' rows through Fluss's Java client (fluss-client "+javaClientVersion+
+		" append writer, one thread, default settings; fetched from Maven Central) and compare CPU per row, the Fluss servers' included")
 	fs.BoolVar(&o.keep, "keep", false, "keep the bench database and the gateway's directory (default: drop them after a successful run)")
 	fs.Float64Var(&o.rate, "rate", 0, "total records/s the producers offer (0: as fast as they can); latency at a fixed load")
 	fs.StringVar(&o.logLevel, "gateway-log-level", "warn", "gateway logging.level (debug shows every Fluss retry)")
@@ -231,7 +244,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.StringVar(&o.kafkaVersion, "kafka-version", "4.1.2", "with -kafka: the Kafka version of the broker and of ProducerPerformance")
 	fs.IntVar(&o.kafkaBytes, "kafka-bytes", 100_000_000, "with -kafka: value bytes per run (records = this / size) unless -records is given")
 	fs.BoolVar(&o.warmup, "warmup", true, "with -kafka: first run everything once at 1/5 of its records against both targets, not counted")
-	fs.StringVar(&o.java, "java", defaultJava(), "with -kafka: the java that runs ProducerPerformance")
+	fs.StringVar(&o.java, "java", defaultJava(), "the java that runs ProducerPerformance (-kafka) and the Java writer (-java-writer)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -275,6 +288,7 @@ type plannedRun struct {
 	topics   []string
 	gwTables []*fluss.TableInfo
 	blTables []*fluss.TableInfo
+	jvTables []*fluss.TableInfo // the Java writer's (-java-writer, json runs)
 }
 
 func run(ctx context.Context, args []string) error {
@@ -334,6 +348,13 @@ func run(ctx context.Context, args []string) error {
 				}
 				pr.blTables = append(pr.blTables, bl)
 			}
+			if o.javaWriter && rs.workload == workloadJSON {
+				jv, err := createTable(ctx, c, fluss.TablePath{Database: db, Table: "java_" + topic}, o.descriptor(rs.workload))
+				if err != nil {
+					return err
+				}
+				pr.jvTables = append(pr.jvTables, jv)
+			}
 		}
 		plan = append(plan, pr)
 	}
@@ -360,6 +381,16 @@ func run(ctx context.Context, args []string) error {
 		defer reg.Close()
 		w.SchemaRegistry = reg.URL()
 	}
+	var jw *javaWriter
+	if o.javaWriter {
+		root, err := gatewaytest.ModuleRoot()
+		if err != nil {
+			return err
+		}
+		if jw, err = newJavaWriter(ctx, o, root, dir, newGenerator(o.payloadLen, 0)); err != nil {
+			return err
+		}
+	}
 	g, err := launchGatewayIn(ctx, o, dir, w, routes.String())
 	if err != nil {
 		return err
@@ -377,7 +408,7 @@ func run(ctx context.Context, args []string) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		r, err := measure(ctx, o, c, g, pr)
+		r, err := measure(ctx, o, c, g, jw, pr)
 		if r != nil {
 			results = append(results, r)
 			printResult(r)

@@ -39,6 +39,8 @@ type runResult struct {
 	blRecords int
 	blSecs    float64
 	blCPU     time.Duration // the bench process while the baseline ran
+
+	java *javaResult // -java-writer
 }
 
 func (r *runResult) rate() float64   { return float64(r.records) / r.secs }
@@ -72,8 +74,9 @@ func (w *wireCounter) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, n int, _, _
 }
 
 // measure runs one planned run through the gateway, verifies the tables,
-// then runs the baseline and verifies its tables.
-func measure(ctx context.Context, o *options, c *fluss.Client, g *gatewaytest.Process, pr *plannedRun) (*runResult, error) {
+// then runs the baselines (Go writer, Java writer when jw is set) and
+// verifies their tables.
+func measure(ctx context.Context, o *options, c *fluss.Client, g *gatewaytest.Process, jw *javaWriter, pr *plannedRun) (*runResult, error) {
 	gen := newGenerator(o.payloadLen, 0)
 	if pr.workload == workloadUpsert {
 		gen.keySpace = int64(max(1, o.records/2)) // every other record updates an earlier key
@@ -87,14 +90,26 @@ func measure(ctx context.Context, o *options, c *fluss.Client, g *gatewaytest.Pr
 	if err := verify(vctx, c, pr.gwTables, expected(pr, gen, o.records)); err != nil {
 		return r, fmt.Errorf("gateway path: %w", err)
 	}
-	if !o.baseline {
-		return r, nil
+	if o.baseline {
+		if err := writeBaseline(ctx, o, c, pr, gen, r); err != nil {
+			return r, fmt.Errorf("baseline: %w", err)
+		}
+		if err := verify(vctx, c, pr.blTables, expected(pr, gen, o.records)); err != nil {
+			return r, fmt.Errorf("baseline: %w", err)
+		}
 	}
-	if err := writeBaseline(ctx, o, c, pr, gen, r); err != nil {
-		return r, fmt.Errorf("baseline: %w", err)
-	}
-	if err := verify(vctx, c, pr.blTables, expected(pr, gen, o.records)); err != nil {
-		return r, fmt.Errorf("baseline: %w", err)
+	if jw != nil && len(pr.jvTables) > 0 {
+		names := make([]string, len(pr.jvTables))
+		for i, t := range pr.jvTables {
+			names[i] = t.Path.String()
+		}
+		var err error
+		if r.java, err = jw.write(ctx, o, names, o.records); err != nil {
+			return r, err
+		}
+		if err := verify(vctx, c, pr.jvTables, expected(pr, gen, o.records)); err != nil {
+			return r, fmt.Errorf("java writer: %w", err)
+		}
 	}
 	return r, nil
 }
@@ -487,6 +502,9 @@ func printSummary(results []*runResult, idle, final procStat, warnings int, firs
 		for _, l := range r.errSeries {
 			fmt.Printf("  %-16s %s (cumulative)\n", "", l)
 		}
+		if j := r.java; j != nil {
+			printJavaComparison(r, j)
+		}
 	}
 	fmt.Printf("gateway process: RSS %.0f MiB idle after start, %.0f MiB at the end; CPU %.1fs over all runs\n",
 		float64(idle.rss)/(1<<20), float64(final.rss)/(1<<20), (final.cpu - idle.cpu).Seconds())
@@ -496,4 +514,16 @@ func printSummary(results []*runResult, idle, final procStat, warnings int, firs
 		fmt.Println("gateway logged no WARN/ERROR lines")
 	}
 	fmt.Println("verification: every table's ListOffsets equals the records acked: OK")
+}
+
+// printJavaComparison sets the gateway's run beside the Java writer's on
+// the same rows: rows/s, CPU s per million rows of the writing process
+// (and of the gateway plus its Kafka producers), and of the Fluss servers.
+func printJavaComparison(r *runResult, j *javaResult) {
+	gw := cpuPerMillion(r.gwCPU, r.records)
+	gwProd := cpuPerMillion(r.gwCPU+r.benchCPU, r.records)
+	jv := cpuPerMillion(j.cpu, j.rows)
+	gwFluss, jvFluss := cpuPerMillion(r.flussCPU, r.records), cpuPerMillion(j.flussCPU, j.rows)
+	fmt.Printf("  %-16s Java writer (fluss-client %s): %.0f rows/s in %.2fs (gateway %.0f, %.2f×); CPU s/M: Java %.2f, gateway %.2f (%.2f×), gateway+producers %.2f (%.2f×); Fluss CPU s/M: for Java's rows %.2f, for the gateway's %.2f (%.2f×)\n",
+		"", javaClientVersion, j.rate(), j.secs, r.rate(), r.rate()/j.rate(), jv, gw, gw/jv, gwProd, gwProd/jv, jvFluss, gwFluss, gwFluss/jvFluss)
 }
