@@ -32,9 +32,9 @@ type conn struct {
 	// br is the read buffer, taken from the server's pool when a request's
 	// first byte arrives and given back once nothing more is buffered; nil
 	// while the connection is idle. Owned by the reader goroutine.
-	br    *bufio.Reader
-	first firstByte
-	log   *slog.Logger
+	br   *bufio.Reader
+	head requestHead
+	log  *slog.Logger
 
 	ctx       context.Context // cancelled when the connection dies
 	cancel    context.CancelFunc
@@ -77,7 +77,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{
 		s:       s,
 		nc:      nc,
-		first:   firstByte{nc: nc},
+		head:    requestHead{nc: nc},
 		log:     s.log.With("remote", nc.RemoteAddr().String()),
 		pending: make(chan *response, s.cfg.MaxInFlightRequests),
 	}
@@ -222,19 +222,23 @@ func (c *conn) readRequest() ([]byte, int64, error) {
 	return buf, int64(size), nil
 }
 
-// awaitRequest waits for the next request's first byte. An idle
-// connection waits without a read buffer: the byte is read straight from
-// the socket and a buffer is taken from the server's pool only then.
+// awaitRequest waits for the next request. An idle connection waits
+// without a read buffer: what arrives first is read straight from the
+// socket into the connection's small head (a whole request, when it is a
+// producer's record or two: one read either way), and a buffer is taken
+// from the server's pool only then.
 func (c *conn) awaitRequest() error {
 	if c.br != nil {
 		_, err := c.br.Peek(1)
 		return err
 	}
-	if err := c.first.await(); err != nil {
-		return err
+	if !c.head.buffered() {
+		if err := c.head.await(); err != nil {
+			return err
+		}
 	}
 	br := c.s.readers.Get().(*bufio.Reader)
-	br.Reset(&c.first)
+	br.Reset(&c.head)
 	c.br = br
 	return nil
 }
@@ -242,7 +246,7 @@ func (c *conn) awaitRequest() error {
 // putReader gives the read buffer back to the pool once nothing is
 // buffered in it (always when the connection ends).
 func (c *conn) putReader(ending bool) {
-	if c.br == nil || (!ending && c.br.Buffered() > 0) {
+	if c.br == nil || (!ending && (c.br.Buffered() > 0 || c.head.buffered())) {
 		return
 	}
 	c.br.Reset(nil) // drop the reference to this connection
@@ -250,20 +254,27 @@ func (c *conn) putReader(ending bool) {
 	c.br = nil
 }
 
-// firstByte is the socket as the read buffer sees it: first the byte
-// awaited while the connection was idle, then the socket itself.
-type firstByte struct {
-	nc  net.Conn
-	b   [1]byte
-	has bool
+// headBytes is how much an idle connection reads before it takes a read
+// buffer: the small Produce requests of producers that send a record or
+// two at a time fit, so that they cost one read, not two.
+const headBytes = 1 << 10
+
+// requestHead is the socket as the read buffer sees it: first what was
+// read while the connection was idle, then the socket itself.
+type requestHead struct {
+	nc   net.Conn
+	b    [headBytes]byte
+	r, w int // b[r:w] is unread
 }
 
-// await reads one byte from the socket.
-func (f *firstByte) await() error {
+func (h *requestHead) buffered() bool { return h.r < h.w }
+
+// await reads what has arrived, at least one byte, into the head.
+func (h *requestHead) await() error {
 	for {
-		n, err := f.nc.Read(f.b[:])
-		if n == 1 {
-			f.has = true
+		n, err := h.nc.Read(h.b[:])
+		if n > 0 {
+			h.r, h.w = 0, n
 			return nil
 		}
 		if err != nil {
@@ -272,12 +283,13 @@ func (f *firstByte) await() error {
 	}
 }
 
-func (f *firstByte) Read(p []byte) (int, error) {
-	if f.has && len(p) > 0 {
-		p[0], f.has = f.b[0], false
-		return 1, nil
+func (h *requestHead) Read(p []byte) (int, error) {
+	if h.r < h.w {
+		n := copy(p, h.b[h.r:h.w])
+		h.r += n
+		return n, nil
 	}
-	return f.nc.Read(p)
+	return h.nc.Read(p)
 }
 
 // readLargeBody reads the body of a frame larger than the budget's

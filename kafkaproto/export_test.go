@@ -5,3 +5,6 @@ var (
 	BatchHeaderLen = batchHeaderLen
 	TopicIDForTest = topicID
 )
+
+// RaceEnabled reports a -race build (its instrumentation grows heaps and stacks).
+var RaceEnabled = raceEnabled
