@@ -37,7 +37,7 @@ func TestIntegrationLeaderlessTableAffectsOnlyItsTopic(t *testing.T) {
 		t.Skip("starts a private cluster")
 	}
 	cl := flusstest.StartCluster(t, flusstest.TabletServers(2))
-	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 12*time.Minute)
 	defer cancel()
 	c, err := fluss.NewClient(fluss.Config{Bootstrap: []string{cl.Bootstrap()}})
 	require.NoError(t, err)
@@ -105,7 +105,7 @@ routes:
 	lostStart := time.Now()
 	lostErr := make(chan error, 1)
 	go func() {
-		pctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
+		pctx, cancel := context.WithTimeout(ctx, 8*time.Minute)
 		defer cancel()
 		lostErr <- producer.ProduceSync(pctx, &kgo.Record{Topic: "lost", Value: []byte("lost")}).FirstErr()
 	}()
