@@ -29,9 +29,10 @@ import (
 // other server, keeps taking records; once the server is back the held
 // record is written, once. Row counts are read back with ListOffsets.
 //
-// Not asserted, only logged: how long the held record takes once the
-// server is back (3m27s in the first run: the batch the gateway had tried
-// to send before the leader vanished waits out its retries).
+// The held record is acknowledged as soon as the server is back (within a
+// second in the gateway's log); what takes minutes is the server's restart
+// itself (3m27s: start-tablet waits until the coordinator knows the server
+// again).
 func TestIntegrationLeaderlessTableAffectsOnlyItsTopic(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a private cluster")
