@@ -110,21 +110,19 @@ routes:
 		defer cancel()
 		lostErr <- producer.ProduceSync(pctx, &kgo.Record{Topic: "lost", Value: []byte("lost")}).FirstErr()
 	}()
-	var last string
-	require.NoError(t, waitFor(ctx, 2*time.Minute, func() bool {
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		req := kmsg.NewPtrMetadataRequest()
 		topic := kmsg.NewMetadataRequestTopic()
 		topic.Topic = kmsg.StringPtr("lost")
 		req.Topics = append(req.Topics, topic)
 		resp, err := req.RequestWith(ctx, producer)
-		if err != nil || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-			last = fmt.Sprintf("%v %+v", err, resp)
-			return false
+		if !assert.NoError(ct, err) || !assert.Len(ct, resp.Topics, 1) || !assert.Len(ct, resp.Topics[0].Partitions, 1) {
+			return
 		}
 		p := resp.Topics[0].Partitions[0]
-		last = fmt.Sprintf("partition error %d leader %d", p.ErrorCode, p.Leader)
-		return p.ErrorCode == kerr.LeaderNotAvailable.Code && p.Leader == -1
-	}), "Metadata never reported topic lost's partition as leaderless; last: %s", last)
+		assert.Equal(ct, kerr.LeaderNotAvailable.Code, p.ErrorCode, "partition error")
+		assert.Equal(ct, int32(-1), p.Leader, "leader")
+	}, 2*time.Minute, 100*time.Millisecond, "Metadata never reported topic lost's partition as leaderless")
 	t.Logf("Metadata reports topic lost leaderless %v after the stop", time.Since(lostStart).Round(time.Millisecond))
 
 	// The other table's topic goes on meanwhile.
@@ -149,7 +147,7 @@ routes:
 	// three, each once.
 	offsets := func(info *fluss.TableInfo) int64 {
 		var got int64
-		require.NoError(t, waitFor(ctx, time.Minute, func() bool {
+		require.Eventually(t, func() bool {
 			m, err := c.ListOffsets(ctx, info.TableID, fluss.NoPartition, []int32{0}, fluss.LatestOffset)
 			if err != nil {
 				c.InvalidateTableMetadata(info.TableID)
@@ -157,26 +155,9 @@ routes:
 			}
 			got = m[0]
 			return true
-		}))
+		}, time.Minute, 100*time.Millisecond)
 		return got
 	}
 	assert.Equal(t, int64(1+keptAcked), offsets(kept))
 	assert.Equal(t, int64(3), offsets(lost))
-}
-
-// waitFor polls cond every 100 ms until it holds, ctx ends or timeout
-// passes.
-func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("condition not met within %v: %w", timeout, ctx.Err())
-		case <-tick.C:
-		}
-	}
-	return nil
 }

@@ -106,7 +106,8 @@ func (r *tableRegistry) state(routes *mapping.Routes, infos map[fluss.TablePath]
 }
 
 // tableSpec chooses the batch builder the table's formats ask for; an
-// Arrow log table compresses with encoders (nil: its own).
+// Arrow log table compresses with encoders, which only a primary-key table
+// may leave nil.
 func tableSpec(info *fluss.TableInfo, encoders *fluss.ArrowEncoders) (accumulator.TableSpec, error) {
 	d := &info.Descriptor
 	schema := &d.Schema
@@ -135,7 +136,7 @@ func tableSpec(info *fluss.TableInfo, encoders *fluss.ArrowEncoders) (accumulato
 		// One compressor per table: the compression-ratio estimate its
 		// batches share; the encoders are every table's.
 		if encoders == nil {
-			encoders = fluss.NewArrowEncoders()
+			return spec, fmt.Errorf("table %s: an Arrow log table needs the gateway's shared encoders", info.Path)
 		}
 		comp, err := encoders.Compressor(codec, level)
 		if err != nil {
