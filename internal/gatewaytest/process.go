@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -54,7 +55,26 @@ func Start(ctx context.Context, bin, dir string, cfg Config) (*Process, error) {
 // so that a test can put a new instance where an old one was and its
 // clients reconnect to it. The admin port is always a free one.
 func StartOn(ctx context.Context, bin, dir string, cfg Config, kafkaPort int) (*Process, error) {
+	// A port that was free a moment ago can be taken by anything on the
+	// machine (an outgoing connection's ephemeral port) before the gateway
+	// binds it: a start that failed to bind a port chosen here is retried
+	// with new ones. A port the caller gave is not.
+	const attempts = 5
+	for i := 1; ; i++ {
+		p, err := startOnce(ctx, bin, dir, cfg, kafkaPort)
+		if err == nil || i == attempts || !errors.Is(err, errPortTaken) {
+			return p, err
+		}
+	}
+}
+
+// errPortTaken marks a start that failed because a port chosen by
+// startOnce was bound by someone else first.
+var errPortTaken = errors.New("a chosen port was taken before the gateway bound it")
+
+func startOnce(ctx context.Context, bin, dir string, cfg Config, givenKafkaPort int) (*Process, error) {
 	var err error
+	kafkaPort := givenKafkaPort
 	if kafkaPort == 0 {
 		if kafkaPort, err = FreePort(); err != nil {
 			return nil, err
@@ -98,9 +118,29 @@ func StartOn(ctx context.Context, bin, dir string, cfg Config, kafkaPort int) (*
 	}()
 	if err := p.waitReady(ctx, ReadyTimeout); err != nil {
 		p.Kill()
+		if p.tookChosenPort(givenKafkaPort == 0) {
+			return nil, fmt.Errorf("%w: %w", errPortTaken, err)
+		}
 		return nil, err
 	}
 	return p, nil
+}
+
+// tookChosenPort reports whether the process exited because the admin
+// port, or the Kafka port when kafkaChosen, was already in use.
+func (p *Process) tookChosenPort(kafkaChosen bool) bool {
+	select {
+	case <-p.exited:
+	default:
+		return false
+	}
+	logs := p.Logs()
+	if !strings.Contains(logs, "address already in use") {
+		return false
+	}
+	admin := fmt.Sprintf("listen admin 127.0.0.1:%d:", p.adminPort)
+	kafka := fmt.Sprintf("listen 127.0.0.1:%d ", p.kafkaPort)
+	return strings.Contains(logs, admin) || (kafkaChosen && strings.Contains(logs, kafka))
 }
 
 // waitReady polls /readyz until it answers 200, the process exits, ctx
