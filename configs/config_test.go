@@ -172,6 +172,7 @@ routes:
     key: {format: json, columns: {id: $.id}}
     metadata: {key: k, headers: h, headers_format: json, timestamp: ts, partition: p, offset: o, topic: tp}
     tombstone: reject
+    exactly_once: false
     partition:
       - {column: dt, from: timestamp, format: yyyyMMdd, time_zone: Europe/Paris}
     errors: {mode: dlq, dlq_table: ops.dead_letters}
@@ -187,9 +188,10 @@ routes:
 		Key: mapping.KeySpec{Format: mapping.KeyJSON, Paths: map[string]string{"id": "$.id"}},
 		Metadata: mapping.MetadataSpec{Key: "k", Headers: "h", HeadersFormat: mapping.HeadersJSON, Timestamp: "ts",
 			Partition: "p", Offset: "o", Topic: "tp"},
-		Tombstone: mapping.TombstoneReject,
-		Partition: []mapping.PartitionSpec{{Column: "dt", From: mapping.PartitionFromTimestamp, Format: "yyyyMMdd", TimeZone: "Europe/Paris"}},
-		Errors:    mapping.ErrorSpec{Mode: mapping.ErrorsDLQ, DLQTable: fluss.TablePath{Database: "ops", Table: "dead_letters"}},
+		Tombstone:   mapping.TombstoneReject,
+		ExactlyOnce: mapping.ExactlyOnceOff,
+		Partition:   []mapping.PartitionSpec{{Column: "dt", From: mapping.PartitionFromTimestamp, Format: "yyyyMMdd", TimeZone: "Europe/Paris"}},
+		Errors:      mapping.ErrorSpec{Mode: mapping.ErrorsDLQ, DLQTable: fluss.TablePath{Database: "ops", Table: "dead_letters"}},
 	}, cfg.Routes[0])
 	_, err = mapping.NewRoutes(cfg.Routes)
 	require.NoError(t, err, "what configs accepts, mapping compiles")
@@ -263,6 +265,7 @@ func TestParseErrors(t *testing.T) {
 		{"headers format", minimal + "routes: [{topic: a, table: d.t, metadata: {headers: h, headers_format: xml}}]\n", []string{"metadata.headers_format"}},
 		{"column claimed twice", minimal + "routes: [{topic: a, table: d.t, key: {format: raw, column: k}, metadata: {key: k}}]\n", []string{"key.column: column \"k\" is already filled by metadata.key"}},
 		{"tombstone", minimal + "routes: [{topic: a, table: d.t, tombstone: ignore}]\n", []string{"routes[0] (a).tombstone"}},
+		{"exactly once", minimal + "routes: [{topic: a, table: d.t, exactly_once: always}]\n", []string{`routes[0] (a).exactly_once: "always" is not one of true, false`}},
 		{"partition from", minimal + "routes: [{topic: a, table: d.t, partition: [{column: dt, from: header}]}]\n", []string{"partition[0].from"}},
 		{"partition zone", minimal + "routes: [{topic: a, table: d.t, partition: [{column: dt, format: yyyy, time_zone: Mars/Base}]}]\n", []string{"partition[0].time_zone"}},
 		{"partition field format", minimal + "routes: [{topic: a, table: d.t, partition: [{column: dt, from: field, time_zone: UTC}]}]\n", []string{"only apply to from: timestamp"}},

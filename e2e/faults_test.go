@@ -26,11 +26,12 @@ import (
 
 // exactlyOnceAcrossCrashes says whether a gateway crash (kill -9, with a
 // restart or a failover to a second instance) must leave no duplicate for
-// idempotent producers. It holds for routes with exactly_once: true (the
-// producer states live in Fluss; see docs/exactly-once.md), which is what
-// the fault cases use; -fault.exact-crash=false only counts duplicates
-// (e.g. with -fault.exactly-once=false, today's merged path). Lost
-// acknowledged records always fail.
+// idempotent producers. It holds for routes that do not turn exactly once
+// off (the producer states live in Fluss; see docs/exactly-once.md): the
+// fault cases use the default route, which says nothing about it;
+// -fault.exact-crash=false only counts duplicates (e.g. with
+// -fault.exactly-once=false, the merged path). Lost acknowledged records
+// always fail.
 const exactlyOnceAcrossCrashes = true
 
 var (
@@ -40,8 +41,8 @@ var (
 		"records per second each fault-test producer sends (env FAULT_RATE)")
 	faultExactCrash = flag.Bool("fault.exact-crash", exactlyOnceAcrossCrashes,
 		"fail the kill -9 cases on duplicates: exactly once across crashes")
-	faultExactlyOnce = flag.Bool("fault.exactly-once", true,
-		"route the fault load with exactly_once: true (false: the default merged path, duplicates only counted)")
+	faultExactlyOnce = flag.String("fault.exactly-once", "",
+		"the fault route's exactly_once setting: unset (the default configuration), true, or false (the merged path, duplicates only counted)")
 )
 
 func envInt(name string, def int) int {
@@ -82,14 +83,15 @@ func (k faultKind) String() string {
 
 // exact reports whether the case must leave no duplicate.
 func (k faultKind) exact() bool {
-	return k == sigtermTakeover || (*faultExactCrash && *faultExactlyOnce)
+	return k == sigtermTakeover || (*faultExactCrash && *faultExactlyOnce != "false")
 }
 
-// faultRoute is the load's route: exactly once unless -fault.exactly-once=false.
+// faultRoute is the load's route: the default configuration (exactly once
+// for idempotent producers) unless -fault.exactly-once is set.
 func faultRoute(table string) string {
 	r := jsonRoute(faultTopic, table)
-	if *faultExactlyOnce {
-		r += "    exactly_once: true\n"
+	if *faultExactlyOnce != "" {
+		r += "    exactly_once: " + *faultExactlyOnce + "\n"
 	}
 	return r
 }
@@ -197,6 +199,12 @@ func faultRun(t *testing.T, e *env, kind faultKind, shape faultShape, run int, j
 		loads = append(loads, startJavaLoad(t, java, "java", seeds))
 	}
 	awaitAcks(t, loads, nil, g)
+	if *faultExactlyOnce != "false" {
+		// The default configuration is exact because the gateway took the
+		// exactly-once path, not because the fault happened to miss.
+		require.Positive(t, g.RequireMetrics(t).Sum("fluss_gateway_exactly_once_state_loads_total"),
+			"the idempotent producers' batches did not take the exactly-once path")
+	}
 
 	var next *gatewaytest.Process
 	atFault := make([]int, len(loads))

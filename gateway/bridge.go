@@ -197,7 +197,7 @@ func (s *bridge) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) 
 		req.Release()
 		return nil, fmt.Errorf("%w: table %s has no leader", kafkaproto.ErrLeaderNotAvailable, route.Table())
 	}
-	if route.Spec().ExactlyOnce && req.ProducerID >= 0 {
+	if req.ProducerID >= 0 && s.exactlyOnce(route) {
 		return s.produceExactlyOnce(ctx, st, route, req)
 	}
 	cb := s.getBatch(len(req.Records))

@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fluss-kafka/gateway/accumulator"
@@ -41,6 +42,8 @@ type producerKey struct {
 // producerStore keeps the committed producer states (stateStore; an
 // in-memory one in tests).
 type producerStore interface {
+	// open makes sure the store can be used (creating its table).
+	open(ctx context.Context) error
 	lookup(ctx context.Context, k producerKey) (producerState, bool, error)
 	// commit queues an upsert of k's state and returns its acknowledgement.
 	commit(ctx context.Context, k producerKey, p *producerState) (ack, error)
@@ -61,6 +64,10 @@ type exactlyOnce struct {
 	// for acks and commits that outlive their request (bridge.stopped).
 	stopped context.Context
 	m       *eoMetrics // nil until registered
+
+	// usable is set once the store opened: routes that leave exactly_once
+	// unset write exactly once from then on.
+	usable atomic.Bool
 
 	mu        sync.Mutex // guards ps and lastSweep
 	ps        map[producerKey]*producerPartition
@@ -131,7 +138,62 @@ func (s *bridge) OwnsIdempotence(topic string) bool {
 		return false
 	}
 	r, ok := st.routes.Resolve(topic)
-	return ok && r.Spec().ExactlyOnce
+	return ok && s.exactlyOnce(r)
+}
+
+// exactlyOnce reports whether route writes idempotent producers' batches
+// exactly once: set so, or left unset while the producer-state store is
+// usable. The store only ever becomes usable, so a batch admitted by the
+// in-memory window may go on to the exactly-once path (its state is then
+// new there, which accepts it), never the reverse.
+func (s *bridge) exactlyOnce(route *mapping.Route) bool {
+	switch route.Spec().ExactlyOnce {
+	case mapping.ExactlyOnceOn:
+		return true
+	case mapping.ExactlyOnceOff:
+		return false
+	}
+	return s.eo != nil && s.eo.usable.Load()
+}
+
+// prepareExactlyOnce opens the producer-state store for routes before they
+// are swapped in. A route with exactly_once: true cannot go without it (the
+// load fails); routes that leave it unset fall back to the merged path,
+// with an error logged that says what the gateway needs. Errors that may
+// pass (Fluss unreachable) are returned so that the load retries.
+func (s *bridge) prepareExactlyOnce(ctx context.Context, routes *mapping.Routes) error {
+	if s.eo == nil || s.eo.usable.Load() {
+		return nil
+	}
+	var required, defaulted []string
+	for _, r := range routes.All() {
+		switch r.Spec().ExactlyOnce {
+		case mapping.ExactlyOnceOn:
+			required = append(required, r.Name())
+		case mapping.ExactlyOnceDefault:
+			defaulted = append(defaulted, r.Name())
+		}
+	}
+	if len(required) == 0 && len(defaulted) == 0 {
+		return nil
+	}
+	err := s.eo.store.open(ctx)
+	if err == nil {
+		s.eo.usable.Store(true)
+		s.log.Info("exactly once on for idempotent producers", slog.Any("routes", append(required, defaulted...)))
+		return nil
+	}
+	if isTransient(err) {
+		return fmt.Errorf("exactly once: %w", err)
+	}
+	if len(required) > 0 {
+		return fmt.Errorf("routes %v set exactly_once: true, but the producer-state table cannot be used: %w", required, err)
+	}
+	s.log.Error("exactly once is off: the producer-state table cannot be used, so idempotent producers on these routes "+
+		"are written at least once (a gateway crash can duplicate their in-flight batches). The gateway needs to create the "+
+		"table (and its database) or find it with the expected schema; set exactly_once: false on the routes to silence this, "+
+		"or fix it and reload", slog.Any("routes", defaulted), slog.Any("err", err))
+	return nil
 }
 
 var _ kafkaproto.IdempotenceOwner = (*bridge)(nil)

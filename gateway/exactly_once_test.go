@@ -144,6 +144,8 @@ type memStore struct {
 	commits int
 }
 
+func (m *memStore) open(context.Context) error { return nil }
+
 func (m *memStore) lookup(_ context.Context, k producerKey) (producerState, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -224,7 +226,7 @@ func newEOInstance(t *testing.T, f *dedupFluss, store producerStore, set func(*t
 	dlq := &fluss.TableInfo{TableID: eoDLQTableID, SchemaID: 1, Path: fluss.TablePath{Database: "db", Table: "dlq"},
 		Descriptor: fluss.TableDescriptor{Schema: eoDLQSchema, BucketCount: 3, Properties: indexed}}
 	infos := map[fluss.TablePath]*fluss.TableInfo{info.Path: info, dlq.Path: dlq}
-	rs, err := mapping.NewRoutes([]mapping.RouteSpec{{Topic: "load", Table: info.Path, ExactlyOnce: true,
+	rs, err := mapping.NewRoutes([]mapping.RouteSpec{{Topic: "load", Table: info.Path, ExactlyOnce: mapping.ExactlyOnceOn,
 		Errors: mapping.ErrorSpec{Mode: mapping.ErrorsDLQ, DLQTable: dlq.Path}}})
 	require.NoError(t, err)
 	bound, err := rs.Bind(infos)

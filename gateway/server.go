@@ -404,6 +404,9 @@ func (g *Gateway) apply(ctx context.Context, specs []mapping.RouteSpec, fresh bo
 	if err != nil {
 		return err
 	}
+	if err := g.bridge.prepareExactlyOnce(ctx, routes); err != nil {
+		return err
+	}
 	st, err := g.tables.state(routes, infos)
 	if err != nil {
 		return err

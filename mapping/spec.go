@@ -42,12 +42,28 @@ type RouteSpec struct {
 	Partition []PartitionSpec `yaml:"partition"`
 	// Errors is what happens to a record that cannot be converted.
 	Errors ErrorSpec `yaml:"errors"`
-	// ExactlyOnce writes idempotent producers' batches exactly once across
-	// gateway crashes and failover (sealed per-producer Fluss batches and
-	// a producer-state row committed before each answer; see
-	// docs/exactly-once.md). Off: today's merged batches.
-	ExactlyOnce bool `yaml:"exactly_once"`
+	// ExactlyOnce says whether idempotent producers' batches are written
+	// exactly once across gateway crashes and failover (sealed
+	// per-producer Fluss batches and a producer-state row committed before
+	// each answer; see docs/exactly-once.md). Unset: yes, when the gateway
+	// can keep producer states in Fluss.
+	ExactlyOnce ExactlyOnceMode `yaml:"exactly_once"`
 }
+
+// ExactlyOnceMode is a route's exactly_once setting, as written in YAML.
+type ExactlyOnceMode string
+
+// Exactly-once settings.
+const (
+	// ExactlyOnceDefault (unset): exactly once when the producer-state
+	// table can be used, else the merged path with a logged error.
+	ExactlyOnceDefault ExactlyOnceMode = ""
+	// ExactlyOnceOn: exactly once or no route (the gateway refuses to
+	// load when the producer-state table cannot be used).
+	ExactlyOnceOn ExactlyOnceMode = "true"
+	// ExactlyOnceOff: the merged path, at least once across crashes.
+	ExactlyOnceOff ExactlyOnceMode = "false"
+)
 
 // ValueFormat is how a record value is read.
 type ValueFormat string
@@ -435,6 +451,11 @@ func (s *RouteSpec) check(add func(field, format string, args ...any)) {
 	case TombstoneAuto, TombstoneDelete, TombstoneReject:
 	default:
 		add("tombstone", "%q is not one of delete, reject", s.Tombstone)
+	}
+	switch s.ExactlyOnce {
+	case ExactlyOnceDefault, ExactlyOnceOn, ExactlyOnceOff:
+	default:
+		add("exactly_once", "%q is not one of true, false", s.ExactlyOnce)
 	}
 
 	seen := map[string]bool{}
