@@ -50,6 +50,7 @@ func TestStalledTableDoesNotStopOtherTopics(t *testing.T) {
 	defer hold.Release()
 	cfg, err := configs.Parse([]byte(fmt.Sprintf(`
 listeners: [{name: plain, bind: '127.0.0.1:0'}]
+admin: {address: '127.0.0.1:0'}
 fluss: {bootstrap: ['%s'], request_timeout: 2m}
 writer: {buffer_memory: 8MiB, batch_size: 256KiB, linger: 5ms, delivery_timeout: 2m}
 routes:

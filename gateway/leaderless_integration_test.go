@@ -73,6 +73,7 @@ func TestIntegrationLeaderlessTableAffectsOnlyItsTopic(t *testing.T) {
 
 	cfg, err := configs.Parse(fmt.Appendf(nil, `
 listeners: [{name: plain, bind: '127.0.0.1:0'}]
+admin: {address: '127.0.0.1:0'}
 fluss: {bootstrap: ['%s']}
 writer: {linger: 5ms, leader_wait: 3s, delivery_timeout: 5m}
 routes:

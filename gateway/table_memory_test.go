@@ -35,6 +35,7 @@ func TestTableWrittenOnceHoldsLittleMemory(t *testing.T) {
 	cl := rawTablesCluster(t, 2, names...)
 	cfg, err := configs.Parse(fmt.Appendf(nil, `
 listeners: [{name: plain, bind: '127.0.0.1:0'}]
+admin: {address: '127.0.0.1:0'}
 fluss: {bootstrap: ['%s']}
 writer: {linger: 1ms}
 routes:
