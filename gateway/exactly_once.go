@@ -113,6 +113,12 @@ type producerPartition struct {
 	rotate bool
 	// last is the batch assigned last: commits follow assignment order.
 	last *eoBatch
+	// toCommit are written batches waiting for a commit, in assignment
+	// order; committing says a commit of P is in flight, whose goroutine
+	// commits them next, all at once (the newest one's state covers the
+	// others).
+	toCommit   []*eoBatch
+	committing bool
 }
 
 // eoBatch is one Kafka batch of P on its way through the exactly-once path.
@@ -122,11 +128,15 @@ type eoBatch struct {
 	// timing measures the route's produce latency, as the other routes'
 	// writes do (from the Produce call to the answer).
 	timing eoTiming
-	// committed is closed once the batch's state commit is acknowledged
-	// or failed (ok says which); offset is its answer then.
-	committed chan struct{}
-	ok        bool
-	offset    int64
+	// wrote is closed once the batch's sealed writes and those of every
+	// batch of P before it are resolved; wroteOK (guarded by P's mu) says
+	// whether all of them succeeded, and offset is the batch's answer then.
+	wrote   chan struct{}
+	wroteOK bool
+	offset  int64
+	// snapshot is P's state as of this batch's assignment: what its
+	// commit writes.
+	snapshot producerState
 }
 
 // OwnsIdempotence implements kafkaproto.IdempotenceOwner: exactly-once
@@ -440,7 +450,7 @@ func (e *exactlyOnce) admit(ctx context.Context, key producerKey, req *kafkaprot
 	}
 	s.version++
 	s.known, s.epoch, s.nextSeq = true, req.ProducerEpoch, kafkaproto.SeqAdd(last, 1)
-	b := &eoBatch{first: first, last: last, c: c, committed: make(chan struct{}), offset: -1, timing: timing}
+	b := &eoBatch{first: first, last: last, c: c, wrote: make(chan struct{}), offset: -1, timing: timing}
 	s.window = append(s.window, committedBatch{first: first, last: last, offset: -1})
 	p.recent = append(p.recent, b)
 	if len(s.window) > kafkaproto.SequenceWindow {
@@ -449,7 +459,7 @@ func (e *exactlyOnce) admit(ctx context.Context, key producerKey, req *kafkaprot
 	if n := len(p.recent) - len(s.window); n > 0 {
 		p.recent = p.recent[n:] // recent are the window's newest entries
 	}
-	snapshot := s.clone()
+	b.snapshot = s.clone()
 	prev := p.last
 	p.last = b
 	p.inflight++
@@ -469,7 +479,7 @@ func (e *exactlyOnce) admit(ctx context.Context, key producerKey, req *kafkaprot
 		// reload from the committed state replays them exactly.
 		p.poisoned = true
 	}
-	go e.complete(p, b, prev, snapshot, handles, werr)
+	go e.complete(p, b, prev, handles, werr)
 	return c, nil
 }
 
@@ -544,9 +554,10 @@ func (e *exactlyOnce) newWriter(ctx context.Context, key producerKey, st *produc
 	return nil
 }
 
-// complete waits for the batch's sealed writes, then for the commit of the
-// batch before it, commits the batch's state and answers it.
-func (e *exactlyOnce) complete(p *producerPartition, b *eoBatch, prev *eoBatch, snapshot producerState, handles []accumulator.Handle, err error) {
+// complete waits for the batch's sealed writes and for those of the batches
+// of P before it, then has the batch committed: a committed row never
+// claims a write that has not happened.
+func (e *exactlyOnce) complete(p *producerPartition, b *eoBatch, prev *eoBatch, handles []accumulator.Handle, err error) {
 	offset := int64(-1)
 	written := false // some part of the batch is in Fluss
 	for i, h := range handles {
@@ -559,79 +570,125 @@ func (e *exactlyOnce) complete(p *producerPartition, b *eoBatch, prev *eoBatch, 
 			offset = off
 		}
 	}
-	if err == nil && prev != nil {
-		<-prev.committed
-		if !prev.ok {
-			err = errRecovering
-		}
+	prevOK := true
+	if prev != nil {
+		<-prev.wrote
+		p.mu.Lock()
+		prevOK = prev.wroteOK
+		p.mu.Unlock()
 	}
+	if err == nil && !prevOK {
+		err = errRecovering
+	}
+	p.mu.Lock()
+	b.wroteOK, b.offset = err == nil, offset
 	if err == nil {
-		// The window entries before this batch were answered by now.
+		// Queued before wrote closes, so that the next batch of P is
+		// always queued after this one.
+		p.toCommit = append(p.toCommit, b)
+	}
+	p.mu.Unlock()
+	close(b.wrote)
+	if err != nil {
+		e.settle(p, []*eoBatch{b}, err, written)
+		return
+	}
+	e.commit(p)
+}
+
+// commit commits the queued batches' state, unless a commit of P is in
+// flight: its goroutine commits every batch queued meanwhile at once when
+// it is acknowledged, so a producer-partition with several batches in
+// flight pays one state write per commit round trip, not one per batch.
+func (e *exactlyOnce) commit(p *producerPartition) {
+	p.mu.Lock()
+	if p.committing {
+		p.mu.Unlock()
+		return
+	}
+	p.committing = true
+	for len(p.toCommit) > 0 {
+		group := p.toCommit
+		p.toCommit = nil
+		if p.poisoned {
+			// An earlier commit failed: the retries reload the committed
+			// state, which these batches must not advance.
+			p.mu.Unlock()
+			e.settle(p, group, errRecovering, true)
+			p.mu.Lock()
+			continue
+		}
+		newest := group[len(group)-1]
+		snapshot := newest.snapshot
+		// Every window entry before the newest was answered or is in this
+		// group: its offset is known.
 		for i := range snapshot.window {
-			w := &snapshot.window[i]
-			if w.first == b.first && w.last == b.last {
-				w.offset = offset
-			} else if w.offset < 0 {
-				w.offset = p.offsetOf(w.first, w.last)
+			if w := &snapshot.window[i]; w.offset < 0 {
+				w.offset = p.writtenOffset(w.first, w.last)
 			}
 		}
+		p.mu.Unlock()
 		start := time.Now()
-		var h ack
-		if h, err = e.store.commit(e.stopped, p.key, &snapshot); err == nil {
+		h, err := e.store.commit(e.stopped, p.key, &snapshot)
+		if err == nil {
 			_, err = h.Wait(e.stopped)
 		}
-		e.m.committed(time.Since(start))
+		e.m.committed(time.Since(start), len(group))
 		if err != nil {
 			err = fmt.Errorf("%w: commit producer state: %w", kafkaproto.ErrNotEnoughReplicas, err)
 		}
+		e.settle(p, group, err, true)
+		p.mu.Lock()
 	}
+	p.committing = false
+	p.mu.Unlock()
+}
+
+// writtenOffset returns the answer of a batch of P whose writes succeeded,
+// or -1; p.mu is held.
+func (p *producerPartition) writtenOffset(first, last int32) int64 {
+	for _, b := range p.recent {
+		if b.first == first && b.last == last && b.wroteOK {
+			return b.offset
+		}
+	}
+	return -1
+}
+
+// settle answers batches of P that are done: committed (err nil) or
+// failed, in which case P is poisoned (its state reloads once nothing is
+// in flight) and, when Fluss lost the writer's state or a batch that fails
+// for good is partly written (written), takes a new writer id then.
+func (e *exactlyOnce) settle(p *producerPartition, batches []*eoBatch, err error, written bool) {
 	var answer error
 	if err != nil {
 		answer = eoError(err)
 	}
 	p.mu.Lock()
-	p.inflight--
+	p.inflight -= len(batches)
 	if err != nil {
 		p.poisoned = true
 		var ke *kafkaproto.Error
 		definite := errors.As(answer, &ke) && !ke.Retriable
 		if errors.Is(err, sender.ErrSequenceRejected) || (definite && written) {
-			// Fluss lost the writer's state, or the producer drops a batch
-			// that is partly in Fluss and will number its next batches
-			// anew: their content must not meet the used sequences.
+			// The producer will number its next batches anew: their
+			// content must not meet the used sequences.
 			p.rotate = true
 		}
-	} else {
-		b.offset, b.ok = offset, true
 	}
 	p.mu.Unlock()
-	close(b.committed)
-	if b.timing.observe != nil {
-		b.timing.observe(time.Since(b.timing.start))
-	}
-	if err != nil {
-		e.log.Debug("exactly-once batch failed; state reloads on the retry", slog.String("topic", p.key.topic),
-			slog.Int("partition", int(p.key.partition)), slog.Int64("producer_id", p.key.id), slog.Any("err", err))
-		b.c.Complete(failedResult(answer))
-		return
-	}
-	b.c.Complete(kafkaproto.PartitionResult{BaseOffset: offset, LogAppendTime: -1, LogStartOffset: -1})
-}
-
-// offsetOf returns the answer of an in-flight batch of P already committed.
-func (p *producerPartition) offsetOf(first, last int32) int64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, b := range p.recent {
-		if b.first == first && b.last == last {
-			select {
-			case <-b.committed:
-				return b.offset
-			default:
-			}
+	for _, b := range batches {
+		if b.timing.observe != nil {
+			b.timing.observe(time.Since(b.timing.start))
 		}
+		if err != nil {
+			e.log.Debug("exactly-once batch failed; state reloads on the retry", slog.String("topic", p.key.topic),
+				slog.Int("partition", int(p.key.partition)), slog.Int64("producer_id", p.key.id), slog.Any("err", err))
+			b.c.Complete(failedResult(answer))
+			continue
+		}
+		b.c.Complete(kafkaproto.PartitionResult{BaseOffset: b.offset, LogAppendTime: -1, LogStartOffset: -1})
 	}
-	return -1
 }
 
 // eoError is the Kafka answer to a failed exactly-once batch. A definite

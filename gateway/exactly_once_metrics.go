@@ -14,6 +14,9 @@ type eoMetrics struct {
 	window    prometheus.Counter
 	recovered prometheus.Counter
 	commit    prometheus.Histogram
+	// committedBatches over commit's count is how many Kafka batches one
+	// state write covers.
+	committedBatches prometheus.Counter
 }
 
 func newEOMetrics(reg prometheus.Registerer) (*eoMetrics, error) {
@@ -36,11 +39,15 @@ func newEOMetrics(reg prometheus.Registerer) (*eoMetrics, error) {
 		}),
 		commit: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "fluss_gateway_exactly_once_commit_duration_seconds",
-			Help:    "Time from a batch's last Fluss ack to the acknowledgement of its producer-state commit.",
+			Help:    "Time from the start of a producer-state commit to its acknowledgement; one commit covers every batch of its producer-partition written meanwhile.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		}),
+		committedBatches: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "fluss_gateway_exactly_once_committed_batches_total",
+			Help: "Kafka batches whose producer-state commit was acknowledged or failed; over the commit histogram's count, the batches one state write covers.",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.loads, m.writerIDs, m.window, m.recovered, m.commit} {
+	for _, c := range []prometheus.Collector{m.loads, m.writerIDs, m.window, m.recovered, m.commit, m.committedBatches} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -94,8 +101,9 @@ func (m *eoMetrics) recovery() {
 	}
 }
 
-func (m *eoMetrics) committed(d time.Duration) {
+func (m *eoMetrics) committed(d time.Duration, batches int) {
 	if m != nil {
 		m.commit.Observe(d.Seconds())
+		m.committedBatches.Add(float64(batches))
 	}
 }

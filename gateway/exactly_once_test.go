@@ -512,3 +512,65 @@ func TestExactlyOnceRouteMetrics(t *testing.T) {
 	assert.Equal(t, uint64(batches), m.GetHistogram().GetSampleCount(), "fluss_gateway_route_produce_duration_seconds")
 	assert.Positive(t, m.GetHistogram().GetSampleSum())
 }
+
+// heldStore holds every commit until release is closed, counting them.
+type heldStore struct {
+	*memStore
+	started chan struct{} // one send per commit begun
+	release chan struct{}
+}
+
+func (h *heldStore) commit(ctx context.Context, k producerKey, p *producerState) (ack, error) {
+	h.started <- struct{}{}
+	<-h.release
+	return h.memStore.commit(ctx, k, p)
+}
+
+// Batches of one producer-partition written while its commit is in flight
+// are committed together by one state write, and each is answered with
+// its own offset; the committed row's window holds all of them, so another
+// instance answers a re-send of any of them without writing.
+func TestExactlyOnceCommitsGrouped(t *testing.T) {
+	t.Parallel()
+	const n = 3
+	f := newDedupFluss()
+	ms := &memStore{rows: map[producerKey]producerState{}}
+	held := &heldStore{memStore: ms, started: make(chan struct{}, 16), release: make(chan struct{})}
+	a := newEOInstance(t, f, held, nil)
+	var writes []kafkaproto.PartitionWrite
+	for k := range 4 {
+		pw, err := a.Produce(t.Context(), eoProduce(7, 0, k, n))
+		require.NoError(t, err)
+		writes = append(writes, pw)
+	}
+	<-held.started // the new writer id's commit, before any data
+	held.release <- struct{}{}
+	<-held.started // batch 0's commit, held
+	require.NoError(t, a.acc.Flush(t.Context()), "batches 1-3 are written meanwhile")
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Equal(c, 4*n, total(f.rows(eoTableID)))
+	}, time.Minute, 10*time.Millisecond)
+	close(held.release)
+	for k, pw := range writes {
+		<-pw.Done()
+		require.NoError(t, pw.Result().Err, "batch %d", k)
+	}
+	assert.Len(t, held.started, 1, "batches 1-3: one commit")
+	ms.mu.Lock()
+	commits, row := ms.commits, ms.rows[producerKey{7, "load", 0}]
+	ms.mu.Unlock()
+	assert.Equal(t, 3, commits, "writer id, batch 0, batches 1-3")
+	require.Len(t, row.window, 4)
+	for k, w := range row.window {
+		assert.Equal(t, writes[k].Result().BaseOffset, w.offset, "window entry %d", k)
+		assert.GreaterOrEqual(t, w.offset, int64(0))
+	}
+
+	b := newEOInstance(t, f, ms, nil)
+	for k := range 4 {
+		r := await(t, b, eoProduce(7, 0, k, n))
+		require.NoError(t, r.Err)
+		assert.Equal(t, writes[k].Result().BaseOffset, r.BaseOffset, "re-sent batch %d on another instance", k)
+	}
+	assert.Equal(t, 4*n, total(f.rows(eoTableID)), "nothing written twice")
+}
