@@ -238,7 +238,9 @@ func TestTwoInstances(t *testing.T) {
 	for _, g := range gateways {
 		m := g.RequireMetrics(t)
 		assert.Equal(t, float64(producersPerGateway*perProducer), m.Sum("fluss_gateway_route_records_total", `route="shared"`))
-		assert.Equal(t, float64(producersPerGateway*perProducer), m.Sum("fluss_gateway_sender_records_total"))
+		// The data table's records only: the producer-state commits are
+		// records of their own table.
+		assert.Equal(t, float64(producersPerGateway*perProducer), m.Sum("fluss_gateway_sender_records_total", fmt.Sprintf(`table="%s"`, tbl)))
 	}
 	for _, g := range gateways {
 		g.RequireStop(t)
@@ -281,7 +283,7 @@ func TestSmallBufferBackPressure(t *testing.T) {
 	m := g.RequireMetrics(t)
 	assert.Zero(t, m.Sum("fluss_gateway_accumulator_buffer_full_total"))
 	assert.Equal(t, float64(512<<10), m.Sum("fluss_gateway_accumulator_buffer_limit_bytes"))
-	assert.Equal(t, float64(producers*perProducer), m.Sum("fluss_gateway_sender_records_total"))
+	assert.Equal(t, float64(producers*perProducer), m.Sum("fluss_gateway_sender_records_total", fmt.Sprintf(`table="%s"`, tbl)))
 	t.Logf("batches %v, buffer waits visible to a scrape: %v", m.Sum("fluss_gateway_sender_batches_total"), m.Sum("fluss_gateway_accumulator_buffer_waiters"))
 	g.RequireStop(t)
 }
