@@ -43,6 +43,18 @@ type Op struct {
 	Row  fluss.Row
 }
 
+// Seal is the stamp a caller gives a sealed batch.
+type Seal struct {
+	WriterID int64
+	Sequence int32
+	// Fresh says that no batch under this writer id and sequence can have
+	// reached Fluss before (the caller never handed the pair out, and no
+	// crashed instance can have). The sender may then send it in one
+	// bucket's records entry with other fresh batches: Fluss skips a whole
+	// entry when one batch in it is a copy, which a fresh batch cannot be.
+	Fresh bool
+}
+
 // AppendSealed queues ops as one sealed Fluss batch for (partitionID,
 // bucket), stamped with writerID and sequence, and returns the handle of
 // its first record at once (the batch's records complete together; Offset
@@ -54,7 +66,8 @@ type Op struct {
 // the sequences: per (writerID, bucket) it must hand batches over in
 // sequence order; the sender keeps that order (see its package doc).
 // Blocking is as for Append. ops must not be empty.
-func (a *Accumulator) AppendSealed(ctx context.Context, t *Table, partitionID int64, bucket int32, writerID int64, sequence int32, ops []Op) (Handle, error) {
+func (a *Accumulator) AppendSealed(ctx context.Context, t *Table, partitionID int64, bucket int32, seal Seal, ops []Op) (Handle, error) {
+	writerID, sequence := seal.WriterID, seal.Sequence
 	if len(ops) == 0 {
 		return Handle{}, fmt.Errorf("accumulator: table %s: empty sealed batch", t.spec.Path)
 	}
@@ -79,7 +92,7 @@ func (a *Accumulator) AppendSealed(ctx context.Context, t *Table, partitionID in
 		return Handle{}, err
 	}
 	b := newBatch(q, bld)
-	b.sealedID, b.sealedSeq = writerID, sequence
+	b.sealedID, b.sealedSeq, b.sealedFresh = writerID, sequence, seal.Fresh
 	b.reserved.Store(size)
 	for _, op := range ops {
 		if _, err := b.addLocked(record{op: op.Kind, key: op.Key, row: op.Row}, a.cfg.BatchSize); err != nil {

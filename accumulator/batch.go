@@ -78,8 +78,9 @@ type Batch struct {
 
 	// The caller's stamp of a sealed batch (AppendSealed); NoSequence
 	// otherwise. Set before the batch is queued.
-	sealedID  int64
-	sealedSeq int32
+	sealedID    int64
+	sealedSeq   int32
+	sealedFresh bool
 
 	// Under queue.mu while queued.
 	full    bool
@@ -145,6 +146,10 @@ func (b *Batch) Estimated() int { return b.estimated }
 // SealedStamp returns the writer id and sequence the caller gave a sealed
 // batch (AppendSealed); -1, -1 for a merged batch.
 func (b *Batch) SealedStamp() (writerID int64, sequence int32) { return b.sealedID, b.sealedSeq }
+
+// Fresh reports whether the caller sealed the batch as fresh (Seal.Fresh):
+// it may share a records entry with other fresh batches on its first send.
+func (b *Batch) Fresh() bool { return b.sealedFresh }
 
 // Build returns the batch's bytes with writerID and sequence in the header:
 // built once from the builder (the expensive part, Arrow encoding and

@@ -126,6 +126,24 @@ func LogBatchWriter(batch []byte) (writerID int64, sequence int32, ok bool) {
 	return int64(leU64(batch, logWriterIDOffset)), int32(leU32(batch, logBatchSequenceOffset)), true
 }
 
+// LogBatches splits a bucket's records (one or more log batches, one after
+// the other) into its batches. A partial batch is an error.
+func LogBatches(data []byte) ([][]byte, error) {
+	var out [][]byte
+	for len(data) > 0 {
+		if len(data) < logOverhead {
+			return out, corrupt("%d bytes after the last batch", len(data))
+		}
+		size := int64(int32(leU32(data, logLengthOffset))) + logOverhead
+		if size < logV0HeaderSize || size > int64(len(data)) {
+			return out, corrupt("batch length %d with %d bytes left", size-logOverhead, len(data))
+		}
+		out = append(out, data[:size])
+		data = data[size:]
+	}
+	return out, nil
+}
+
 // rowLogBuilder builds INDEXED or COMPACTED log batches: each Append
 // serialises the record straight into the batch buffer after a reserved
 // header.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -113,6 +114,10 @@ type producerPartition struct {
 	rotate bool
 	// last is the batch assigned last: commits follow assignment order.
 	last *eoBatch
+	// loadedTargets are the targets' last sequences in the row P's state
+	// was loaded from, nil when this instance gave P its writer id (see
+	// fresh).
+	loadedTargets map[targetKey]int32
 	// toCommit are written batches waiting for a commit, in assignment
 	// order; committing says a commit of P is in flight, whose goroutine
 	// commits them next, all at once (the newest one's state covers the
@@ -331,6 +336,11 @@ func eoGroups(st *routeState, route *mapping.Route, req *kafkaproto.PartitionPro
 // being recovered after a failure: retriable, and the retry is exact.
 var errRecovering = fmt.Errorf("%w: exactly-once state of this producer is being recovered after a failed write; retry", kafkaproto.ErrNotEnoughReplicas)
 
+// errTooManyInFlight answers a batch of a producer-partition that already
+// has SequenceWindow batches in flight here, which no idempotent Kafka
+// producer sends; retriable, once one of them is answered.
+var errTooManyInFlight = fmt.Errorf("%w: more than %d batches of this producer-partition in flight", kafkaproto.ErrNotEnoughReplicas, kafkaproto.SequenceWindow)
+
 // partition returns P's state holder, locked.
 func (e *exactlyOnce) partition(key producerKey) *producerPartition {
 	for {
@@ -415,6 +425,11 @@ func (e *exactlyOnce) admit(ctx context.Context, key producerKey, req *kafkaprot
 	default:
 		return nil, v.Err(key.id, key.topic, key.partition)
 	}
+	if p.inflight >= kafkaproto.SequenceWindow {
+		// Kafka producers keep at most this many batches unanswered per
+		// partition; the freshness of sequences (fresh) relies on it.
+		return nil, errTooManyInFlight
+	}
 	first, last := req.BaseSequence, v.Last
 	if v.Restart && s.known {
 		// The producer gave up on its unanswered batches (a bump follows
@@ -432,7 +447,7 @@ func (e *exactlyOnce) admit(ctx context.Context, key producerKey, req *kafkaprot
 		if err := e.newWriter(ctx, key, &bumped, route, fp, "epoch_bump"); err != nil {
 			return nil, kafkaError(err)
 		}
-		*s, p.recent, p.last = bumped, nil, nil
+		*s, p.recent, p.last, p.loadedTargets = bumped, nil, nil, nil
 	}
 	if v.Restart {
 		s.window, p.recent = s.window[:0], p.recent[:0]
@@ -467,7 +482,8 @@ func (e *exactlyOnce) admit(ctx context.Context, key producerKey, req *kafkaprot
 	handles := make([]accumulator.Handle, 0, len(groups))
 	var werr error
 	for i, g := range groups {
-		h, err := e.acc.AppendSealed(ctx, g.table, g.target.partitionID, g.target.bucket, s.writerID, seqs[i], g.ops)
+		seal := accumulator.Seal{WriterID: s.writerID, Sequence: seqs[i], Fresh: p.fresh(g.target, seqs[i])}
+		h, err := e.acc.AppendSealed(ctx, g.table, g.target.partitionID, g.target.bucket, seal, g.ops)
 		if err != nil {
 			werr = fmt.Errorf("exactly-once write of %s/%d to table %s bucket %d: %w", key.topic, key.partition, g.table.Path(), g.target.bucket, err)
 			break
@@ -481,6 +497,25 @@ func (e *exactlyOnce) admit(ctx context.Context, key producerKey, req *kafkaprot
 	}
 	go e.complete(p, b, prev, handles, werr)
 	return c, nil
+}
+
+// fresh reports whether sequence seq for target t cannot have reached
+// Fluss before (accumulator.Seal.Fresh). Under a writer id this instance
+// took, nothing was written before its own batches. Under a loaded one, an
+// instance that crashed may have written up to SequenceWindow batches of
+// P beyond the committed row, one sequence per target each (an instance
+// has at most that many batches of P in flight: admit), and the replay
+// gives the re-sent batches exactly those sequences; what comes after them
+// is fresh.
+func (p *producerPartition) fresh(t targetKey, seq int32) bool {
+	if p.loadedTargets == nil {
+		return true
+	}
+	last, ok := p.loadedTargets[t]
+	if !ok {
+		last = -1
+	}
+	return int64(seq) > int64(last)+kafkaproto.SequenceWindow
 }
 
 // batch returns the in-flight record of window entry i, or nil if the
@@ -519,12 +554,18 @@ func (e *exactlyOnce) load(ctx context.Context, p *producerPartition, route *map
 		// servers' writer states with them after their expiry.
 		why = "too_many_targets"
 	}
+	var loadedTargets map[targetKey]int32
 	if why != "" {
 		if err := e.newWriter(ctx, p.key, &st, route, fp, why); err != nil {
 			return err
 		}
+	} else {
+		loadedTargets = maps.Clone(st.targets)
+		if loadedTargets == nil {
+			loadedTargets = map[targetKey]int32{}
+		}
 	}
-	p.st, p.loaded, p.rotate, p.recent, p.last = st, true, false, nil, nil
+	p.st, p.loaded, p.rotate, p.recent, p.last, p.loadedTargets = st, true, false, nil, nil, loadedTargets
 	return nil
 }
 

@@ -99,3 +99,20 @@ func TestExactlyOnceByDefault(t *testing.T) {
 		assert.True(t, b.exactlyOnce(route(rs, "b")), "answered with an error by produceExactlyOnce")
 	})
 }
+
+// A sequence is fresh (may share a Fluss records entry) only beyond what a
+// crashed instance can have written: SequenceWindow batches past the
+// loaded row per target, nothing under a writer id this instance took.
+func TestExactlyOnceFreshSequences(t *testing.T) {
+	t1, t2 := targetKey{tableID: 1, bucket: 0}, targetKey{tableID: 1, bucket: 1}
+	own := &producerPartition{}
+	assert.True(t, own.fresh(t1, 0), "a writer id taken here: nothing written before")
+
+	loaded := &producerPartition{loadedTargets: map[targetKey]int32{t1: 7}}
+	for seq := int32(8); seq <= 12; seq++ {
+		assert.False(t, loaded.fresh(t1, seq), "seq %d: a crashed instance may have written it", seq)
+	}
+	assert.True(t, loaded.fresh(t1, 13))
+	assert.False(t, loaded.fresh(t2, 4), "a target not in the row: 0-4 may be written")
+	assert.True(t, loaded.fresh(t2, 5))
+}

@@ -25,7 +25,8 @@ import (
 // idempotent-writer rules (a writer unknown to the bucket starts at 0, each
 // batch's sequence is the last + 1, a copy of one of the last five batches
 // is answered with its original offset and not appended, anything else is
-// OUT_OF_ORDER_SEQUENCE).
+// OUT_OF_ORDER_SEQUENCE), applied to an entry of several batches as a
+// whole, as Fluss does (docs/exactly-once.md §2, facts 6 and 12).
 type dedupFluss struct {
 	schemas map[int64]*fluss.Schema // per table id
 
@@ -36,6 +37,9 @@ type dedupFluss struct {
 	// lostAnswers makes that many log writes apply, then fail with a
 	// connection error (the answer is lost: an unknown outcome).
 	lostAnswers int
+	// entries counts the records entries appended, sharedEntries those
+	// that held several batches.
+	entries, sharedEntries int
 }
 
 type dedupWriter struct {
@@ -64,26 +68,64 @@ func (f *dedupFluss) SendProduceLog(_ context.Context, _ int32, req *fluss.Produ
 	return fluss.NewPendingWrite(func(context.Context) ([]fluss.BucketResult, error) { return res, callErr }), nil
 }
 
+// applyLocked appends one bucket's records as Fluss does: each batch's
+// writer sequence is checked, one duplicate skips the whole entry
+// (answered with the duplicate's offset) and one gap fails it, before
+// anything is appended.
 func (f *dedupFluss) applyLocked(tableID int64, b fluss.BucketRecords) (int64, error) {
 	lk := [2]int64{tableID, int64(b.Bucket)}
-	wid, seq, _ := fluss.LogBatchWriter(b.Records)
-	if wid >= 0 {
-		wk := [3]int64{tableID, int64(b.Bucket), wid}
-		w := f.writers[wk]
+	batches, err := fluss.LogBatches(b.Records)
+	if err != nil {
+		return -1, fluss.ErrorForCode(2, err.Error())
+	}
+	base := int64(len(f.logs[lk]))
+	next := map[int64]int32{} // per writer, its last sequence as the entry goes
+	type stamp struct {
+		wk  [3]int64
+		seq int32
+		off int64
+	}
+	var stamps []stamp
+	off := base
+	for _, batch := range batches {
+		wid, seq, _ := fluss.LogBatchWriter(batch)
+		recs, err := fluss.DecodeLogBatchesFormat(batch, f.schemas[tableID], fluss.LogFormatIndexed)
+		if err != nil {
+			return -1, fluss.ErrorForCode(2, err.Error())
+		}
+		if wid >= 0 {
+			wk := [3]int64{tableID, int64(b.Bucket), wid}
+			w := f.writers[wk]
+			last, seen := next[wid]
+			if !seen {
+				last = -1
+				if w != nil {
+					last = w.last
+				}
+			}
+			if w != nil {
+				for _, r := range w.recent {
+					if int32(r[0]) == seq {
+						return r[1], nil
+					}
+				}
+			}
+			if seq != last+1 {
+				return -1, fluss.ErrorForCode(31, fmt.Sprintf("expected %d, got %d", last+1, seq))
+			}
+			next[wid] = seq
+			stamps = append(stamps, stamp{wk, seq, off})
+		}
+		off += int64(len(recs))
+	}
+	for _, st := range stamps {
+		w := f.writers[st.wk]
 		if w == nil {
 			w = &dedupWriter{last: -1}
-			f.writers[wk] = w
+			f.writers[st.wk] = w
 		}
-		for _, r := range w.recent {
-			if int32(r[0]) == seq {
-				return r[1], nil
-			}
-		}
-		if seq != w.last+1 {
-			return -1, fluss.ErrorForCode(31, fmt.Sprintf("expected %d, got %d", w.last+1, seq))
-		}
-		w.last = seq
-		w.recent = append(w.recent, [2]int64{int64(seq), int64(len(f.logs[lk]))})
+		w.last = st.seq
+		w.recent = append(w.recent, [2]int64{int64(st.seq), st.off})
 		if len(w.recent) > 5 {
 			w.recent = w.recent[1:]
 		}
@@ -92,13 +134,16 @@ func (f *dedupFluss) applyLocked(tableID int64, b fluss.BucketRecords) (int64, e
 	if err != nil {
 		return -1, fluss.ErrorForCode(2, err.Error())
 	}
-	base := int64(len(f.logs[lk]))
 	for _, r := range recs {
 		row := fmt.Sprintf("%s/%d", r.Row[0].B, r.Row[1].I)
 		if tableID == eoDLQTableID {
 			row = string(r.Row[1].B) // the value
 		}
 		f.logs[lk] = append(f.logs[lk], row)
+	}
+	f.entries++
+	if len(batches) > 1 {
+		f.sharedEntries++
 	}
 	return base, nil
 }
@@ -547,9 +592,14 @@ func TestExactlyOnceCommitsGrouped(t *testing.T) {
 	held.release <- struct{}{}
 	<-held.started // batch 0's commit, held
 	require.NoError(t, a.acc.Flush(t.Context()), "batches 1-3 are written meanwhile")
+	assert.Equal(t, 4*n, total(f.rows(eoTableID)))
+	p := a.eo.partition(producerKey{7, "load", 0})
+	p.mu.Unlock()
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		assert.Equal(c, 4*n, total(f.rows(eoTableID)))
-	}, time.Minute, 10*time.Millisecond)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		assert.Len(c, p.toCommit, 3, "batches 1-3 wait for the commit in flight")
+	}, time.Minute, time.Millisecond)
 	close(held.release)
 	for k, pw := range writes {
 		<-pw.Done()

@@ -59,9 +59,12 @@
 // a success (as is out-of-order with the server already past the batch),
 // and OUT_OF_ORDER_SEQUENCE at the head of a writer's batches
 // ([ErrSequenceRejected]) and unknown outcomes fail the batch without
-// resetting anything. A drain pass sends at most one batch per bucket per
-// request, merged or sealed (Fluss keeps one records entry per bucket of a
-// request).
+// resetting anything. A drain pass sends at most one records entry per
+// bucket per request (Fluss keeps one per bucket of a request): one merged
+// or sealed batch, or several fresh sealed batches (accumulator.Seal.Fresh)
+// on their first send, concatenated, each answered at the entry's base
+// offset plus the records before it; a failed shared entry sends each of
+// its batches again alone.
 //
 // # Goroutines
 //

@@ -16,7 +16,8 @@ type groupKey struct {
 // slotKey is one bucket's slot in a request. Fluss keeps one records entry
 // per bucket of a request (a second one for the same bucket replaces the
 // first: ServerRpcMessageUtils.getProduceLogData), so a drain pass sends
-// at most one batch per bucket, merged or sealed.
+// at most one entry per bucket: one batch, merged or sealed, or fresh
+// sealed ones together (joinFresh).
 type slotKey struct {
 	tableID, partitionID int64
 	bucket               int32
@@ -273,8 +274,43 @@ func (s *Sender) take(c candidate, p *drainPass) {
 		p.groups[gk] = req
 		p.order = append(p.order, req)
 	}
-	req.batches = append(req.batches, b)
-	req.writerID = append(req.writerID, b.writerID)
-	req.seq = append(req.seq, b.sequence)
-	req.lastAckedAtSend = append(req.lastAckedAtSend, c.st.lastAcked)
+	req.add(b, c.st.lastAcked, false)
+	if c.retry == nil && b.Fresh() && !c.q.Table().IsKv() {
+		s.joinFresh(c, p, req)
+	}
+}
+
+// maxEntryBatches bounds the fresh sealed batches sent in one records
+// entry.
+const maxEntryBatches = 64
+
+// joinFresh adds the fresh sealed batches queued behind a fresh head to
+// the head's records entry (log tables: a PutKv entry holds one KV batch).
+// Fluss keeps one entry per bucket per request, and its cost is mostly per
+// entry appended (one log append, its index entries); many producers'
+// small exactly-once batches on one bucket would otherwise go one per
+// request. Only fresh batches on their first send may share an entry:
+// Fluss skips a whole entry when one batch in it is a copy. Each joined
+// batch keeps its writer's order and in-flight cap.
+func (s *Sender) joinFresh(c candidate, p *drainPass, req *request) {
+	for range maxEntryBatches - 1 {
+		fb, size, _ := c.q.Peek(true)
+		if fb == nil || !fb.Fresh() || p.serverBytes[c.leader]+size > s.cfg.MaxRequestSize ||
+			!p.now.Before(fb.Created().Add(s.cfg.DeliveryTimeout)) {
+			return
+		}
+		next := unsent(fb)
+		if ss := s.sealed[sealedKey{c.q, next.writerID}]; ss != nil && len(ss.inflight) >= s.cfg.MaxInflightPerBucket {
+			return
+		}
+		if !c.q.Pop(fb) {
+			return
+		}
+		b := &next
+		ss := s.sealedOf(b)
+		ss.inflight = append(ss.inflight, b)
+		b.attempts++
+		p.serverBytes[c.leader] += size
+		req.add(b, c.st.lastAcked, true)
+	}
 }

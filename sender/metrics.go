@@ -29,6 +29,7 @@ type metrics struct {
 	writerResets prometheus.Counter
 	kvPressure   *prometheus.GaugeVec
 	kvThrottle   *prometheus.CounterVec
+	sharedEntry  *prometheus.CounterVec
 
 	tables  map[int64]*tableMetrics // loop-owned
 	servers map[serverAPI]prometheus.Observer
@@ -53,6 +54,8 @@ type tableMetrics struct {
 
 	kvPressure prometheus.Gauge
 	kvThrottle prometheus.Counter
+	// sharedEntry counts batches sent in a records entry with others.
+	sharedEntry prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, s *Sender) (*metrics, error) {
@@ -109,12 +112,16 @@ func newMetrics(reg prometheus.Registerer, s *Sender) (*metrics, error) {
 			Name: "fluss_gateway_sender_kv_throttle_seconds_total",
 			Help: "Time buckets of a primary-key table were held back for KV storage pressure.",
 		}, []string{"table"}),
+		sharedEntry: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fluss_gateway_sender_shared_entry_batches_total",
+			Help: "Sealed batches answered in a bucket's records entry shared with other fresh sealed batches (exactly-once writes of several producers or batches sent together).",
+		}, []string{"table"}),
 		tables:  make(map[int64]*tableMetrics),
 		servers: make(map[serverAPI]prometheus.Observer),
 	}
 	cs := []prometheus.Collector{
 		m.batches, m.records, m.bytes, m.fill, m.batchRecords, m.tableLatency, m.retries, m.errors, m.latency, m.writerResets,
-		m.kvPressure, m.kvThrottle,
+		m.kvPressure, m.kvThrottle, m.sharedEntry,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "fluss_gateway_sender_inflight_requests",
 			Help: "Write requests sent and not yet answered.",
@@ -146,6 +153,8 @@ func (m *metrics) table(t *accumulator.Table) *tableMetrics {
 
 			kvPressure: m.kvPressure.WithLabelValues(name),
 			kvThrottle: m.kvThrottle.WithLabelValues(name),
+
+			sharedEntry: m.sharedEntry.WithLabelValues(name),
 		}
 		m.tables[t.ID()] = tm
 	}

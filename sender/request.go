@@ -1,6 +1,7 @@
 package sender
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"runtime"
@@ -20,11 +21,23 @@ type request struct {
 	writerID        []int64
 	seq             []int32
 	lastAckedAtSend []int32
+	// joined: the batch goes in the records entry of the batch before it
+	// (fresh sealed batches of one bucket: see joinFresh).
+	joined []bool
 	// Requests to one (server, table) are built concurrently but queued on
 	// the connection in drain order, so a bucket's batch sequences reach the
 	// server in order: after is closed once the previous request was queued
 	// (nil for none), and queued is closed once this one is.
 	after, queued chan struct{}
+}
+
+// add appends b, drained with its bucket's lastAcked, to the request.
+func (req *request) add(b *batch, lastAcked int32, joined bool) {
+	req.batches = append(req.batches, b)
+	req.writerID = append(req.writerID, b.writerID)
+	req.seq = append(req.seq, b.sequence)
+	req.lastAckedAtSend = append(req.lastAckedAtSend, lastAcked)
+	req.joined = append(req.joined, joined)
 }
 
 type response struct {
@@ -34,6 +47,12 @@ type response struct {
 	buildErr []error
 	latency  time.Duration
 	sent     bool
+	// Per batch: the records entry it went in (-1: not built), and the
+	// records of that entry before it (its offset from the entry's base).
+	entry  []int
+	before []int64
+	// entryBatches counts each entry's batches.
+	entryBatches []int
 }
 
 type built struct {
@@ -81,15 +100,35 @@ func (s *Sender) send(ctx context.Context, req *request) {
 	var once sync.Once
 	queued := func() { once.Do(func() { close(req.queued) }) }
 	defer queued() // never leave the next request waiting
-	resp := &response{req: req, buildErr: make([]error, len(req.batches))}
-	buckets := make([]fluss.BucketRecords, 0, len(req.batches))
+	n := len(req.batches)
+	resp := &response{req: req, buildErr: make([]error, n), entry: make([]int, n), before: make([]int64, n)}
+	buckets := make([]fluss.BucketRecords, 0, n)
+	var parts [][][]byte // per entry, its batches' bytes when it has several
 	datas := buildAll(req)
+	entry := -1 // the records entry of the current bucket's batches
 	for i, b := range req.batches {
+		if !req.joined[i] {
+			entry = -1
+		}
+		resp.entry[i] = -1
 		data, err := datas[i].data, datas[i].err
 		if err != nil {
 			resp.buildErr[i] = err
 			continue
 		}
+		if entry >= 0 {
+			if parts[entry] == nil {
+				parts[entry] = [][]byte{buckets[entry].Records}
+			}
+			parts[entry] = append(parts[entry], data)
+			resp.entry[i], resp.before[i] = entry, resp.before[i-1]+int64(req.batches[i-1].Records())
+			resp.entryBatches[entry]++
+			continue
+		}
+		entry = len(buckets)
+		resp.entry[i] = entry
+		resp.entryBatches = append(resp.entryBatches, 1)
+		parts = append(parts, nil)
 		buckets = append(buckets, fluss.BucketRecords{
 			PartitionID: b.PartitionID(), Bucket: b.Bucket(), Records: data,
 			// Fluss 1.0 wire: the count the rows were bucketed with; a server
@@ -97,6 +136,14 @@ func (s *Sender) send(ctx context.Context, req *request) {
 			// INVALID_BUCKET_ROUTING instead of storing misrouted rows.
 			RoutingBucketCount: b.Queue().RoutingBuckets(),
 		})
+	}
+	for e, ps := range parts {
+		if ps != nil {
+			// Batches are self-delimiting: an entry of several is their
+			// bytes one after the other (a new buffer: each batch keeps
+			// its own for a resend).
+			buckets[e].Records = bytes.Join(ps, nil)
+		}
 	}
 	if len(buckets) > 0 && req.after != nil {
 		select {

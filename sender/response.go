@@ -13,6 +13,10 @@ import (
 // errMissingBucket: the response had no entry for a bucket we sent.
 var errMissingBucket = errors.New("sender: response has no result for the bucket")
 
+// errSharedEntry wraps the error of a records entry that held several
+// fresh sealed batches (joinFresh); they are retried alone.
+var errSharedEntry = errors.New("sender: a records entry shared by several batches failed")
+
 func (s *Sender) handleResponse(resp *response, now time.Time) {
 	s.inflightReqs.Add(-1)
 	req := resp.req
@@ -25,12 +29,12 @@ func (s *Sender) handleResponse(resp *response, now time.Time) {
 		tm.latency.Observe(resp.latency.Seconds())
 	}
 	refresh := false
-	sent := 0 // index of b among the buckets sent
 	for i, b := range req.batches {
 		if err := resp.buildErr[i]; err != nil {
 			s.fail(b, err, true)
 			continue
 		}
+		sent := resp.entry[i] // index of b's entry among the buckets sent
 		err, offset := resp.err, int64(-1)
 		var pressure float32
 		if err == nil {
@@ -51,7 +55,17 @@ func (s *Sender) handleResponse(resp *response, now time.Time) {
 				}
 			}
 		}
-		sent++
+		if shared := resp.entryBatches[sent]; shared > 1 {
+			tm.sharedEntry.Inc()
+			if err != nil {
+				// Nothing of the entry was written, or its outcome is
+				// unknown: each of its batches is resent on its own, where
+				// its own verdict comes back.
+				err = fmt.Errorf("%w (%d batches): %w", errSharedEntry, shared, err)
+			} else if offset >= 0 {
+				offset += resp.before[i] // Fluss answers the entry's base offset
+			}
+		}
 		s.throttle(b, pressure, err, now, tm)
 		if s.handleBatch(req, i, b, offset, err, now, tm) {
 			refresh = true

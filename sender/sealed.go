@@ -1,6 +1,7 @@
 package sender
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -85,7 +86,10 @@ func (s *Sender) handleSealed(b *batch, offset int64, err error, now time.Time, 
 	}
 	tm.errorCode(code)
 	retriable := fluss.IsRetriable(err)
-	if code == codeOutOfOrderSequence {
+	switch {
+	case errors.Is(err, errSharedEntry):
+		retriable = true // resent alone: no longer fresh, its own answer
+	case code == codeOutOfOrderSequence:
 		// Expected while an earlier batch of the writer is unresolved (it
 		// failed retriably and is resent first); final at the head.
 		ss := s.sealed[sealedKey{b.Queue(), b.writerID}]

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -133,4 +134,117 @@ func TestIntegrationSealedKvDedup(t *testing.T) {
 	_, err = h.Wait(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, int64(4), end(), "an update: -U and +U")
+}
+
+// Integration, on a real Fluss log table: fresh sealed batches of many
+// writers (and consecutive ones of one writer) queued together go in one
+// records entry per request, and Fluss appends them all, each at the
+// offset the sender computes from the entry's base; a copy of one of them
+// re-sent alone later is recognised as a duplicate. When a batch in a
+// shared entry is out of sequence, Fluss refuses the whole entry: each
+// batch is resent alone and gets its own verdict (the others are written,
+// the faulty one fails with ErrSequenceRejected).
+func TestIntegrationSealedSharedEntry(t *testing.T) {
+	addr := flusstest.Bootstrap(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	c := newClient(t, addr)
+	setup, stopSetup := newIntegrationWriter(t, c, nil)
+	tbl := createLogTables(t, ctx, c, setup, 1, 1, fluss.LogFormatArrow)[0]
+	stopSetup()
+	spec := TableSpec{ID: tbl.info.TableID, Path: tbl.info.Path, NumBuckets: 1, NewLogBuilder: func() (LogBuilder, error) {
+		schema := tbl.info.Descriptor.Schema
+		return fluss.NewArrowLogBuilder(&schema, tbl.info.SchemaID, tbl.info.Descriptor.ArrowCompression(), 3)
+	}}
+	rows := func(from int64, n int) []Op {
+		ops := make([]Op, n)
+		for i := range ops {
+			ops[i] = Op{Kind: fluss.WriteAppend, Row: fluss.Row{fluss.IntDatum(from + int64(i)), fluss.IntDatum(1), fluss.StringDatum("x")}}
+		}
+		return ops
+	}
+	newWriterID := func() int64 {
+		id, err := c.InitWriter(ctx, tbl.info.Path)
+		require.NoError(t, err)
+		return id
+	}
+	type queued struct {
+		h    Handle
+		seal Seal
+		n    int
+	}
+	// phase queues the seals before its writer runs, so that its first
+	// drain pass finds them all, then runs it until every handle is done.
+	phase := func(seals []Seal) ([]queued, float64) {
+		w, err := newTestWriter(testConfig(nil), c)
+		require.NoError(t, err)
+		table, err := w.AddTable(spec)
+		require.NoError(t, err)
+		var qs []queued
+		for i, s := range seals {
+			n := 1 + i%3
+			h, err := w.WriteSeal(ctx, table, NoPartition, 0, s, rows(int64(100*i), n))
+			require.NoError(t, err)
+			qs = append(qs, queued{h, s, n})
+		}
+		runErr := make(chan error, 1)
+		go func() { runErr <- w.Run(context.Background()) }()
+		for _, q := range qs {
+			_, _ = q.h.Wait(ctx)
+		}
+		shared := testutil.ToFloat64(w.snd.m.table(table).sharedEntry)
+		require.NoError(t, w.Close(ctx))
+		require.NoError(t, <-runErr)
+		return qs, shared
+	}
+
+	// Phase 1: 12 writers, the first with three consecutive batches.
+	first := newWriterID()
+	seals := []Seal{{WriterID: first, Sequence: 0, Fresh: true}, {WriterID: first, Sequence: 1, Fresh: true}, {WriterID: first, Sequence: 2, Fresh: true}}
+	for range 11 {
+		seals = append(seals, Seal{WriterID: newWriterID(), Sequence: 0, Fresh: true})
+	}
+	qs, shared := phase(seals)
+	assert.Equal(t, float64(len(seals)), shared, "one entry holds them all")
+	var want int64
+	for i, q := range qs {
+		off, err := q.h.Wait(ctx)
+		require.NoError(t, err, "batch %d", i)
+		assert.Equal(t, want, off, "batch %d: the entry's base plus the records before it", i)
+		want += int64(q.n)
+	}
+	end, err := c.ListOffsets(ctx, tbl.info.TableID, fluss.NoPartition, []int32{0}, fluss.LatestOffset)
+	require.NoError(t, err)
+	require.Equal(t, want, end[0], "every batch of the shared entry appended once")
+
+	// A copy of batch 4 (another writer's first), not fresh: alone, and
+	// answered with its original offset; nothing appended.
+	again, _ := phase([]Seal{{WriterID: seals[4].WriterID, Sequence: 0}})
+	off, err := again[0].h.Wait(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, mustOffset(t, ctx, qs[4].h), off)
+
+	// Phase 2: a shared entry with one batch out of sequence.
+	bad := newWriterID()
+	seals = []Seal{{WriterID: newWriterID(), Sequence: 0, Fresh: true}, {WriterID: bad, Sequence: 1, Fresh: true}, {WriterID: newWriterID(), Sequence: 0, Fresh: true}}
+	qs, shared = phase(seals)
+	assert.Equal(t, float64(len(seals)), shared, "the first attempt shared one entry")
+	_, err = qs[1].h.Wait(ctx)
+	require.ErrorIs(t, err, ErrSequenceRejected, "alone, the gap gets its own verdict")
+	written := want
+	for _, i := range []int{0, 2} {
+		_, err := qs[i].h.Wait(ctx)
+		require.NoError(t, err, "batch %d resent alone", i)
+		written += int64(qs[i].n)
+	}
+	end, err = c.ListOffsets(ctx, tbl.info.TableID, fluss.NoPartition, []int32{0}, fluss.LatestOffset)
+	require.NoError(t, err)
+	assert.Equal(t, written, end[0])
+}
+
+func mustOffset(t *testing.T, ctx context.Context, h Handle) int64 {
+	t.Helper()
+	off, err := h.Wait(ctx)
+	require.NoError(t, err)
+	return off
 }

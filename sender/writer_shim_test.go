@@ -15,6 +15,7 @@ type (
 	Handle     = accumulator.Handle
 	Batch      = accumulator.Batch
 	Op         = accumulator.Op
+	Seal       = accumulator.Seal
 	LogBuilder = accumulator.LogBuilder
 	KvBuilder  = accumulator.KvBuilder
 	accConfig  = accumulator.Config
@@ -87,7 +88,10 @@ func (w *testWriter) Write(ctx context.Context, t *Table, partitionID int64, buc
 	return w.acc.Append(ctx, t, partitionID, bucket, op, key, row)
 }
 func (w *testWriter) WriteSealed(ctx context.Context, t *Table, partitionID int64, bucket int32, writerID int64, sequence int32, ops []Op) (Handle, error) {
-	return w.acc.AppendSealed(ctx, t, partitionID, bucket, writerID, sequence, ops)
+	return w.acc.AppendSealed(ctx, t, partitionID, bucket, Seal{WriterID: writerID, Sequence: sequence}, ops)
+}
+func (w *testWriter) WriteSeal(ctx context.Context, t *Table, partitionID int64, bucket int32, seal Seal, ops []Op) (Handle, error) {
+	return w.acc.AppendSealed(ctx, t, partitionID, bucket, seal, ops)
 }
 func (w *testWriter) Flush(ctx context.Context) error { return w.acc.Flush(ctx) }
 func (w *testWriter) Run(ctx context.Context) error   { return w.snd.Run(ctx) }

@@ -84,6 +84,7 @@ func main() {
 // options are the command's flags.
 type options struct {
 	bootstrap    string
+	exactlyOnce  string // the routes' exactly_once setting; "": unset (the default)
 	records      int
 	runs         []runSpec
 	producers    int
@@ -230,6 +231,7 @@ func parseOptions(args []string) (*options, error) {
 		" append writer, one thread, default settings; fetched from Maven Central) and compare CPU per row, the Fluss servers' included")
 	fs.BoolVar(&o.keep, "keep", false, "keep the bench database and the gateway's directory (default: drop them after a successful run)")
 	fs.Float64Var(&o.rate, "rate", 0, "total records/s the producers offer (0: as fast as they can); latency at a fixed load")
+	fs.StringVar(&o.exactlyOnce, "exactly-once", "", "the routes' exactly_once setting: true, false, or empty (unset: the default, exactly once for the idempotent franz-go producers)")
 	fs.StringVar(&o.logLevel, "gateway-log-level", "warn", "gateway logging.level (debug shows every Fluss retry)")
 	pids := fs.String("fluss-pids", "", "comma-separated pids of Fluss server processes on this machine whose CPU to report (read-only /proc); "+
 		"default: the tablet servers of -fluss-cluster")
@@ -341,6 +343,9 @@ func run(ctx context.Context, args []string) error {
 			pr.topics = append(pr.topics, topic)
 			pr.gwTables = append(pr.gwTables, gw)
 			routes.WriteString(rs.workload.route(topic, gw.Path))
+			if o.exactlyOnce != "" {
+				routes.WriteString("    exactly_once: " + o.exactlyOnce + "\n")
+			}
 			if o.baseline {
 				bl, err := createTable(ctx, c, fluss.TablePath{Database: db, Table: "base_" + topic}, o.descriptor(rs.workload))
 				if err != nil {

@@ -59,6 +59,10 @@ var gatewayCounters = []string{
 	"fluss_gateway_sender_retries_total",
 	"fluss_gateway_sender_errors_total",
 	"fluss_gateway_accumulator_buffer_full_total",
+	"fluss_gateway_route_table_busy_batches_total",
+	"fluss_gateway_sender_shared_entry_batches_total",
+	"fluss_gateway_exactly_once_commit_duration_seconds_count",
+	"fluss_gateway_exactly_once_committed_batches_total",
 }
 
 // wireCounter counts the bytes of Produce requests the producers wrote.
@@ -499,6 +503,11 @@ func printSummary(results []*runResult, idle, final procStat, warnings int, firs
 			"", batches, m["fluss_gateway_sender_batch_bytes_total"]/max(batches, 1)/1024,
 			m["fluss_gateway_sender_request_duration_seconds_count"], m["fluss_gateway_sender_retries_total"],
 			m["fluss_gateway_sender_errors_total"], m["fluss_gateway_accumulator_buffer_full_total"])
+		if commits := m["fluss_gateway_exactly_once_commit_duration_seconds_count"]; commits > 0 || m["fluss_gateway_route_table_busy_batches_total"] > 0 {
+			fmt.Printf("  %-16s exactly once: %.0f state commits for %.0f batches, %.0f batches in shared records entries; %.0f table-busy refusals\n",
+				"", commits, m["fluss_gateway_exactly_once_committed_batches_total"], m["fluss_gateway_sender_shared_entry_batches_total"],
+				m["fluss_gateway_route_table_busy_batches_total"])
+		}
 		for _, l := range r.errSeries {
 			fmt.Printf("  %-16s %s (cumulative)\n", "", l)
 		}
