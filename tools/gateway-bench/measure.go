@@ -492,7 +492,7 @@ func printSummary(results []*runResult, idle, final procStat, warnings int, firs
 		}
 		fluss := "-"
 		if r.flussCPU > 0 {
-			fluss = fmt.Sprintf("%.2f", r.flussCPU.Seconds()/r.secs)
+			fluss = fmt.Sprintf("%.3f", r.flussCPU.Seconds()/r.secs)
 		}
 		fmt.Printf("  %-16s %6.1f B/rec %5d req  max %6.0f ms  heap in use %4.0f MiB  cores: gateway %.2f producers %.2f fluss %s  baseline %s\n",
 			r.spec, float64(r.wireBytes)/float64(r.records), r.requests, ms(r.maxLat), r.heapInuse/(1<<20),
