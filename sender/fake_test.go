@@ -38,6 +38,9 @@ type fakeBatch struct {
 	Seq         int32
 	Values      []int64
 	Routing     int32 // the routing bucket count sent (Fluss 1.0)
+	// Entry is the index of the records entry the batch came in; batches
+	// of one entry (fresh sealed ones) share it.
+	Entry int
 }
 
 type bucketID struct {
@@ -153,12 +156,18 @@ func (f *fakeTransport) setHook(h func(c fakeCall) hookResult) {
 // server reading one connection, the fake serves them in that order.
 func (f *fakeTransport) arrive(server int32, tableID int64, buckets []fluss.BucketRecords) (c fakeCall, h *fakeHold, prev <-chan struct{}, done chan struct{}, err error) {
 	c = fakeCall{Server: server, TableID: tableID}
-	for _, br := range buckets {
-		wid, seq, vals, err := decodeTestBatch(br.Records)
+	for e, br := range buckets {
+		parts, err := batchtest.Split(br.Records)
 		if err != nil {
 			return c, nil, nil, nil, err
 		}
-		c.Buckets = append(c.Buckets, fakeBatch{br.PartitionID, br.Bucket, wid, seq, vals, br.RoutingBucketCount})
+		for _, part := range parts {
+			wid, seq, vals, err := decodeTestBatch(part)
+			if err != nil {
+				return c, nil, nil, nil, err
+			}
+			c.Buckets = append(c.Buckets, fakeBatch{br.PartitionID, br.Bucket, wid, seq, vals, br.RoutingBucketCount, e})
+		}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -225,20 +234,70 @@ func (f *fakeTransport) serve(ctx context.Context, c fakeCall, h *fakeHold, prev
 		return res, nil
 	}
 	res := make([]fluss.BucketResult, 0, len(c.Buckets))
-	for _, b := range c.Buckets {
+	for i := 0; i < len(c.Buckets); {
+		j := i + 1 // c.Buckets[i:j] is one records entry
+		for j < len(c.Buckets) && c.Buckets[j].Entry == c.Buckets[i].Entry {
+			j++
+		}
+		b := c.Buckets[i]
 		r := fluss.BucketResult{PartitionID: b.PartitionID, Bucket: b.Bucket, Offset: -1, Pressure: hr.Pressure[b.Bucket]}
 		if err := hr.BucketErr[b.Bucket]; err != nil {
 			r.Err = err
-			res = append(res, r)
-			continue
+		} else {
+			r.Offset, r.Err = f.applyEntryLocked(bucketID{tableID, b.PartitionID, b.Bucket}, c.Buckets[i:j])
 		}
-		r.Offset, r.Err = f.applyLocked(bucketID{tableID, b.PartitionID, b.Bucket}, b)
 		res = append(res, r)
+		i = j
 	}
 	if hr.ApplyThenFail {
 		return nil, hr.CallErr
 	}
 	return res, nil
+}
+
+// applyEntryLocked applies one records entry as Fluss does: every batch's
+// sequence is checked before anything is appended; a copy anywhere skips
+// the whole entry (answered with the copy's offset), a gap fails it.
+func (f *fakeTransport) applyEntryLocked(id bucketID, entry []fakeBatch) (int64, error) {
+	if len(entry) == 1 {
+		return f.applyLocked(id, entry[0])
+	}
+	l := f.logs[id]
+	last := map[int64]int32{}
+	for _, b := range entry {
+		if b.WriterID < 0 {
+			continue
+		}
+		prev, ok := last[b.WriterID]
+		if !ok {
+			prev = -1
+			if l != nil && l.writers[b.WriterID] != nil {
+				w := l.writers[b.WriterID]
+				prev = w.lastSeq
+				for _, r := range w.recent {
+					if r.seq == b.Seq {
+						return r.base, nil
+					}
+				}
+			}
+		}
+		if b.Seq != prev+1 {
+			return -1, fluss.ErrorForCode(31, fmt.Sprintf("Out of order batch sequence for writer %d at offset 0 in table-bucket TableBucket{tableId=%d, bucket=%d} : %d (incoming batch seq.), %d (current batch seq.)",
+				b.WriterID, id.table, id.bucket, b.Seq, prev))
+		}
+		last[b.WriterID] = b.Seq
+	}
+	base := int64(-1)
+	for i, b := range entry {
+		off, err := f.applyLocked(id, b)
+		if err != nil {
+			return -1, err // checked above: cannot happen
+		}
+		if i == 0 {
+			base = off
+		}
+	}
+	return base, nil
 }
 
 func (f *fakeTransport) applyLocked(id bucketID, b fakeBatch) (int64, error) {

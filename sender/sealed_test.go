@@ -225,3 +225,41 @@ func TestWireSealed(t *testing.T) {
 	assert.Equal(t, int64(3), h.fc.LogEndOffset(h.ids[0], fluss.NoPartition, 1))
 	h.close(t)
 }
+
+// Fresh sealed batches queued together go in one records entry, each
+// answered at its own offset (the entry's base plus the records before
+// it); a batch not marked fresh (a replay, a retry) never shares one.
+func TestFreshSealedBatchesShareAnEntry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newIdleHarness(t, nil, tableDef{id: 1, buckets: 1, server: 1})
+		seal := func(writer int64, seq int32, fresh bool, v int64) Handle {
+			hd, err := h.w.WriteSeal(context.Background(), h.tables[1], NoPartition, 0, Seal{WriterID: writer, Sequence: seq, Fresh: fresh}, sealedOps(v, v+1))
+			require.NoError(t, err)
+			return hd
+		}
+		var shared []Handle
+		for w := int64(1); w <= 4; w++ {
+			shared = append(shared, seal(w, 0, true, 10*w))
+		}
+		shared = append(shared, seal(1, 1, true, 50)) // the same writer's next
+		stale := seal(6, 0, false, 60)
+		h.start()
+		for i, hd := range shared {
+			off, err := hd.Wait(context.Background())
+			require.NoError(t, err)
+			assert.Equal(t, int64(2*i), off, "batch %d: the entry's base plus the records before it", i)
+		}
+		off, err := stale.Wait(context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, int64(10), off)
+		calls := h.fake.callsFor(1)
+		require.Len(t, calls, 2)
+		require.Len(t, calls[0].Buckets, 5)
+		for _, b := range calls[0].Buckets {
+			assert.Equal(t, 0, b.Entry, "one records entry")
+		}
+		require.Len(t, calls[1].Buckets, 1, "a batch not fresh goes alone")
+		assert.Equal(t, []int64{10, 11, 20, 21, 30, 31, 40, 41, 50, 51, 60, 61}, h.fake.logValues(1, 0))
+		h.close(t)
+	})
+}

@@ -86,3 +86,22 @@ func Decode(data []byte) (writerID int64, seq int32, values []int64, err error) 
 	}
 	return writerID, seq, values, nil
 }
+
+// Split cuts a bucket's records (one or more encoded batches, one after
+// the other, as the sender concatenates fresh sealed batches) into its
+// batches.
+func Split(data []byte) ([][]byte, error) {
+	var out [][]byte
+	for len(data) > 0 {
+		if len(data) < 16 {
+			return out, fmt.Errorf("%d bytes after the last batch", len(data))
+		}
+		size := 16 + 8*int(binary.BigEndian.Uint32(data[12:]))
+		if size > len(data) {
+			return out, fmt.Errorf("batch of %d bytes with %d left", size, len(data))
+		}
+		out = append(out, data[:size])
+		data = data[size:]
+	}
+	return out, nil
+}
