@@ -87,19 +87,38 @@ func (a *Accumulator) AppendSealed(ctx context.Context, t *Table, partitionID in
 		return Handle{}, fmt.Errorf("accumulator: table %s partition %d has %d buckets, not bucket %d", t.spec.Path, partitionID, len(sealed), bucket)
 	}
 	q := sealed[bucket]
-	bld, size, err := a.newBatchBuilder(ctx, t)
+	bld, err := t.getBuilder()
 	if err != nil {
-		return Handle{}, err
+		return Handle{}, fmt.Errorf("append to table %s: new batch builder: %w", t.spec.Path, err)
 	}
 	b := newBatch(q, bld)
 	b.sealedID, b.sealedSeq, b.sealedFresh = writerID, sequence, seal.Fresh
-	b.reserved.Store(size)
+	fail := func(err error) (Handle, error) {
+		a.mem.release(&t.mem, b.reserved.Swap(0))
+		t.putBuilder(bld)
+		return Handle{}, err
+	}
 	for _, op := range ops {
 		if _, err := b.addLocked(record{op: op.Kind, key: op.Key, row: op.Row}, a.cfg.BatchSize); err != nil {
-			a.mem.release(&t.mem, b.reserved.Swap(0))
-			t.putBuilder(bld)
-			return Handle{}, err
+			return fail(err)
 		}
+	}
+	// Charged its size, not the BatchSize a growing batch reserves: a
+	// sealed batch is complete when queued (often a few records: one Kafka
+	// batch for one bucket), and a producer-partition keeps up to five in
+	// flight per target; at BatchSize each they held the table's share of
+	// the budget with little data. Beyond BatchSize the rest is taken
+	// without waiting, as a growing batch's encoding does.
+	if need := int64(b.builder.EstimatedSize()) - b.reserved.Load(); need > 0 {
+		wait := min(need, int64(a.cfg.BatchSize))
+		if err := a.mem.acquire(ctx, &t.mem, wait, a.cfg.BufferWaitTimeout, a.wake); err != nil {
+			if errors.Is(err, ErrBufferFull) {
+				a.metrics.bufferFull.Inc()
+			}
+			return fail(fmt.Errorf("append to table %s: %w", t.spec.Path, err))
+		}
+		a.mem.force(&t.mem, need-wait)
+		b.reserved.Add(need)
 	}
 	b.full = true // sealed: nothing else joins it
 	a.filled(b)

@@ -246,3 +246,23 @@ func TestLargeBuildersAreNotKept(t *testing.T) {
 	assert.Same(t, small, got)
 	assert.Zero(t, got.Len(), "kept reset")
 }
+
+// A sealed batch is charged its size, not a whole BatchSize: many small
+// exactly-once batches waiting for Fluss fit the budget (at BatchSize each,
+// the fifth of these would wait for memory and fail at BufferWaitTimeout).
+func TestSealedBatchChargedItsSize(t *testing.T) {
+	t.Parallel()
+	a, err := newTestAccumulator(func(c *Config) {
+		c.BatchSize = 1 << 20
+		c.BufferMemory = 4 << 20
+		c.BufferWaitTimeout = 10 * time.Millisecond
+	})
+	require.NoError(t, err)
+	tbl := newTestTable(t, a, 1, 1, nil)
+	for w := range int64(40) {
+		_, err := a.AppendSealed(context.Background(), tbl, NoPartition, 0, Seal{WriterID: w, Sequence: 0},
+			[]Op{{Kind: fluss.WriteAppend, Row: row(w)}, {Kind: fluss.WriteAppend, Row: row(w + 1)}})
+		require.NoError(t, err, "sealed batch %d", w)
+	}
+	assert.Equal(t, int64(40*(16+2*8)), a.BufferedBytes(), "each charged the toy format's 32 bytes")
+}
