@@ -105,7 +105,8 @@ func (s *Sender) send(ctx context.Context, req *request) {
 	buckets := make([]fluss.BucketRecords, 0, n)
 	var parts [][][]byte // per entry, its batches' bytes when it has several
 	datas := buildAll(req)
-	entry := -1 // the records entry of the current bucket's batches
+	entry := -1       // the records entry of the current bucket's batches
+	var inEntry int64 // records in that entry so far
 	for i, b := range req.batches {
 		if !req.joined[i] {
 			entry = -1
@@ -121,11 +122,12 @@ func (s *Sender) send(ctx context.Context, req *request) {
 				parts[entry] = [][]byte{buckets[entry].Records}
 			}
 			parts[entry] = append(parts[entry], data)
-			resp.entry[i], resp.before[i] = entry, resp.before[i-1]+int64(req.batches[i-1].Records())
+			resp.entry[i], resp.before[i] = entry, inEntry
+			inEntry += int64(b.Records())
 			resp.entryBatches[entry]++
 			continue
 		}
-		entry = len(buckets)
+		entry, inEntry = len(buckets), int64(b.Records())
 		resp.entry[i] = entry
 		resp.entryBatches = append(resp.entryBatches, 1)
 		parts = append(parts, nil)
