@@ -117,7 +117,9 @@ func (a *Accumulator) AppendSealed(ctx context.Context, t *Table, partitionID in
 			}
 			return fail(fmt.Errorf("append to table %s: %w", t.spec.Path, err))
 		}
-		a.mem.force(&t.mem, need-wait)
+		if need > wait {
+			a.mem.force(&t.mem, need-wait)
+		}
 		b.reserved.Add(need)
 	}
 	b.full = true // sealed: nothing else joins it

@@ -611,17 +611,13 @@ func (e *exactlyOnce) complete(p *producerPartition, b *eoBatch, prev *eoBatch, 
 			offset = off
 		}
 	}
-	prevOK := true
 	if prev != nil {
 		<-prev.wrote
-		p.mu.Lock()
-		prevOK = prev.wroteOK
-		p.mu.Unlock()
-	}
-	if err == nil && !prevOK {
-		err = errRecovering
 	}
 	p.mu.Lock()
+	if err == nil && prev != nil && !prev.wroteOK {
+		err = errRecovering
+	}
 	b.wroteOK, b.offset = err == nil, offset
 	if err == nil {
 		// Queued before wrote closes, so that the next batch of P is

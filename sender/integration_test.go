@@ -55,6 +55,7 @@ var itSchema = fluss.Schema{Columns: []fluss.Column{
 type itTable struct {
 	info  *fluss.TableInfo
 	table *Table
+	spec  TableSpec // what table was registered with (for another writer)
 }
 
 // createLogTables creates a database with n log tables of `buckets` buckets
@@ -85,6 +86,28 @@ func createKvTable(t *testing.T, ctx context.Context, c *fluss.Client, prefix st
 		NewKvBuilder: func() (KvBuilder, error) { return fluss.NewKvBatchBuilder(&schema, info.SchemaID, format) }}
 }
 
+// logTableSpec is the TableSpec of a log table, with a builder of its log
+// format, as the gateway registers one.
+func logTableSpec(t *testing.T, info *fluss.TableInfo) TableSpec {
+	t.Helper()
+	schema := info.Descriptor.Schema
+	spec := TableSpec{ID: info.TableID, Path: info.Path, NumBuckets: info.Descriptor.BucketCount}
+	switch info.Descriptor.LogFormat() {
+	case fluss.LogFormatArrow:
+		codec := info.Descriptor.ArrowCompression()
+		spec.NewLogBuilder = func() (LogBuilder, error) {
+			return fluss.NewArrowLogBuilder(&schema, info.SchemaID, codec, 3)
+		}
+	case fluss.LogFormatIndexed:
+		spec.NewLogBuilder = func() (LogBuilder, error) {
+			return fluss.NewIndexedLogBuilder(&schema, info.SchemaID)
+		}
+	default:
+		t.Fatalf("log format %s", info.Descriptor.LogFormat())
+	}
+	return spec
+}
+
 func createLogTables(t *testing.T, ctx context.Context, c *fluss.Client, w *testWriter, n, buckets int, format fluss.LogFormat) []itTable {
 	t.Helper()
 	db := uniqueName("writer")
@@ -104,24 +127,10 @@ func createLogTables(t *testing.T, ctx context.Context, c *fluss.Client, w *test
 		require.NoError(t, c.CreateTableReady(ctx, path, d, 0))
 		info, err := c.TableInfo(ctx, path)
 		require.NoError(t, err)
-		schema := info.Descriptor.Schema
-		spec := TableSpec{ID: info.TableID, Path: path, NumBuckets: info.Descriptor.BucketCount}
-		switch info.Descriptor.LogFormat() {
-		case fluss.LogFormatArrow:
-			codec := info.Descriptor.ArrowCompression()
-			spec.NewLogBuilder = func() (LogBuilder, error) {
-				return fluss.NewArrowLogBuilder(&schema, info.SchemaID, codec, 3)
-			}
-		case fluss.LogFormatIndexed:
-			spec.NewLogBuilder = func() (LogBuilder, error) {
-				return fluss.NewIndexedLogBuilder(&schema, info.SchemaID)
-			}
-		default:
-			t.Fatalf("log format %s", info.Descriptor.LogFormat())
-		}
+		spec := logTableSpec(t, info)
 		tbl, err := w.AddTable(spec)
 		require.NoError(t, err)
-		out = append(out, itTable{info: info, table: tbl})
+		out = append(out, itTable{info: info, table: tbl, spec: spec})
 	}
 	return out
 }

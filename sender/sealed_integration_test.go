@@ -59,11 +59,7 @@ func TestIntegrationSealedFlussDedup(t *testing.T) {
 	require.NoError(t, err)
 	w2, stop2 := newIntegrationWriter(t, c2, nil)
 	defer stop2()
-	spec := TableSpec{ID: tbl.info.TableID, Path: tbl.info.Path, NumBuckets: 1, NewLogBuilder: func() (LogBuilder, error) {
-		schema := tbl.info.Descriptor.Schema
-		return fluss.NewArrowLogBuilder(&schema, tbl.info.SchemaID, tbl.info.Descriptor.ArrowCompression(), 3)
-	}}
-	t2, err := w2.AddTable(spec)
+	t2, err := w2.AddTable(tbl.spec)
 	require.NoError(t, err)
 	off, err := write(w2, t2, 1, 10, 3) // a replay: Fluss holds it
 	require.NoError(t, err)
@@ -152,10 +148,6 @@ func TestIntegrationSealedSharedEntry(t *testing.T) {
 	setup, stopSetup := newIntegrationWriter(t, c, nil)
 	tbl := createLogTables(t, ctx, c, setup, 1, 1, fluss.LogFormatArrow)[0]
 	stopSetup()
-	spec := TableSpec{ID: tbl.info.TableID, Path: tbl.info.Path, NumBuckets: 1, NewLogBuilder: func() (LogBuilder, error) {
-		schema := tbl.info.Descriptor.Schema
-		return fluss.NewArrowLogBuilder(&schema, tbl.info.SchemaID, tbl.info.Descriptor.ArrowCompression(), 3)
-	}}
 	rows := func(from int64, n int) []Op {
 		ops := make([]Op, n)
 		for i := range ops {
@@ -178,7 +170,7 @@ func TestIntegrationSealedSharedEntry(t *testing.T) {
 	phase := func(seals []Seal) ([]queued, float64) {
 		w, err := newTestWriter(testConfig(nil), c)
 		require.NoError(t, err)
-		table, err := w.AddTable(spec)
+		table, err := w.AddTable(tbl.spec)
 		require.NoError(t, err)
 		var qs []queued
 		for i, s := range seals {
