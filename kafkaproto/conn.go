@@ -25,7 +25,10 @@ import (
 // order) and queues one response slot per request, and a writer goroutine
 // that writes the slots in request order, waiting for Produce results as
 // needed. The queue's capacity (MaxInFlightRequests) is the back-pressure:
-// when it is full the reader stops reading the socket.
+// when it is full the reader stops reading the socket. The writer runs only
+// while responses are queued (an idle connection is one blocked reader: its
+// stack is most of what an idle connection costs, and clients keep idle
+// connections by the thousand).
 type conn struct {
 	s  *Server
 	nc net.Conn
@@ -46,6 +49,16 @@ type conn struct {
 
 	pending  chan *response
 	draining atomic.Bool
+
+	// wmu orders the writer's start and exit against the reader's queueing:
+	// the writer exits only when the queue is empty and the reader is not
+	// done, under wmu, and the reader starts one after queueing (or when it
+	// is done) unless one runs.
+	wmu        sync.Mutex
+	writing    bool // a writer goroutine runs
+	readerDone bool // pending is closed
+	// Owned by the running writer (handed over under wmu).
+	writeBroken bool
 
 	// Owned by the reader goroutine.
 	auth connAuth
@@ -138,7 +151,7 @@ const connReadBuffer = 16 << 10
 
 func (c *conn) readLoop() {
 	defer c.s.wg.Done()
-	defer close(c.pending)
+	defer c.readerExit()
 	defer c.putReader(true)
 	for {
 		frame, charged, err := c.readRequest()
@@ -153,6 +166,7 @@ func (c *conn) readLoop() {
 			// Never dropped while draining: c.ctx only ends on Close.
 			select {
 			case c.pending <- r:
+				c.wakeWriter()
 			case <-c.ctx.Done():
 				return
 			}
@@ -438,19 +452,58 @@ func (c *conn) warnConn(msg string, err error) {
 	c.log.Debug(msg, "err", err)
 }
 
+// wakeWriter starts the writer unless it runs. The reader calls it after
+// queueing a response and when it is done.
+func (c *conn) wakeWriter() {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.writing {
+		return
+	}
+	c.writing = true
+	c.s.wg.Add(1) // the reader's count is held: Shutdown's Wait cannot have returned
+	go c.writeLoop()
+}
+
+// readerExit closes the queue and has a writer finish the connection.
+func (c *conn) readerExit() {
+	c.wmu.Lock()
+	c.readerDone = true
+	close(c.pending)
+	c.wmu.Unlock()
+	c.wakeWriter()
+}
+
+// writeLoop writes the queued responses in order, and exits when the queue
+// is empty (the reader starts another when it queues the next one). The
+// writer that finds the queue closed ends the connection.
 func (c *conn) writeLoop() {
 	defer c.s.wg.Done()
-	defer c.s.removeConn(c)
-	defer c.s.m.openConns.Add(-1)
-	defer c.close()
 	var buf []byte
-	broken := false
-	for r := range c.pending {
-		if broken {
+	for {
+		var r *response
+		select {
+		case next, ok := <-c.pending:
+			if !ok {
+				c.finish()
+				return
+			}
+			r = next
+		default:
+			c.wmu.Lock()
+			if len(c.pending) == 0 && !c.readerDone {
+				c.writing = false
+				c.wmu.Unlock()
+				return
+			}
+			c.wmu.Unlock()
+			continue
+		}
+		if c.writeBroken {
 			continue
 		}
 		if r.produce != nil && !c.awaitProduce(r.produce) {
-			broken = true
+			c.writeBroken = true
 			continue
 		}
 		if r.isRaw {
@@ -460,28 +513,36 @@ func (c *conn) writeLoop() {
 			buf = appendResponse(buf[:0], r.corr, r.msg)
 		}
 		if err := c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout)); err != nil {
-			broken = true
+			c.writeBroken = true
 			c.close()
 			continue
 		}
 		if _, err := c.nc.Write(buf); err != nil {
 			c.log.Info("closing connection: write response", "api_key", r.key, "corr_id", r.corr, "err", err)
-			broken = true
+			c.writeBroken = true
 			c.close()
 			continue
 		}
 		c.s.m.requestDone(r.key, r.start)
 		if r.closeAfter {
-			broken = true
+			c.writeBroken = true
 			c.close()
 		}
 		if cap(buf) > 1<<20 {
 			buf = nil
 		}
 	}
-	if !broken && c.draining.Load() {
+}
+
+// finish ends the connection once every response is written (or the
+// connection broke): a drained connection lingers for the client's close.
+func (c *conn) finish() {
+	if !c.writeBroken && c.draining.Load() {
 		c.lingerClose()
 	}
+	c.close()
+	c.s.m.openConns.Add(-1)
+	c.s.removeConn(c)
 }
 
 // drainLinger bounds how long a drained connection waits for the client to

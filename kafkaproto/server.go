@@ -187,9 +187,8 @@ func (s *Server) startConn(nc net.Conn) bool {
 	}
 	c := newConn(s, nc)
 	s.conns[c] = struct{}{}
-	s.wg.Add(2)
-	go c.readLoop()
-	go c.writeLoop()
+	s.wg.Add(1)
+	go c.readLoop() // the writer starts when there is something to write
 	return true
 }
 
