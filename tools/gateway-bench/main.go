@@ -41,6 +41,19 @@
 // offsets must grow by exactly the records acked.
 //
 //	go run ./tools/gateway-bench -kafka -repeats 3
+//
+// With -flink it compares with what a user would otherwise run to get the
+// producers' records into Fluss: the same franz-go producers into a Kafka
+// broker, and a Flink job (java/KafkaToFlussJob.java: Flink SQL, Kafka
+// source, Fluss's Flink connector, local, resolved from Maven Central into
+// .cache) carrying them into a table of the same kind. Runs alternate with
+// the gateway's; each prints rows/s into Fluss (first produce to the table's
+// end offsets holding every row) and the CPU of the producers, of the path
+// (the gateway; or the broker and the Flink JVM) and of the tablet servers.
+// With -rate, a Fluss Java client tails each table (java/FlussTail.java) for
+// the time from produce to a readable row.
+//
+//	go run ./tools/gateway-bench -flink -records 300000 -rate 20000 -repeats 3
 package main
 
 import (
@@ -117,8 +130,12 @@ type options struct {
 	warmup         bool
 	java           string
 	flussCluster   string
-	recordsSet     bool            // -records was given (else -kafka sizes runs by -kafka-bytes)
-	set            map[string]bool // the flags given on the command line
+	// -flink: the comparison with a Kafka broker plus a Flink job (flink.go).
+	flink            bool
+	flinkParallelism int
+
+	recordsSet bool            // -records was given (else -kafka sizes runs by -kafka-bytes)
+	set        map[string]bool // the flags given on the command line
 }
 
 // descriptor is workload w's table with the -table-codec.
@@ -246,6 +263,8 @@ func parseOptions(args []string) (*options, error) {
 	fs.StringVar(&o.kafkaVersion, "kafka-version", "4.1.2", "with -kafka: the Kafka version of the broker and of ProducerPerformance")
 	fs.IntVar(&o.kafkaBytes, "kafka-bytes", 100_000_000, "with -kafka: value bytes per run (records = this / size) unless -records is given")
 	fs.BoolVar(&o.warmup, "warmup", true, "with -kafka: first run everything once at 1/5 of its records against both targets, not counted")
+	fs.BoolVar(&o.flink, "flink", false, "compare with a Kafka broker plus a Flink "+flinkVersion+" job (Kafka source → Fluss sink) instead of -runs: the same producers, json rows, alternating, -repeats times; with -rate, each table is tailed for the time to a readable row")
+	fs.IntVar(&o.flinkParallelism, "flink-parallelism", 2, "with -flink: the Flink job's parallelism")
 	fs.StringVar(&o.java, "java", defaultJava(), "the java that runs ProducerPerformance (-kafka) and the Java writer (-java-writer)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -327,6 +346,9 @@ func run(ctx context.Context, args []string) error {
 
 	if o.kafka {
 		return runKafkaCompare(ctx, o, c, db, setupStart)
+	}
+	if o.flink {
+		return runFlinkCompare(ctx, o, c, db, setupStart)
 	}
 
 	// Every table up front: the gateway binds its routes once, at start.

@@ -240,6 +240,8 @@ type franzRun struct {
 	records   int
 	rate      float64 // total records/s offered; 0: as fast as possible
 	record    func(k int64) (value, key []byte, err error)
+	first     int64   // the records are first..first+records-1 (record k is paced as k-first)
+	sent      []int64 // if not nil: the wall-clock µs at which record first+i went to its client
 }
 
 // franzResult is what produceFranz measured.
@@ -251,8 +253,8 @@ type franzResult struct {
 	p50, p99, maxLat time.Duration
 }
 
-// produceFranz produces records 0..records-1, record k by producer k mod
-// producers to topic k mod topics, and times it from the first Produce to
+// produceFranz produces records first..first+records-1, the k-th by
+// producer k mod producers to topic k mod topics, and times it from the first Produce to
 // the last promise. Latency is from Produce to the promise.
 func produceFranz(ctx context.Context, fr franzRun) (franzResult, error) {
 	var res franzResult
@@ -295,7 +297,7 @@ func produceFranz(ctx context.Context, fr franzRun) (franzResult, error) {
 						time.Sleep(d)
 					}
 				}
-				value, key, err := fr.record(k)
+				value, key, err := fr.record(fr.first + k)
 				if err != nil {
 					errMu.Lock()
 					firstErr = errors.Join(firstErr, fmt.Errorf("record %d: %w", k, err))
@@ -304,6 +306,9 @@ func produceFranz(ctx context.Context, fr franzRun) (franzResult, error) {
 				}
 				rec := &kgo.Record{Topic: fr.topics[k%int64(len(fr.topics))], Value: value, Key: key}
 				t0 := time.Now()
+				if fr.sent != nil {
+					fr.sent[k] = t0.UnixMicro()
+				}
 				cl.Produce(ctx, rec, func(_ *kgo.Record, err error) {
 					lat[k] = time.Since(t0)
 					if err != nil {
