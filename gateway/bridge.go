@@ -202,7 +202,7 @@ func (s *bridge) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) 
 	}
 	cb := s.getBatch(len(req.Records))
 	schemasMissing := s.frame(route, req, cb)
-	tp := topicPartition{req.Topic, req.Partition}
+	queue := mergedQueue(topicPartition{req.Topic, req.Partition})
 	if !schemasMissing {
 		if err := s.convert(route, req, cb); err != nil {
 			s.putBatch(cb)
@@ -210,7 +210,7 @@ func (s *bridge) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) 
 			req.Release()
 			return nil, err
 		}
-		if !s.pending.busy(tp) && s.resolveCached(st, route, req, cb) {
+		if !s.pending.busy(queue) && s.resolveCached(st, route, req, cb) {
 			// The writer copies the rows: the decoded records can go back
 			// once they are appended.
 			defer req.Release()
@@ -225,7 +225,7 @@ func (s *bridge) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) 
 		deadline = time.Now().Add(defaultResolveTimeout)
 	}
 	c := kafkaproto.NewCompletion()
-	s.pending.enqueue(tp, func() {
+	s.pending.enqueue(queue, func() {
 		defer req.Release()
 		defer s.putBatch(cb)
 		jctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)

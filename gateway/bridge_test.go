@@ -287,7 +287,7 @@ func TestPartitionResolutionDoesNotBlockTheReader(t *testing.T) {
 	})
 	require.NoError(t, err)
 	assert.Equal(t, 1, acc.Incomplete(), "only the orders row is appended while the lookup blocks")
-	assert.True(t, s.pending.busy(topicPartition{"clicks", 0}))
+	assert.True(t, s.pending.busy(mergedQueue(topicPartition{"clicks", 0})))
 	select {
 	case <-first.Done():
 		t.Fatal("first batch completed before its partition was resolved")
@@ -304,7 +304,7 @@ func TestPartitionResolutionDoesNotBlockTheReader(t *testing.T) {
 	}
 	require.NoError(t, s.drain(t.Context()))
 	assert.Equal(t, 3, acc.Incomplete(), "both click rows are appended once resolved")
-	assert.False(t, s.pending.busy(topicPartition{"clicks", 0}))
+	assert.False(t, s.pending.busy(mergedQueue(topicPartition{"clicks", 0})))
 	_ = orders
 }
 

@@ -214,8 +214,8 @@ func (s *bridge) prepareExactlyOnce(ctx context.Context, routes *mapping.Routes)
 var _ kafkaproto.IdempotenceOwner = (*bridge)(nil)
 
 // produceExactlyOnce queues the batch of an idempotent producer on an
-// exactly-once route behind the earlier batches of its Kafka partition
-// (its first batch on this instance looks the producer state up, which
+// exactly-once route behind its producer's earlier batches of the Kafka
+// partition (its first batch on this instance looks the producer state up, which
 // blocks on Fluss) and returns its completion.
 func (s *bridge) produceExactlyOnce(ctx context.Context, st *routeState, route *mapping.Route, req *kafkaproto.PartitionProduce) (kafkaproto.PartitionWrite, error) {
 	start := time.Now()
@@ -234,7 +234,7 @@ func (s *bridge) produceExactlyOnce(ctx context.Context, st *routeState, route *
 		return nil, err
 	}
 	c := kafkaproto.NewCompletion()
-	s.pending.enqueue(topicPartition{req.Topic, req.Partition}, func() {
+	s.pending.enqueue(pendingKey{topicPartition{req.Topic, req.Partition}, req.ProducerID}, func() {
 		defer leave()
 		jctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 		defer cancel()

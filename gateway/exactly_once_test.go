@@ -624,3 +624,46 @@ func TestExactlyOnceCommitsGrouped(t *testing.T) {
 	}
 	assert.Equal(t, 4*n, total(f.rows(eoTableID)), "nothing written twice")
 }
+
+// lookupHeldStore holds the lookups of one producer's state until release
+// is closed.
+type lookupHeldStore struct {
+	*memStore
+	producer int64
+	started  chan struct{}
+	release  chan struct{}
+}
+
+func (h *lookupHeldStore) lookup(ctx context.Context, k producerKey) (producerState, bool, error) {
+	if k.id == h.producer {
+		h.started <- struct{}{}
+		<-h.release
+	}
+	return h.memStore.lookup(ctx, k)
+}
+
+// A producer whose state is being looked up holds only its own batches:
+// another producer's batches of the same Kafka partition are written and
+// answered meanwhile (with one queue per partition, thousands of producers
+// each waited for every other's first lookup).
+func TestExactlyOnceProducersDoNotQueueBehindEachOther(t *testing.T) {
+	t.Parallel()
+	f := newDedupFluss()
+	held := &lookupHeldStore{memStore: &memStore{rows: map[producerKey]producerState{}}, producer: 7,
+		started: make(chan struct{}, 1), release: make(chan struct{})}
+	a := newEOInstance(t, f, held, nil)
+	slow, err := a.Produce(t.Context(), eoProduce(7, 0, 0, 2))
+	require.NoError(t, err)
+	<-held.started
+	r := await(t, a, eoProduce(8, 0, 0, 2))
+	require.NoError(t, r.Err, "producer 8 while producer 7's lookup is held")
+	select {
+	case <-slow.Done():
+		t.Fatal("producer 7 answered before its lookup")
+	default:
+	}
+	close(held.release)
+	<-slow.Done()
+	require.NoError(t, slow.Result().Err)
+	assert.Equal(t, 4, total(f.rows(eoTableID)))
+}

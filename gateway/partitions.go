@@ -129,49 +129,65 @@ type topicPartition struct {
 	partition int32
 }
 
+// pendingKey names one FIFO of pendingWrites: a Kafka partition's batches
+// on the merged path (producer -1), one producer's batches of a Kafka
+// partition on the exactly-once path. An exactly-once batch owes order only
+// to its own producer's (each producer's batches carry its own sequences),
+// and a producer whose state is being looked up, or that waits for memory,
+// must not hold the partition's other producers: with thousands of them
+// one queue per partition made every producer wait for every other's
+// first lookup.
+type pendingKey struct {
+	topicPartition
+	producer int64
+}
+
+// mergedQueue is the FIFO of tp's batches on the merged path.
+func mergedQueue(tp topicPartition) pendingKey { return pendingKey{tp, -1} }
+
 // pendingWrites holds the converted batches that wait for a Fluss partition
-// to be resolved, one FIFO per Kafka partition: a later batch of the same
-// Kafka partition queues behind them even when its own partitions are
-// known, so per-partition order holds. Each queue has one goroutine while
-// it is not empty. franz-go buffers records of a topic whose metadata is
-// not loaded yet the same way.
+// to be resolved (and the exactly-once path's batches), one FIFO per
+// pendingKey: a later batch of the same Kafka partition queues behind them
+// even when its own partitions are known, so per-partition order holds.
+// Each queue has one goroutine while it is not empty. franz-go buffers
+// records of a topic whose metadata is not loaded yet the same way.
 type pendingWrites struct {
 	mu     sync.Mutex // guards queues
-	queues map[topicPartition]*[]func()
+	queues map[pendingKey]*[]func()
 	wg     sync.WaitGroup // queued jobs not finished
 }
 
 func newPendingWrites() *pendingWrites {
-	return &pendingWrites{queues: make(map[topicPartition]*[]func())}
+	return &pendingWrites{queues: make(map[pendingKey]*[]func())}
 }
 
-// busy reports whether batches of tp are waiting.
-func (p *pendingWrites) busy(tp topicPartition) bool {
+// busy reports whether batches of queue k are waiting.
+func (p *pendingWrites) busy(k pendingKey) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	_, ok := p.queues[tp]
+	_, ok := p.queues[k]
 	return ok
 }
 
-// enqueue runs job after every job queued for tp before it.
-func (p *pendingWrites) enqueue(tp topicPartition, job func()) {
+// enqueue runs job after every job queued for k before it.
+func (p *pendingWrites) enqueue(k pendingKey, job func()) {
 	p.wg.Add(1)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if q, ok := p.queues[tp]; ok {
+	if q, ok := p.queues[k]; ok {
 		*q = append(*q, job)
 		return
 	}
 	q := &[]func(){job}
-	p.queues[tp] = q
-	go p.run(tp, q)
+	p.queues[k] = q
+	go p.run(k, q)
 }
 
-func (p *pendingWrites) run(tp topicPartition, q *[]func()) {
+func (p *pendingWrites) run(k pendingKey, q *[]func()) {
 	for {
 		p.mu.Lock()
 		if len(*q) == 0 {
-			delete(p.queues, tp)
+			delete(p.queues, k)
 			p.mu.Unlock()
 			return
 		}

@@ -109,11 +109,11 @@ func TestRegistryRecordsFetchOffTheReaderThenFromCache(t *testing.T) {
 		t.Fatal("acknowledged before Fluss acked (the writer is not running)")
 	default:
 	}
-	assert.False(t, s.pending.busy(topicPartition{"events", 0}))
+	assert.False(t, s.pending.busy(mergedQueue(topicPartition{"events", 0})))
 	// From the cache: converted and appended within Produce.
 	_, err = s.Produce(t.Context(), batch(3))
 	require.NoError(t, err)
-	assert.False(t, s.pending.busy(topicPartition{"events", 0}), "a cached schema needs no queue")
+	assert.False(t, s.pending.busy(mergedQueue(topicPartition{"events", 0})), "a cached schema needs no queue")
 	assert.EqualValues(t, 1, fetches.Load(), "one registry request for the schema")
 	assert.Equal(t, 1, w.Incomplete(), "both batches share the open Fluss batch")
 }
