@@ -214,11 +214,19 @@ func (m *memoryBudget) grantLocked() {
 func (m *memoryBudget) grantPassLocked(requests bool) (blocked bool) {
 	kept := m.waiters[:0]
 	var capped []*tableMemory // tables passed over: their later waiters too
-	for _, w := range m.waiters {
+	for i, w := range m.waiters {
+		if blocked {
+			// Nothing after the first waiter held back by the budget is
+			// granted in this pass: keep the rest as it is. Thousands of
+			// producers' batches can wait at once, and every release runs a
+			// pass.
+			kept = append(kept, m.waiters[i:]...)
+			break
+		}
 		switch {
 		case m.isRequests(w.table) != requests:
 			kept = append(kept, w)
-		case blocked || slices.Contains(capped, w.table):
+		case slices.Contains(capped, w.table):
 			kept = append(kept, w)
 		case w.table.used+w.n > m.capOf(w.table):
 			capped = append(capped, w.table)
