@@ -102,5 +102,13 @@ bench:
 bench-kafka:
 	scripts/with-fluss.sh $(GO) run ./tools/gateway-bench -kafka $(BENCH_KAFKA_FLAGS)
 
+# What a user would otherwise run (docs/benchmarks.md): the same producers into a local Kafka broker
+# and a Flink 1.20 job (Kafka source -> Fluss's Flink connector, jars resolved from Maven Central),
+# against the gateway, alternated, medians. BENCH_FLINK_FLAGS adds gateway-bench flags, e.g.
+# BENCH_FLINK_FLAGS='-records 300000 -rate 20000' for the time from produce to a readable row.
+.PHONY: bench-flink
+bench-flink:
+	scripts/with-fluss.sh $(GO) run ./tools/gateway-bench -flink $(BENCH_FLINK_FLAGS)
+
 demo:
 	scripts/demo.sh
