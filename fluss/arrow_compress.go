@@ -268,15 +268,26 @@ func (e batchEncoder) release() {
 	}
 }
 
+// minCompressedBuffer is the smallest buffer handed to the codec; smaller
+// ones are stored as is. A ZSTD frame spends 9 bytes on its headers and an
+// LZ4 frame 15, so they seldom shrink, and the codec's set-up per call cost
+// more than their bytes: a batch of a record or two (a small producer's
+// Kafka batch on the exactly-once path) is nearly all such buffers.
+const minCompressedBuffer = 64
+
 // appendCompressed appends one body buffer: its uncompressed length and
-// the compressed bytes, or -1 and src when compressing does not shrink it.
-// An empty buffer is the length 0 alone.
+// the compressed bytes, or -1 and src when compressing does not shrink it
+// or src is shorter than minCompressedBuffer. An empty buffer is the length
+// 0 alone.
 func (e batchEncoder) appendCompressed(dst, src []byte) []byte {
 	start := len(dst)
-	dst = leAppendU64(dst, uint64(len(src)))
 	if len(src) == 0 {
-		return dst
+		return leAppendU64(dst, 0)
 	}
+	if len(src) < minCompressedBuffer {
+		return append(leAppendU64(dst, ^uint64(0)), src...)
+	}
+	dst = leAppendU64(dst, uint64(len(src)))
 	switch {
 	case e.zstd != nil:
 		dst = e.zstd.EncodeAll(src, dst)

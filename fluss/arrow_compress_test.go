@@ -98,8 +98,9 @@ func TestArrowZstdFrames(t *testing.T) {
 	}
 }
 
-// A buffer compression makes larger is stored as is behind -1; an empty one
-// is the length 0 alone (Arrow Java's AbstractCompressionCodec).
+// A buffer compression makes larger, or a small one, is stored as is behind
+// -1; an empty one is the length 0 alone (Arrow Java's
+// AbstractCompressionCodec reads both).
 func TestArrowCompressedBufferPrefix(t *testing.T) {
 	random := compressInputs()["random 200K"]
 	for _, codec := range []ArrowCompression{ArrowCompressionLZ4, ArrowCompressionZstd} {
@@ -109,9 +110,18 @@ func TestArrowCompressedBufferPrefix(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, []byte{0, 0, 0, 0, 0, 0, 0, 0}, enc.appendCompressed(nil, nil), codec)
 		got := enc.appendCompressed(nil, random)
-		enc.release()
 		assert.Equal(t, ^uint64(0), leU64(got, 0), codec)
 		assert.Equal(t, random, got[8:], codec)
+		// Below minCompressedBuffer even a buffer of zeros is stored as is;
+		// at it, zeros are compressed.
+		small := make([]byte, minCompressedBuffer-1)
+		got = enc.appendCompressed(nil, small)
+		assert.Equal(t, ^uint64(0), leU64(got, 0), codec)
+		assert.Equal(t, small, got[8:], codec)
+		got = enc.appendCompressed(nil, make([]byte, minCompressedBuffer))
+		assert.Equal(t, uint64(minCompressedBuffer), leU64(got, 0), codec)
+		assert.Less(t, len(got), 8+minCompressedBuffer, codec)
+		enc.release()
 	}
 }
 

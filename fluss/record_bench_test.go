@@ -90,6 +90,20 @@ func BenchmarkArrowLogBatch(b *testing.B) {
 	}
 }
 
+// BenchmarkArrowLogBatchSmall builds batches of two rows: a small
+// producer's Kafka batch on the exactly-once path is its own Fluss batch.
+func BenchmarkArrowLogBatchSmall(b *testing.B) {
+	for _, codec := range []ArrowCompression{ArrowCompressionNone, ArrowCompressionLZ4, ArrowCompressionZstd} {
+		b.Run(string(codec), func(b *testing.B) {
+			bb, err := NewArrowLogBuilder(benchSchema, 1, codec, 3)
+			if err != nil {
+				b.Fatal(err)
+			}
+			benchmarkBuildRows(b, bb, benchRows(2))
+		})
+	}
+}
+
 func BenchmarkIndexedLogBatch(b *testing.B) {
 	bb, err := NewIndexedLogBuilder(benchSchema, 1)
 	if err != nil {
