@@ -30,13 +30,20 @@ type memoryBudget struct {
 	used     int64
 	requests tableMemory     // the requests' part
 	waiters  []*memoryWaiter // arrival order
+	passes   uint64          // grant passes run (see tableMemory.pass)
 	closed   bool
 }
 
 // tableMemory is one table's part of the budget (guarded by the budget's
 // mutex).
 type tableMemory struct {
-	used int64
+	used    int64
+	waiting int // its waiters in memoryBudget.waiters
+	// Of grant pass number pass: its waiters when the pass came to the
+	// first of them, and how many of them the pass has visited.
+	pass        uint64
+	passWaiting int
+	seen        int
 }
 
 type memoryWaiter struct {
@@ -85,6 +92,7 @@ func (m *memoryBudget) acquire(ctx context.Context, tm *tableMemory, n int64, ti
 	}
 	w := &memoryWaiter{n: n, table: tm, ready: make(chan struct{})}
 	m.waiters = append(m.waiters, w)
+	tm.waiting++
 	m.mu.Unlock()
 	if onWait != nil {
 		onWait()
@@ -121,6 +129,7 @@ func (m *memoryBudget) acquire(ctx context.Context, tm *tableMemory, n int64, ti
 	for i, x := range m.waiters {
 		if x == w {
 			m.waiters = append(m.waiters[:i], m.waiters[i+1:]...)
+			tm.waiting--
 			break
 		}
 	}
@@ -211,34 +220,57 @@ func (m *memoryBudget) grantLocked() {
 
 // grantPassLocked grants the waiters of one class (requests or tables) and
 // reports whether one of them still waits for the budget (not for its cap).
+//
+// Thousands of producers' batches can wait at once (most of them for their
+// table's cap), and every release runs a pass: the pass stops as soon as
+// no waiter left could be granted in it, the rest kept as they are. Those
+// are the waiters after one held back by the whole budget, and the waiters
+// of the other class and of the tables found at their cap (counted with
+// tableMemory.waiting).
 func (m *memoryBudget) grantPassLocked(requests bool) (blocked bool) {
+	m.passes++
+	pass := m.passes
 	kept := m.waiters[:0]
 	var capped []*tableMemory // tables passed over: their later waiters too
+	// Waiters not visited yet that this pass cannot grant.
+	stuck := m.requests.waiting
+	if requests {
+		stuck = len(m.waiters) - m.requests.waiting
+	}
 	for i, w := range m.waiters {
 		if blocked {
-			// Nothing after the first waiter held back by the budget is
-			// granted in this pass: keep the rest as it is. Thousands of
-			// producers' batches can wait at once, and every release runs a
-			// pass.
 			kept = append(kept, m.waiters[i:]...)
 			break
 		}
+		t := w.table
+		if t.pass != pass {
+			t.pass, t.passWaiting, t.seen = pass, t.waiting, 0
+		}
+		t.seen++
 		switch {
-		case m.isRequests(w.table) != requests:
+		case m.isRequests(t) != requests:
+			stuck--
 			kept = append(kept, w)
-		case slices.Contains(capped, w.table):
+		case slices.Contains(capped, t):
+			stuck--
 			kept = append(kept, w)
-		case w.table.used+w.n > m.capOf(w.table):
-			capped = append(capped, w.table)
+		case t.used+w.n > m.capOf(t):
+			capped = append(capped, t)
+			stuck += t.passWaiting - t.seen // its later waiters
 			kept = append(kept, w)
-		case !m.fitsLocked(w.table, w.n):
+		case !m.fitsLocked(t, w.n):
 			blocked = true
 			kept = append(kept, w)
 		default:
 			m.used += w.n
-			w.table.used += w.n
+			t.used += w.n
+			t.waiting--
 			w.ok = true
 			close(w.ready)
+		}
+		if rest := m.waiters[i+1:]; len(rest) > 0 && len(rest) == stuck {
+			kept = append(kept, rest...)
+			break
 		}
 	}
 	clear(m.waiters[len(kept):])
@@ -251,6 +283,7 @@ func (m *memoryBudget) close() {
 	m.mu.Lock()
 	m.closed = true
 	for _, w := range m.waiters {
+		w.table.waiting--
 		close(w.ready)
 	}
 	m.waiters = nil
