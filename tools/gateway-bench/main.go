@@ -106,8 +106,9 @@ type options struct {
 	linger       time.Duration
 	batchSize    int
 	bufferMemory int
-	goMemLimit   string // GOMEMLIMIT of the gateway process; "" for none
-	pprof        bool   // serve the gateway's /debug/pprof/ and print where
+	goMemLimit   string        // GOMEMLIMIT of the gateway process; "" for none
+	idle         time.Duration // hold the producers connected and idle this long after each run, then read the gateway
+	pprof        bool          // serve the gateway's /debug/pprof/ and print where
 	kafkaLinger  time.Duration
 	maxBuffered  int
 	gatewayBin   string
@@ -239,6 +240,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.IntVar(&o.batchSize, "batch-size", 2<<20, "gateway writer.batch_size in bytes (and the baseline's)")
 	fs.IntVar(&o.bufferMemory, "buffer-memory", 64<<20, "gateway writer.buffer_memory in bytes (and the baseline's)")
 	fs.BoolVar(&o.pprof, "gateway-pprof", false, "turn on the gateway's admin.pprof and print its /debug/pprof/ URL, for go tool pprof during a run")
+	fs.DurationVar(&o.idle, "idle", 0, "after each run, keep the producers connected and idle this long, then print the gateway's connections, goroutines, RSS and heap (idle-connection cost)")
 	fs.StringVar(&o.goMemLimit, "gateway-gomemlimit", "", "GOMEMLIMIT of the gateway process (e.g. 147MiB, what a 164 MiB container limit gives); empty: none")
 	fs.DurationVar(&o.kafkaLinger, "kafka-linger", 10*time.Millisecond, "franz-go ProducerLinger")
 	fs.IntVar(&o.maxBuffered, "max-buffered", 10_000, "franz-go MaxBufferedRecords per producer (bounds the latency queue)")

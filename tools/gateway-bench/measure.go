@@ -35,12 +35,21 @@ type runResult struct {
 	heapInuse float64            // go_memstats_heap_inuse_bytes after the run
 	gwMetrics map[string]float64 // counter deltas over the run (gatewayCounters)
 	errSeries []string           // the sender error series (cumulative) when the run had errors
+	idle      *idleStat          // -idle: the gateway while the producers stayed connected and idle
 
 	blRecords int
 	blSecs    float64
 	blCPU     time.Duration // the bench process while the baseline ran
 
 	java *javaResult // -java-writer
+}
+
+// idleStat is the gateway after its producers sat connected and idle.
+type idleStat struct {
+	after              time.Duration
+	conns, goroutines  float64
+	rss                int64
+	heapInuse, stackIn float64 // bytes
 }
 
 func (r *runResult) rate() float64   { return float64(r.records) / r.secs }
@@ -163,6 +172,11 @@ func produceThroughGateway(ctx context.Context, o *options, g *gatewaytest.Proce
 		records:   o.records,
 		rate:      o.rate,
 		record:    franzRecordFunc(pr.workload, gen),
+		idle: func() {
+			if o.idle > 0 {
+				r.idle = measureIdle(ctx, g, o.idle)
+			}
+		},
 	})
 	after, err := readProcStat(g.Pid())
 	r.gwRSS = rss.Stop()
@@ -242,6 +256,7 @@ type franzRun struct {
 	record    func(k int64) (value, key []byte, err error)
 	first     int64   // the records are first..first+records-1 (record k is paced as k-first)
 	sent      []int64 // if not nil: the wall-clock µs at which record first+i went to its client
+	idle      func()  // if not nil: called once every record is acked, before the clients close
 }
 
 // franzResult is what produceFranz measured.
@@ -330,6 +345,9 @@ func produceFranz(ctx context.Context, fr franzRun) (franzResult, error) {
 	}
 	wg.Wait()
 	res.secs = time.Since(start).Seconds()
+	if fr.idle != nil {
+		fr.idle()
+	}
 	res.acked = fr.records - int(failed.Load())
 	res.wireBytes, res.requests = wire.bytes.Load(), wire.requests.Load()
 	slices.Sort(lat)
@@ -470,6 +488,30 @@ func printResult(r *runResult) {
 	fmt.Printf("%-16s %8d %7.2f %10.0f %7.2f %8.1f %8.1f %9.2f %8.0f %10s %6s\n",
 		r.spec, r.records, r.secs, r.rate(), mb, ms(r.p50), ms(r.p99),
 		cpuPerMillion(r.gwCPU, r.records), float64(r.gwRSS)/(1<<20), base, ratio)
+	if i := r.idle; i != nil {
+		fmt.Printf("  idle %s after the run, producers connected: %.0f connections, %.0f goroutines, RSS %.0f MiB, heap in use %.0f MiB, stacks %.0f MiB (the whole heap and stacks: %.1f KiB per connection)\n",
+			i.after, i.conns, i.goroutines, float64(i.rss)/(1<<20), i.heapInuse/(1<<20), i.stackIn/(1<<20), (i.heapInuse+i.stackIn)/max(i.conns, 1)/1024)
+	}
+}
+
+// measureIdle waits d with the producers connected and idle, then reads
+// the gateway's connections, goroutines and memory (nil if it cannot).
+func measureIdle(ctx context.Context, g *gatewaytest.Process, d time.Duration) *idleStat {
+	select {
+	case <-time.After(d):
+	case <-ctx.Done():
+		return nil
+	}
+	m, err := g.Scrape()
+	if err != nil {
+		return nil
+	}
+	st, err := readProcStat(g.Pid())
+	if err != nil {
+		return nil
+	}
+	return &idleStat{after: d, conns: m.Sum("fluss_gateway_kafka_open_connections"), goroutines: m.Sum("go_goroutines"),
+		rss: st.rss, heapInuse: m.Sum("go_memstats_heap_inuse_bytes"), stackIn: m.Sum("go_memstats_stack_inuse_bytes")}
 }
 
 // sumCPU is the CPU time of the processes (those that cannot be read count 0).
