@@ -7,8 +7,15 @@ package kafkaproto
 // get TRANSACTIONAL_ID_AUTHORIZATION_FAILED and group keys
 // GROUP_AUTHORIZATION_FAILED, both non-retriable (COORDINATOR_NOT_AVAILABLE
 // would make initTransactions spin until max.block.ms). v4+ answers each key.
+// A refused transactional producer is logged here: Java clients look the
+// coordinator up first and never reach InitProducerId.
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"log/slog"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 const coordinatorTypeTransaction = 1
 
@@ -17,6 +24,11 @@ func (c *conn) handleFindCoordinator(req *kmsg.FindCoordinatorRequest) *kmsg.Fin
 	code, msg := ErrGroupAuthorizationFailed.Code, "consumer groups are not supported by this producer-only gateway"
 	if req.CoordinatorType == coordinatorTypeTransaction {
 		code, msg = ErrTransactionalIDAuthorizationFailed.Code, "transactions are not supported by this gateway"
+		ids := req.CoordinatorKeys
+		if req.Version < 4 {
+			ids = []string{req.CoordinatorKey}
+		}
+		c.refusedTransactional(ids...)
 	}
 	if req.Version < 4 {
 		resp.ErrorCode = code
@@ -34,4 +46,13 @@ func (c *conn) handleFindCoordinator(req *kmsg.FindCoordinatorRequest) *kmsg.Fin
 		resp.Coordinators = append(resp.Coordinators, co)
 	}
 	return resp
+}
+
+// refusedTransactional logs, rate-limited, that a producer with these
+// transactional ids was refused.
+func (c *conn) refusedTransactional(ids ...string) {
+	if ok, suppressed := c.s.txnLog.allow(time.Now()); ok {
+		c.log.Warn("refused transactional producer: transactions are not supported by this gateway (TRANSACTIONAL_ID_AUTHORIZATION_FAILED)",
+			slog.Any("transactional_ids", ids), slog.Int("suppressed", suppressed))
+	}
 }

@@ -48,7 +48,7 @@ func (c *conn) handleInitProducerID(req *kmsg.InitProducerIDRequest) *kmsg.InitP
 		resp.ErrorCode = ErrInvalidRequest.Code
 		return resp
 	case req.TransactionalID != nil:
-		c.log.Info("refused transactional producer", "transactional_id", *req.TransactionalID)
+		c.refusedTransactional(*req.TransactionalID)
 		resp.ErrorCode = ErrTransactionalIDAuthorizationFailed.Code
 		return resp
 	case s.pids == nil:

@@ -37,8 +37,9 @@ type Server struct {
 	// budget charges the memory of the requests being read and handled,
 	// and of the batches decoded from them (Config.Memory).
 	budget *readBudget
-	// denyLog, connLog and authLog rate-limit lines clients can trigger.
-	denyLog, connLog, authLog *logLimiter
+	// denyLog, connLog, authLog and txnLog rate-limit lines clients can
+	// trigger.
+	denyLog, connLog, authLog, txnLog *logLimiter
 	// readers are the connections' read buffers: a connection holds one
 	// only while it reads a request (or has more buffered), so that idle
 	// connections, of which clients keep several each, hold none.
@@ -94,6 +95,7 @@ func New(cfg Config, b Backend, opts ...Option) (*Server, error) {
 		denyLog:   newLogLimiter(time.Second),
 		connLog:   newLogLimiter(time.Second),
 		authLog:   newLogLimiter(time.Second),
+		txnLog:    newLogLimiter(time.Second),
 	}
 	s.readers.New = func() any { return bufio.NewReaderSize(nil, connReadBuffer) }
 	if a, ok := b.(Authorizer); ok {
