@@ -468,18 +468,25 @@ tablet_summary() {
 
 # Independent check through ZooKeeper's own CLI: /fluss/tabletservers/ids lists every id.
 verify_zookeeper_lists_tablets() {
-	local out want got
-	out=$("${ST[JAVA]}" -Xmx64m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
-		"-Dlog4j.configurationFile=file:${ST[DIR]}/conf/log4j2.properties" \
-		-cp "${ST[LIB]}/*" "$ZK_CLI" -server "127.0.0.1:${ST[ZK_PORT]}" ls /fluss/tabletservers/ids 2>/dev/null |
-		grep '^\[' | tail -n 1) || true
+	local out want got deadline=$(($(date +%s) + START_TIMEOUT))
 	want="[$(tablet_ids | sort -n | paste -sd, | sed 's/,/, /g')]"
-	got=$(printf '%s\n' "${out#\[}" | tr -d ']' | tr ',' '\n' | tr -d ' ' | sed '/^$/d' | sort -n | paste -sd, | sed 's/,/, /g')
-	got="[$got]"
-	if [[ $got != "$want" ]]; then
-		log "zookeeper lists tablet servers $got, want $want"
-		return 1
-	fi
+	# The listing is a JVM of its own: on a busy machine one run can fail to connect in time and
+	# print nothing, so it is asked again until the start deadline.
+	while :; do
+		out=$("${ST[JAVA]}" -Xmx64m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
+			"-Dlog4j.configurationFile=file:${ST[DIR]}/conf/log4j2.properties" \
+			-cp "${ST[LIB]}/*" "$ZK_CLI" -server "127.0.0.1:${ST[ZK_PORT]}" ls /fluss/tabletservers/ids 2>/dev/null |
+			grep '^\[' | tail -n 1) || true
+		got=$(printf '%s\n' "${out#\[}" | tr -d ']' | tr ',' '\n' | tr -d ' ' | sed '/^$/d' | sort -n | paste -sd, | sed 's/,/, /g')
+		got="[$got]"
+		[[ $got != "$want" ]] || return 0
+		if (($(date +%s) >= deadline)); then
+			log "zookeeper lists tablet servers $got, want $want"
+			return 1
+		fi
+		log "zookeeper lists tablet servers $got, want $want: asking again"
+		sleep 1
+	done
 }
 
 # alive: true if any process of the loaded cluster still runs.
