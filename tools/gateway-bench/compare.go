@@ -339,17 +339,11 @@ func runKafkaCompare(ctx context.Context, o *options, c *fluss.Client, db string
 	defer g.Kill()
 	e.g = g
 
-	b := &broker{bootstrap: o.kafkaBootstrap, pid: o.kafkaPID}
-	if b.bootstrap == "" {
-		if b, err = startBroker(ctx, root, o.kafkaVersion, o.buckets); err != nil {
-			return err
-		}
-		defer func() {
-			if err := b.stop(root); err != nil {
-				fmt.Fprintln(os.Stderr, "gateway-bench: stop broker:", err)
-			}
-		}()
+	b, stopBroker, err := useBroker(ctx, o, root)
+	if err != nil {
+		return err
 	}
+	defer stopBroker()
 	e.b = b
 	if e.kcl, err = kgo.NewClient(kgo.SeedBrokers(b.bootstrap), kgo.ClientID("gateway-bench-admin")); err != nil {
 		return fmt.Errorf("kafka admin client: %w", err)
@@ -436,10 +430,7 @@ func runKafkaCompare(ctx context.Context, o *options, c *fluss.Client, db string
 }
 
 func printCompareHeader(o *options, e *cmpEnv, db string, setupStart time.Time) {
-	var load string
-	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
-		load = strings.Join(strings.Fields(string(b))[:3], " ")
-	}
+	load := loadAverage()
 	codecs := map[string]bool{}
 	for _, t := range e.tables {
 		d := &t.Descriptor

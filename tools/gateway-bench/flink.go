@@ -369,17 +369,11 @@ func runFlinkCompare(ctx context.Context, o *options, c *fluss.Client, db string
 	}
 	defer g.Kill()
 
-	b := &broker{bootstrap: o.kafkaBootstrap, pid: o.kafkaPID}
-	if b.bootstrap == "" {
-		if b, err = startBroker(ctx, root, o.kafkaVersion, o.buckets); err != nil {
-			return err
-		}
-		defer func() {
-			if err := b.stop(root); err != nil {
-				fmt.Fprintln(os.Stderr, "gateway-bench: stop broker:", err)
-			}
-		}()
+	b, stopBroker, err := useBroker(ctx, o, root)
+	if err != nil {
+		return err
 	}
+	defer stopBroker()
 	if b.pid == 0 {
 		return errors.New("-flink needs the broker's pid (-kafka-pid with -kafka-bootstrap) for its CPU")
 	}
@@ -409,12 +403,10 @@ func runFlinkCompare(ctx context.Context, o *options, c *fluss.Client, db string
 	fl := &flinkTarget{name: targetFlink, seed: b.bootstrap, topic: "flink_json", table: flTable, pids: []int{b.pid, job.pid()}}
 	targets := []*flinkTarget{gw, fl}
 	if o.rate > 0 {
-		out, err := exec.CommandContext(ctx, filepath.Join(root, "scripts", "fluss-local.sh"), "fetch-client", "-v", javaClientVersion).Output()
+		jar, err := fetchClientJar(ctx, root)
 		if err != nil {
-			return fmt.Errorf("fetch fluss-client %s: %w", javaClientVersion, err)
+			return err
 		}
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		jar := strings.TrimSpace(lines[len(lines)-1])
 		for _, t := range targets {
 			name := strings.ReplaceAll(t.name, "+", "-")
 			if t.tail, err = startJava(ctx, o.java, filepath.Join(dir, "tail-"+name+".log"), "READY", 2*time.Minute,
@@ -480,12 +472,8 @@ func runFlinkCompare(ctx context.Context, o *options, c *fluss.Client, db string
 }
 
 func printFlinkHeader(o *options, g *gatewaytest.Process, b *broker, job *javaChild, db string, setupStart time.Time) {
-	var load string
-	if bs, err := os.ReadFile("/proc/loadavg"); err == nil {
-		load = strings.Join(strings.Fields(string(bs))[:3], " ")
-	}
 	fmt.Printf("gateway-bench -flink: %s, %d CPUs, load average %s; database %s; setup %.1fs\n",
-		time.Now().UTC().Format(time.RFC3339), runtime.NumCPU(), load, db, time.Since(setupStart).Seconds())
+		time.Now().UTC().Format(time.RFC3339), runtime.NumCPU(), loadAverage(), db, time.Since(setupStart).Seconds())
 	fmt.Printf("gateway %s (pid %d) → Fluss %s (tablet server pids %v); exactly_once %q (empty: the default)\n",
 		g.KafkaAddr, g.Pid(), o.bootstrap, o.flussPIDs, o.exactlyOnce)
 	fmt.Printf("Kafka %s broker %s (pid %d) → Flink %s job (pid %d, local, parallelism %d, at-least-once checkpoints every %d ms; "+

@@ -27,17 +27,27 @@ type javaWriter struct {
 // the local cluster.
 const javaClientVersion = "0.9.1-incubating"
 
+// fetchClientJar is the path of the self-contained fluss-client jar
+// (scripts/fluss-local.sh fetch-client downloads it once into .cache).
+func fetchClientJar(ctx context.Context, root string) (string, error) {
+	out, err := exec.CommandContext(ctx, filepath.Join(root, "scripts", "fluss-local.sh"), "fetch-client", "-v", javaClientVersion).Output()
+	if err != nil {
+		return "", fmt.Errorf("fetch fluss-client %s: %w", javaClientVersion, err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return strings.TrimSpace(lines[len(lines)-1]), nil
+}
+
 // newJavaWriter fetches the client jar (scripts/fluss-local.sh fetch-client,
 // cached under .cache) and writes gen's payloads into dir.
 func newJavaWriter(ctx context.Context, o *options, root, dir string, gen *generator) (*javaWriter, error) {
-	out, err := exec.CommandContext(ctx, filepath.Join(root, "scripts", "fluss-local.sh"), "fetch-client", "-v", javaClientVersion).Output()
+	jar, err := fetchClientJar(ctx, root)
 	if err != nil {
-		return nil, fmt.Errorf("fetch fluss-client %s: %w", javaClientVersion, err)
+		return nil, err
 	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	jw := &javaWriter{
 		java:     o.java,
-		jar:      strings.TrimSpace(lines[len(lines)-1]),
+		jar:      jar,
 		src:      filepath.Join(root, "tools", "gateway-bench", "java", "FlussAppendBench.java"),
 		payloads: filepath.Join(dir, "payloads.txt"),
 	}

@@ -66,6 +66,22 @@ func startBroker(ctx context.Context, root, version string, partitions int) (*br
 	return &broker{bootstrap: kv["KAFKA_BOOTSTRAP"], pid: pid, name: name}, nil
 }
 
+// useBroker is the -kafka-bootstrap broker, or one started for this run;
+// stop ends the one started (and does nothing for a given one).
+func useBroker(ctx context.Context, o *options, root string) (b *broker, stop func(), err error) {
+	if o.kafkaBootstrap != "" {
+		return &broker{bootstrap: o.kafkaBootstrap, pid: o.kafkaPID}, func() {}, nil
+	}
+	if b, err = startBroker(ctx, root, o.kafkaVersion, o.buckets); err != nil {
+		return nil, nil, err
+	}
+	return b, func() {
+		if err := b.stop(root); err != nil {
+			fmt.Fprintln(os.Stderr, "gateway-bench: stop broker:", err)
+		}
+	}, nil
+}
+
 // stop ends a broker this bench started.
 func (b *broker) stop(root string) error {
 	if b.name == "" {

@@ -541,10 +541,7 @@ func randHex() string {
 }
 
 func printHeader(o *options, db string, g *gatewaytest.Process, setupStart time.Time) {
-	var load string
-	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
-		load = strings.Join(strings.Fields(string(b))[:3], " ")
-	}
+	load := loadAverage()
 	fmt.Printf("gateway-bench: %s, %d CPUs, load average %s; Fluss %s; gateway %s (pid %d, log %s)\n",
 		time.Now().UTC().Format(time.RFC3339), runtime.NumCPU(), load, o.bootstrap, g.KafkaAddr, g.Pid(), g.LogPath)
 	rate := "as fast as possible"

@@ -85,3 +85,13 @@ func (s *rssSampler) Stop() int64 {
 	defer s.mu.Unlock()
 	return s.peak
 }
+
+// loadAverage is the 1, 5 and 15 minute load averages from /proc/loadavg
+// ("" if unreadable), for the headers of the runs.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	return strings.Join(strings.Fields(string(b))[:3], " ")
+}
