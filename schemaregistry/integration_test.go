@@ -60,8 +60,20 @@ func TestRealRegistry(t *testing.T) {
 		t.Errorf("unknown id: %v", err)
 	}
 
-	if _, err := c.SchemaByGUID(ctx, "44332b0d-f948-8c98-88b0-2f3070835b30"); !errors.Is(err, ErrUnknownSchema) {
-		t.Errorf("unknown GUID: %v", err)
+	// Apicurio 3.3.3 serves no GUID path, and about one request in 150 for a
+	// path it does not serve gets no answer at all (seen with curl too), so a
+	// timeout is asked again; the answer, when it comes, must be "unknown".
+	quick := newClient(t, Config{URLs: []string{base}, RequestTimeout: 5 * time.Second})
+	var guidErr error
+	for range 6 {
+		_, guidErr = quick.SchemaByGUID(ctx, "44332b0d-f948-8c98-88b0-2f3070835b30")
+		if !errors.Is(guidErr, ErrUnavailable) || !strings.Contains(guidErr.Error(), "no answer within") {
+			break
+		}
+		t.Logf("unknown GUID asked again: %v", guidErr)
+	}
+	if !errors.Is(guidErr, ErrUnknownSchema) {
+		t.Errorf("unknown GUID: %v", guidErr)
 	}
 
 	// A Protobuf import reference.
