@@ -62,11 +62,19 @@ var (
 	// franz-go count it as a success.
 	ErrDuplicateSequenceNumber            = &Error{46, "DUPLICATE_SEQUENCE_NUMBER", false}
 	ErrInvalidProducerEpoch               = &Error{47, "INVALID_PRODUCER_EPOCH", false}
+	ErrInvalidTxnState                    = &Error{48, "INVALID_TXN_STATE", false}
+	ErrInvalidProducerIDMapping           = &Error{49, "INVALID_PRODUCER_ID_MAPPING", false}
+	ErrInvalidTransactionTimeout          = &Error{50, "INVALID_TRANSACTION_TIMEOUT", false}
+	ErrConcurrentTransactions             = &Error{51, "CONCURRENT_TRANSACTIONS", true}
 	ErrTransactionalIDAuthorizationFailed = &Error{53, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", false}
 	ErrKafkaStorage                       = &Error{56, "KAFKA_STORAGE_ERROR", true}
 	ErrSASLAuthenticationFailed           = &Error{58, "SASL_AUTHENTICATION_FAILED", false}
 	ErrUnsupportedCompressionType         = &Error{76, "UNSUPPORTED_COMPRESSION_TYPE", false}
 	ErrInvalidRecord                      = &Error{87, "INVALID_RECORD", false}
+	// ErrProducerFenced is what newer clients get for an epoch older than
+	// the transactional id's current one; request versions that predate
+	// it get ErrInvalidProducerEpoch instead, as Kafka rewrites it.
+	ErrProducerFenced = &Error{90, "PRODUCER_FENCED", false}
 )
 
 // RecordsError rejects a batch because of some of its records (Kafka's
