@@ -12,8 +12,12 @@ package kafkaproto
 //     reports every partition durable or failed, or until timeout_ms
 //     (REQUEST_TIMED_OUT for the partitions still pending).
 //   - Exactly one RecordBatch (magic 2) per partition; see recordbatch.go for
-//     the checks and codes. A transactional id, or a batch with the
-//     transactional bit, gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+//     the checks and codes. A transactional id gets
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED unless the backend serves
+//     transactions (transactions.go); then every batch must carry the
+//     transactional bit (INVALID_RECORD otherwise) and reaches the sink with
+//     PartitionProduce.TransactionalID. A batch with the bit in a request
+//     without a transactional id gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 //   - Idempotent batches (producer id >= 0) go through producer_state.go.
 //   - Per-record rejects from the sink come back as INVALID_RECORD with
 //     record_errors and error_message (v8+).
@@ -69,8 +73,9 @@ func (c *conn) handleProduce(req *kmsg.ProduceRequest) (*produceWait, bool) {
 	case req.Version < minServedProduce:
 		reqErr = withMessage(ErrUnsupportedVersion,
 			"produce v%d (message format v0/v1) is not supported; configure the client for Kafka >= 0.11", req.Version)
-	case req.TransactionID != nil:
-		reqErr = withMessage(ErrTransactionalIDAuthorizationFailed, "transactions are not supported by this gateway")
+	case req.TransactionID != nil && s.transactions() == nil:
+		reqErr = withMessage(ErrTransactionalIDAuthorizationFailed, "transactions are not served by this gateway")
+		c.refusedTransactional(*req.TransactionID)
 	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 		reqErr = withMessage(ErrInvalidRequiredAcks, "acks %d is not one of -1, 0, 1", req.Acks)
 	case s.notReady(keyProduce) != nil:
@@ -144,17 +149,31 @@ func (c *conn) producePartition(ctx context.Context, req *kmsg.ProduceRequest, t
 	if err != nil {
 		return nil, err
 	}
+	txnID := ""
+	switch {
+	case batch.Transactional && req.TransactionID == nil:
+		err = errTransactionalBatch
+	case req.TransactionID != nil && !batch.Transactional:
+		err = withMessage(ErrInvalidRecord, "a batch without the transactional bit in a transactional produce request (transactional id %q)", *req.TransactionID)
+	case req.TransactionID != nil:
+		txnID = strings.Clone(*req.TransactionID)
+	}
+	if err != nil {
+		batch.Release()
+		return nil, err
+	}
 	pp := &PartitionProduce{
-		Topic:         topic,
-		Partition:     rp.Partition,
-		Acks:          req.Acks,
-		ProducerID:    batch.ProducerID,
-		ProducerEpoch: batch.ProducerEpoch,
-		BaseSequence:  batch.BaseSequence,
-		Codec:         batch.Codec,
-		WireBytes:     len(rp.Records),
-		Records:       batch.Records,
-		batch:         batch,
+		TransactionalID: txnID,
+		Topic:           topic,
+		Partition:       rp.Partition,
+		Acks:            req.Acks,
+		ProducerID:      batch.ProducerID,
+		ProducerEpoch:   batch.ProducerEpoch,
+		BaseSequence:    batch.BaseSequence,
+		Codec:           batch.Codec,
+		WireBytes:       len(rp.Records),
+		Records:         batch.Records,
+		batch:           batch,
 	}
 	// kept is whether the sink may still hold the batch; otherwise its
 	// buffers and budget go back here.
@@ -172,7 +191,9 @@ func (c *conn) producePartition(ctx context.Context, req *kmsg.ProduceRequest, t
 		}
 		return w, nil
 	}
-	if batch.ProducerID < 0 || s.sinkOwnsIdempotence(topic) {
+	// A transactional batch is staged, not written through its route, so
+	// the sequence checks here apply to it whatever the route.
+	if batch.ProducerID < 0 || (txnID == "" && s.sinkOwnsIdempotence(topic)) {
 		w, err := submit()
 		if !kept {
 			pp.Release()

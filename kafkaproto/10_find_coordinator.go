@@ -1,13 +1,15 @@
 package kafkaproto
 
-// FindCoordinator, key 10: advertised 0-6, never a coordinator.
+// FindCoordinator, key 10: advertised 0-6.
 //
 // librdkafka < 2.11.1 enables LZ4 only if FindCoordinator's range includes
-// 0. The gateway has no group or transaction coordinator: transaction keys
-// get TRANSACTIONAL_ID_AUTHORIZATION_FAILED and group keys
-// GROUP_AUTHORIZATION_FAILED, both non-retriable (COORDINATOR_NOT_AVAILABLE
-// would make initTransactions spin until max.block.ms). v4+ answers each key.
-// A refused transactional producer is logged here: Java clients look the
+// 0. While the backend serves transactions (transactions.go), this gateway
+// is every transactional id's coordinator: any instance answers for any id.
+// Otherwise transaction keys get TRANSACTIONAL_ID_AUTHORIZATION_FAILED. Group
+// keys always get GROUP_AUTHORIZATION_FAILED: there are no consumer groups.
+// Both refusals are non-retriable (COORDINATOR_NOT_AVAILABLE would make
+// initTransactions spin until max.block.ms). v4+ answers each key. A
+// refused transactional producer is logged here: Java clients look the
 // coordinator up first and never reach InitProducerId.
 
 import (
@@ -21,6 +23,19 @@ const coordinatorTypeTransaction = 1
 
 func (c *conn) handleFindCoordinator(req *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	if req.CoordinatorType == coordinatorTypeTransaction && c.s.transactions() != nil {
+		host, port := c.advertised()
+		if req.Version < 4 {
+			resp.NodeID, resp.Host, resp.Port = c.s.cfg.NodeID, host, port
+			return resp
+		}
+		for _, key := range req.CoordinatorKeys {
+			co := kmsg.NewFindCoordinatorResponseCoordinator()
+			co.Key, co.NodeID, co.Host, co.Port = key, c.s.cfg.NodeID, host, port
+			resp.Coordinators = append(resp.Coordinators, co)
+		}
+		return resp
+	}
 	code, msg := ErrGroupAuthorizationFailed.Code, "consumer groups are not supported by this producer-only gateway"
 	if req.CoordinatorType == coordinatorTypeTransaction {
 		code, msg = ErrTransactionalIDAuthorizationFailed.Code, "transactions are not supported by this gateway"

@@ -14,6 +14,10 @@ package kafkaproto
 //   - InitProducerId from v0: librdkafka < 2.11.1 enables idempotence only if
 //     the range includes 0.
 //   - SaslHandshake/SaslAuthenticate only when SASL is configured.
+//   - AddPartitionsToTxn, AddOffsetsToTxn and EndTxn 0-3 only while the
+//     backend serves transactions (transactions.go); no transaction.version
+//     feature is advertised, so Kafka 4 clients keep to the classic
+//     protocol.
 //   - Telemetry (71/72) is not advertised, so clients skip it quietly.
 //
 // An ApiVersions request newer than v4 is answered, unparsed, with the v0
@@ -32,6 +36,7 @@ type apiRange struct {
 	min, max int16
 	name     string
 	saslOnly bool
+	txnOnly  bool // advertised while transactions are served
 }
 
 // The API keys this package knows.
@@ -43,6 +48,9 @@ const (
 	keySASLHandshake    int16 = 17
 	keyApiVersions      int16 = 18
 	keyInitProducerID   int16 = 22
+	keyAddPartitionsTxn int16 = 24
+	keyAddOffsetsToTxn  int16 = 25
+	keyEndTxn           int16 = 26
 	keySASLAuthenticate int16 = 36
 )
 
@@ -61,17 +69,27 @@ var advertisedAPIs = []apiRange{
 	{key: keySASLHandshake, min: 0, max: 1, name: "sasl_handshake", saslOnly: true},
 	{key: keyApiVersions, min: 0, max: maxApiVersions, name: "api_versions"},
 	{key: keyInitProducerID, min: 0, max: 5, name: "init_producer_id"},
+	{key: keyAddPartitionsTxn, min: 0, max: 3, name: "add_partitions_to_txn", txnOnly: true},
+	{key: keyAddOffsetsToTxn, min: 0, max: 3, name: "add_offsets_to_txn", txnOnly: true},
+	{key: keyEndTxn, min: 0, max: 3, name: "end_txn", txnOnly: true},
 	{key: keySASLAuthenticate, min: 0, max: 2, name: "sasl_authenticate", saslOnly: true},
 }
 
-// lookupAPI returns the advertised range of key.
-func (s *Server) lookupAPI(key int16) (apiRange, bool) {
+// handles reports whether key is one this server answers: SASL keys need
+// SASL; transaction keys are answered (refused) even while transactions
+// are not served, since a reload may have turned them off under a client.
+func (s *Server) handles(key int16) bool {
 	for _, a := range advertisedAPIs {
-		if a.key == key && (!a.saslOnly || s.sasl != nil) {
-			return a, true
+		if a.key == key {
+			return !a.saslOnly || s.sasl != nil
 		}
 	}
-	return apiRange{}, false
+	return false
+}
+
+// advertises reports whether a is in this server's ApiVersions now.
+func (s *Server) advertises(a apiRange) bool {
+	return (!a.saslOnly || s.sasl != nil) && (!a.txnOnly || s.transactions() != nil)
 }
 
 // apiName is the metric label of a key.
@@ -93,7 +111,7 @@ func (s *Server) apiVersionsResponse(version int16, errCode int16) *kmsg.ApiVers
 	resp.Version = version
 	resp.ErrorCode = errCode
 	for _, a := range advertisedAPIs {
-		if a.saslOnly && s.sasl == nil {
+		if !s.advertises(a) {
 			continue
 		}
 		k := kmsg.NewApiVersionsResponseApiKey()

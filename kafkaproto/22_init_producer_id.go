@@ -7,7 +7,9 @@ package kafkaproto
 // backend so ids are unique across instances. The v3+ ProducerID/Epoch
 // fields (epoch bump requests) are ignored: a fresh id is as good.
 //
-// A transactional id gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53): it is
+// A transactional id goes to Transactions.InitTransaction while the backend
+// serves transactions (PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v4).
+// Otherwise it gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53): it is
 // non-retriable in Java, librdkafka and kgo, and each reports it as an
 // authorization problem for the transactional id, which is the clearest
 // available message; the alternatives are worse (COORDINATOR_NOT_AVAILABLE
@@ -47,6 +49,8 @@ func (c *conn) handleInitProducerID(req *kmsg.InitProducerIDRequest) *kmsg.InitP
 	case req.TransactionalID != nil && *req.TransactionalID == "":
 		resp.ErrorCode = ErrInvalidRequest.Code
 		return resp
+	case req.TransactionalID != nil && s.transactions() != nil:
+		return c.initTransaction(req, resp)
 	case req.TransactionalID != nil:
 		c.refusedTransactional(*req.TransactionalID)
 		resp.ErrorCode = ErrTransactionalIDAuthorizationFailed.Code
@@ -81,4 +85,25 @@ func initProducerIDErrorCode(err error) int16 {
 		return ke.Code
 	}
 	return ErrCoordinatorLoadInProgress.Code
+}
+
+// initTransaction answers InitProducerId for a transactional id.
+func (c *conn) initTransaction(req *kmsg.InitProducerIDRequest, resp *kmsg.InitProducerIDResponse) *kmsg.InitProducerIDResponse {
+	id := *req.TransactionalID
+	ctx, cancel := context.WithTimeout(c.ctx, txnRequestTimeout)
+	defer cancel()
+	pid, epoch, err := c.s.txns.InitTransaction(ctx, id, req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch)
+	if err != nil {
+		err = fencedFor(err, req.Version, 4)
+		resp.ErrorCode = errorCode(err)
+		if resp.ErrorCode == ErrUnknownServerError.Code {
+			// An unclassified failure is retried (see initProducerIDErrorCode).
+			resp.ErrorCode = ErrCoordinatorLoadInProgress.Code
+		}
+		c.logTxn("init transactional producer refused", id, err)
+		return resp
+	}
+	resp.ProducerID, resp.ProducerEpoch = pid, epoch
+	c.log.Info("transactional producer initialized", "transactional_id", id, "producer_id", pid, "epoch", epoch)
+	return resp
 }

@@ -748,7 +748,7 @@ func (c *conn) handleFrame(frame []byte) (*response, bool) {
 	}
 	c.spoke = true
 	c.s.m.request(h.key, h.version)
-	if _, ok := c.s.lookupAPI(h.key); !ok {
+	if !c.s.handles(h.key) {
 		c.s.m.protocolError("unknown_api_key")
 		c.log.Warn("closing connection: sasl request without sasl configured", "api_key", h.key)
 		return nil, true
@@ -790,6 +790,12 @@ func (c *conn) handleFrame(frame []byte) (*response, bool) {
 			break
 		}
 		r.msg = c.handleInitProducerID(req)
+	case *kmsg.AddPartitionsToTxnRequest:
+		r.msg = c.handleAddPartitionsToTxn(req)
+	case *kmsg.AddOffsetsToTxnRequest:
+		r.msg = c.handleAddOffsetsToTxn(req)
+	case *kmsg.EndTxnRequest:
+		r.msg = c.handleEndTxn(req)
 	case *kmsg.SASLAuthenticateRequest:
 		r.msg, closeAfter = c.handleSASLAuthenticate(req)
 	default:

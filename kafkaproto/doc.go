@@ -8,9 +8,12 @@
 // # Advertised APIs
 //
 // See 18_api_versions.go: Produce 0-12 (served 3-12), Fetch 4-12 (refused),
-// Metadata 0-12, FindCoordinator 0-6 (refused), SaslHandshake 0-1 and
+// Metadata 0-12, FindCoordinator 0-6 (transaction keys served only with a
+// [Transactions] backend, group keys refused), SaslHandshake 0-1 and
 // SaslAuthenticate 0-2 (with SASL only), ApiVersions 0-4, InitProducerId
-// 0-5. Unknown keys and versions outside these ranges close the connection.
+// 0-5, and with [Transactions] AddPartitionsToTxn, AddOffsetsToTxn (refused)
+// and EndTxn 0-3. Unknown keys and versions outside these ranges close the
+// connection.
 //
 // # Goroutines and lifetime
 //

@@ -67,6 +67,7 @@ var (
 	ErrInvalidTransactionTimeout          = &Error{50, "INVALID_TRANSACTION_TIMEOUT", false}
 	ErrConcurrentTransactions             = &Error{51, "CONCURRENT_TRANSACTIONS", true}
 	ErrTransactionalIDAuthorizationFailed = &Error{53, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", false}
+	ErrOperationNotAttempted              = &Error{55, "OPERATION_NOT_ATTEMPTED", false}
 	ErrKafkaStorage                       = &Error{56, "KAFKA_STORAGE_ERROR", true}
 	ErrSASLAuthenticationFailed           = &Error{58, "SASL_AUTHENTICATION_FAILED", false}
 	ErrUnsupportedCompressionType         = &Error{76, "UNSUPPORTED_COMPRESSION_TYPE", false}

@@ -70,10 +70,10 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // decodedRecordBytes is the memory of one decoded Record.
 const decodedRecordBytes = int64(unsafe.Sizeof(Record{}))
 
-// errTransactionalBatch marks a batch with the transactional bit; the
-// Produce handler answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+// errTransactionalBatch refuses a batch with the transactional bit in a
+// Produce request without a transactional id.
 var errTransactionalBatch = withMessage(ErrTransactionalIDAuthorizationFailed,
-	"transactional batches are not supported by this gateway")
+	"a transactional batch needs the produce request's transactional id")
 
 // DecodedBatch is one decoded record batch. Its Records alias the request
 // frame (codec none) or a decompression buffer of the decoder that made it.
@@ -84,6 +84,9 @@ type DecodedBatch struct {
 	ProducerEpoch int16
 	BaseSequence  int32
 	Codec         Codec
+	// Transactional is the batch's transactional attribute bit; the
+	// Produce handler checks it against the request's transactional id.
+	Transactional bool
 	Records       []Record
 
 	// What the batch borrows from its decoder; Release gives it back, so
@@ -259,7 +262,7 @@ func (d *batchDecoder) getBatch() *DecodedBatch {
 // sentinels: ErrCorruptMessage for transport damage (short batch, CRC),
 // ErrInvalidRecord for malformed content, ErrMessageTooLarge when the
 // decompressed records exceed the limit, ErrUnsupportedCompressionType,
-// ErrInvalidTimestamp, or errTransactionalBatch. Record slices alias data or
+// ErrInvalidTimestamp. Record slices alias data or
 // the batch's decompression buffer (see DecodedBatch.Release). With d.mem
 // the batch is charged until Release.
 func (d *batchDecoder) decode(data []byte, produceVersion int16) (*DecodedBatch, error) {
@@ -293,8 +296,8 @@ func (d *batchDecoder) decode(data []byte, produceVersion int16) (*DecodedBatch,
 	switch {
 	case rb.Attributes&attrControl != 0:
 		return nil, withMessage(ErrInvalidRecord, "control batches may not be produced by clients")
-	case rb.Attributes&attrTransactional != 0:
-		return nil, errTransactionalBatch
+	case rb.Attributes&attrTransactional != 0 && rb.ProducerID < 0:
+		return nil, withMessage(ErrInvalidRecord, "transactional batch without a producer id")
 	case rb.Attributes&attrLogAppendTime != 0:
 		return nil, withMessage(ErrInvalidTimestamp, "batches with timestamp type LogAppendTime may not be produced by clients")
 	case codec > CodecZstd:
@@ -318,6 +321,7 @@ func (d *batchDecoder) decode(data []byte, produceVersion int16) (*DecodedBatch,
 		return nil, err
 	}
 	b.ProducerID, b.ProducerEpoch, b.BaseSequence, b.Codec = rb.ProducerID, rb.ProducerEpoch, rb.FirstSequence, codec
+	b.Transactional = rb.Attributes&attrTransactional != 0
 	if d.mem != nil {
 		// Forced: the frame is admitted already, and its reader waiting
 		// here for memory other frames hold could deadlock.

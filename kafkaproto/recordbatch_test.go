@@ -98,7 +98,7 @@ func TestDecodeRecordBatchRejects(t *testing.T) {
 		{"magic 1", func() []byte { b := good(); b[batchMagicOffset] = 1; return b }(), 9, ErrInvalidRecord},
 		{"magic 0 short", []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 20, 1, 2, 3, 4, 0, 0, 0}, 9, ErrInvalidRecord},
 		{"control", TestBatch{ProducerID: -1, Attributes: attrControl, Records: SimpleRecords(1)}.Build(), 9, ErrInvalidRecord},
-		{"transactional", TestBatch{ProducerID: 1, Attributes: attrTransactional, Records: SimpleRecords(1)}.Build(), 9, ErrTransactionalIDAuthorizationFailed},
+		{"transactional without producer id", TestBatch{ProducerID: -1, Attributes: attrTransactional, Records: SimpleRecords(1)}.Build(), 9, ErrInvalidRecord},
 		{"log append time", TestBatch{ProducerID: -1, Attributes: attrLogAppendTime, Records: SimpleRecords(1)}.Build(), 9, ErrInvalidTimestamp},
 		{"codec 5", TestBatch{ProducerID: -1, Codec: 5, Records: SimpleRecords(1)}.Build(), 9, ErrInvalidRecord},
 		{"zstd on v6", TestBatch{ProducerID: -1, Codec: CodecZstd, Records: SimpleRecords(1)}.Build(), 6, ErrUnsupportedCompressionType},

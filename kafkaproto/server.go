@@ -25,6 +25,7 @@ type Server struct {
 	topics Topics
 	sink   Sink
 	pids   ProducerIDs
+	txns   Transactions // nil: transactional producers are refused
 	log    *slog.Logger
 	m      *metrics
 	dec    *batchDecoder
@@ -100,6 +101,9 @@ func New(cfg Config, b Backend, opts ...Option) (*Server, error) {
 	s.readers.New = func() any { return bufio.NewReaderSize(nil, connReadBuffer) }
 	if a, ok := b.(Authorizer); ok {
 		s.authz = a
+	}
+	if t, ok := b.(Transactions); ok {
+		s.txns = t
 	}
 	if cfg.SASL != nil {
 		if s.sasl, err = newSASLAuthenticator(cfg.SASL); err != nil {

@@ -163,6 +163,10 @@ type PartitionProduce struct {
 	// Acks is the request's acks (-1, 0 or 1). With 0 nobody waits for the
 	// PartitionWrite.
 	Acks int16
+	// TransactionalID is the producer's transactional id when the batch
+	// belongs to its open transaction (the Sink stages it until the
+	// transaction ends); empty otherwise.
+	TransactionalID string
 	// ProducerID is -1 for non-idempotent producers.
 	ProducerID    int64
 	ProducerEpoch int16
