@@ -41,13 +41,20 @@ func newTxnClaims(rows txnRows, pids writerIDs, maxTimeout time.Duration, now fu
 	return &txnClaims{rows: rows, pids: pids, maxTimeout: maxTimeout, now: now}
 }
 
-// current returns the id's highest claim, nil if it has none. Claims are a
-// prefix 0..C of the numbers, so a 16-ary search finds C: first probes at
-// lo+1, lo+2, lo+4, … lo+2^15 until one is missing, then 16 evenly spaced
-// probes between the highest present and the lowest missing, in one
-// lookup each (C below 65,536 takes at most 5).
+// current returns the id's highest claim, nil if it has none.
 func (t *txnClaims) current(ctx context.Context, id string) (*txnRow, error) {
-	lo, hi := int64(-1), int64(-1) // hi < 0: no claim known to be missing
+	_, row, err := highestRow(ctx, t.rows, id, func(c int64) txnKey { return txnKey{claim: c, txn: txnClaimRow} })
+	return row, err
+}
+
+// highestRow finds the highest i whose row keyOf(i) exists, for a family
+// of rows written without gaps (claims; a claim's outcomes): -1 and nil if
+// there is none. The rows are a prefix 0..C of the numbers, so a 16-ary
+// search finds C: first probes at lo+1, lo+2, lo+4, … lo+2^15 until one is
+// missing, then 16 evenly spaced probes between the highest present and
+// the lowest missing, in one lookup each (C below 65,536 takes at most 5).
+func highestRow(ctx context.Context, rows txnRows, id string, keyOf func(int64) txnKey) (int64, *txnRow, error) {
+	lo, hi := int64(-1), int64(-1) // hi < 0: no row known to be missing
 	var loRow *txnRow
 	probes := make([]int64, 0, claimProbes)
 	keys := make([]txnKey, 0, claimProbes)
@@ -59,7 +66,7 @@ func (t *txnClaims) current(ctx context.Context, id string) (*txnRow, error) {
 				probes = append(probes, lo+1<<i)
 			}
 		case span <= 1:
-			return loRow, nil
+			return lo, loRow, nil
 		case span-1 <= claimProbes:
 			for c := lo + 1; c < hi; c++ {
 				probes = append(probes, c)
@@ -71,17 +78,17 @@ func (t *txnClaims) current(ctx context.Context, id string) (*txnRow, error) {
 		}
 		keys = keys[:0]
 		for _, c := range probes {
-			keys = append(keys, txnKey{claim: c, txn: txnClaimRow})
+			keys = append(keys, keyOf(c))
 		}
-		rows, err := t.rows.get(ctx, id, keys)
+		got, err := rows.get(ctx, id, keys)
 		if err != nil {
-			return nil, err
+			return -1, nil, err
 		}
 		missing := -1
-		for i, r := range rows {
+		for i, r := range got {
 			switch {
 			case r != nil && missing >= 0:
-				return nil, fmt.Errorf("claims of transactional id %q are not contiguous: %d is missing, %d is not", id, probes[missing], probes[i])
+				return -1, nil, fmt.Errorf("rows of transactional id %q are not contiguous: %+v is missing, %+v is not", id, keys[missing], keys[i])
 			case r != nil:
 				lo, loRow = probes[i], r
 			case missing < 0:

@@ -26,15 +26,14 @@ import (
 // writer, as separate gateway processes) never hand one epoch to two
 // producers: every success holds its own claim, and the claims read back
 // are exactly the successes.
-func TestIntegrationTxnClaims(t *testing.T) {
+// txnInstances gives n instances (each its own client and writer, as
+// separate gateway processes) of one fresh transactions table.
+func txnInstances(t *testing.T, ctx context.Context, instances int) ([]*txnTable, []*txnClaims, fluss.TablePath) {
 	addr := flusstest.Bootstrap(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
-	defer cancel()
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	path := fluss.TablePath{Database: "gateway_it_" + hex.EncodeToString(b[:]), Table: "transactions"}
 
-	const instances = 4
 	claims := make([]*txnClaims, instances)
 	var tables []*txnTable
 	for i := range instances {
@@ -62,6 +61,14 @@ func TestIntegrationTxnClaims(t *testing.T) {
 			})
 		}
 	}
+	return tables, claims, path
+}
+
+func TestIntegrationTxnClaims(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+	const instances = 4
+	tables, claims, path := txnInstances(t, ctx, instances)
 	require.NoError(t, tables[0].open(ctx), "creates the table")
 	info, err := tables[0].src.TableInfo(ctx, path)
 	require.NoError(t, err)
@@ -143,4 +150,72 @@ func TestIntegrationTxnClaims(t *testing.T) {
 	_, epoch, err := claims[2].init(ctx, ids[0], 60_000, cur.producerID, cur.epoch)
 	require.NoError(t, err)
 	assert.Equal(t, cur.epoch+1, epoch)
+}
+
+// Integration, on a real Fluss: a commit on one instance races a new
+// producer's InitProducerId and the settling of the old claim's open
+// transaction on another, round after round. Both always read the same
+// outcome: the commit is answered only if the settle found it committed
+// (or nothing open); otherwise it is fenced and the settle aborted it.
+func TestIntegrationTxnOutcomeRace(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+	tables, claims, _ := txnInstances(t, ctx, 2)
+	a := &txnLedger{claims: claims[0], rows: tables[0], now: time.Now}
+	b := &txnLedger{claims: claims[1], rows: tables[1], now: time.Now}
+	commits, aborts := 0, 0
+	for round := range 12 {
+		id := fmt.Sprintf("race-%d", round)
+		pid, epoch, err := claims[0].init(ctx, id, 60_000, -1, -1)
+		require.NoError(t, err)
+		p := kafkaproto.TxnProducer{TransactionalID: id, ProducerID: pid, Epoch: epoch}
+		_, err = a.begin(ctx, p)
+		require.NoError(t, err)
+		old, err := claims[1].current(ctx, id)
+		require.NoError(t, err)
+		var endErr, settleErr error
+		var settled *txnRow
+		commit := func() { _, endErr = a.end(ctx, p, true) }
+		successor := func() {
+			// A new producer with the same id: its claim, then the old
+			// claim's open transaction.
+			if _, _, settleErr = claims[1].init(ctx, id, 60_000, -1, -1); settleErr == nil {
+				settled, settleErr = b.settle(ctx, old)
+			}
+		}
+		switch round % 3 {
+		case 0: // the successor first: the commit is fenced
+			successor()
+			commit()
+			require.Error(t, endErr, "round %d", round)
+		case 1: // the commit first: nothing is left open
+			commit()
+			successor()
+			require.NoError(t, endErr, "round %d", round)
+		default:
+			var wg sync.WaitGroup
+			wg.Go(commit)
+			wg.Go(successor)
+			wg.Wait()
+		}
+		require.NoError(t, settleErr)
+		if endErr == nil {
+			commits++
+			// The settle ran before or after the commit's row: it found
+			// nothing open, or the commit.
+			if settled != nil {
+				assert.Equal(t, outcomeCommit, settled.outcome, "round %d", round)
+			}
+		} else {
+			aborts++
+			assert.ErrorIs(t, endErr, kafkaproto.ErrProducerFenced, "round %d", round)
+			require.NotNil(t, settled, "round %d", round)
+			assert.Equal(t, outcomeAbort, settled.outcome, "round %d", round)
+		}
+		out, err := a.rows.get(ctx, id, []txnKey{outcomeKey(0, 0)})
+		require.NoError(t, err)
+		require.NotNil(t, out[0])
+		assert.Equal(t, endErr == nil, out[0].outcome == outcomeCommit, "round %d: the table agrees with the answer", round)
+	}
+	t.Logf("%d commits won, %d aborts won", commits, aborts)
 }

@@ -1,0 +1,195 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/fluss-kafka/gateway/kafkaproto"
+)
+
+// txnLedger keeps the transactions of each claim in the transactions table
+// (docs/transactions.md, "Transactions"): transaction n of claim c has a
+// begin row (c, 2n), written when its first partitions are added, and an
+// outcome row (c, 2n+1), written by EndTxn, a timeout or a newer claim.
+// Outcomes are written without gaps (one is written only for the first
+// transaction without one), so the open transaction is found with the same
+// search as the current claim. A row, once written, never changes: an
+// outcome read back is the decision every instance applies.
+//
+// What the rows do not hold yet: the staged records and the apply of a
+// commit (the ledger decides, nothing is written to target tables).
+type txnLedger struct {
+	claims *txnClaims
+	rows   txnRows
+	now    func() time.Time
+}
+
+const (
+	outcomeCommit = "commit"
+	outcomeAbort  = "abort"
+	// The reason column of an outcome row: who decided it.
+	reasonEndTxn  = "end_txn"
+	reasonTimeout = "timeout"
+	reasonFenced  = "fenced_by_new_producer"
+)
+
+func beginKey(claim, n int64) txnKey   { return txnKey{claim: claim, txn: 2 * n} }
+func outcomeKey(claim, n int64) txnKey { return txnKey{claim: claim, txn: 2*n + 1} }
+
+// txnPosition is where a producer's transactions stand.
+type txnPosition struct {
+	claim *txnRow
+	n     int64   // the first transaction without an outcome
+	last  *txnRow // transaction n-1's outcome, nil if n == 0
+	begin *txnRow // transaction n's begin row, nil if not begun
+}
+
+// position checks that p holds the id's current claim and finds its open
+// transaction. A producer id the id never had is INVALID_PRODUCER_ID_MAPPING,
+// an older epoch PRODUCER_FENCED.
+func (l *txnLedger) position(ctx context.Context, p kafkaproto.TxnProducer) (*txnPosition, error) {
+	cur, err := l.claims.current(ctx, p.TransactionalID)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", kafkaproto.ErrCoordinatorLoadInProgress, err)
+	}
+	switch {
+	case cur == nil || cur.producerID != p.ProducerID:
+		return nil, fmt.Errorf("%w: transactional id %q does not have producer id %d", kafkaproto.ErrInvalidProducerIDMapping, p.TransactionalID, p.ProducerID)
+	case cur.epoch != p.Epoch:
+		return nil, fmt.Errorf("%w: transactional id %q is at epoch %d, the producer has %d", kafkaproto.ErrProducerFenced, p.TransactionalID, cur.epoch, p.Epoch)
+	}
+	return l.positionOf(ctx, cur)
+}
+
+// positionOf finds the open transaction of a claim.
+func (l *txnLedger) positionOf(ctx context.Context, claim *txnRow) (*txnPosition, error) {
+	c := claim.key.claim
+	last, lastRow, err := highestRow(ctx, l.rows, claim.id, func(n int64) txnKey { return outcomeKey(c, n) })
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", kafkaproto.ErrCoordinatorLoadInProgress, err)
+	}
+	pos := &txnPosition{claim: claim, n: last + 1, last: lastRow}
+	got, err := l.rows.get(ctx, claim.id, []txnKey{beginKey(c, pos.n)})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", kafkaproto.ErrCoordinatorLoadInProgress, err)
+	}
+	pos.begin = got[0]
+	return pos, nil
+}
+
+// expired reports whether the open transaction outlived its timeout.
+func (l *txnLedger) expired(pos *txnPosition) bool {
+	return pos.begin != nil && l.now().UnixMilli() > pos.begin.writtenAtMs+int64(pos.begin.timeoutMs)
+}
+
+// begin makes sure the producer's open transaction has begun (AddPartitionsToTxn).
+// A transaction past its timeout is aborted instead, and the producer
+// fenced, as Kafka bumps the epoch when it aborts one.
+func (l *txnLedger) begin(ctx context.Context, p kafkaproto.TxnProducer) (*txnPosition, error) {
+	pos, err := l.position(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if l.expired(pos) {
+		return nil, l.abortExpired(ctx, pos)
+	}
+	if pos.begin != nil {
+		return pos, nil
+	}
+	row := &txnRow{id: p.TransactionalID, key: beginKey(pos.claim.key.claim, pos.n), producerID: p.ProducerID, epoch: p.Epoch,
+		timeoutMs: pos.claim.timeoutMs, writtenBy: randomInt63(), writtenAtMs: l.now().UnixMilli()}
+	if err := l.rows.insert(ctx, row); err != nil {
+		return nil, fmt.Errorf("%w: %w", kafkaproto.ErrCoordinatorLoadInProgress, err)
+	}
+	got, err := l.rows.get(ctx, p.TransactionalID, []txnKey{row.key})
+	if err != nil || got[0] == nil {
+		return nil, fmt.Errorf("%w: begin transaction %d of %q: not readable after its write: %v", kafkaproto.ErrCoordinatorLoadInProgress, pos.n, p.TransactionalID, err)
+	}
+	pos.begin = got[0] // a racing begin's row stands: same transaction
+	return pos, nil
+}
+
+// abortExpired writes the abort of an expired transaction and answers the
+// producer PRODUCER_FENCED, unless an EndTxn got its commit in first.
+func (l *txnLedger) abortExpired(ctx context.Context, pos *txnPosition) error {
+	won, err := l.decide(ctx, pos, outcomeAbort, reasonTimeout)
+	if err != nil {
+		return err
+	}
+	if won.outcome == outcomeAbort {
+		return fmt.Errorf("%w: transaction %d of %q passed its timeout of %d ms and was aborted",
+			kafkaproto.ErrProducerFenced, pos.n, pos.claim.id, pos.begin.timeoutMs)
+	}
+	return nil
+}
+
+// decide writes outcome for the open transaction and returns the outcome
+// that stands (another instance's may have come first).
+func (l *txnLedger) decide(ctx context.Context, pos *txnPosition, outcome, reason string) (*txnRow, error) {
+	row := &txnRow{id: pos.claim.id, key: outcomeKey(pos.claim.key.claim, pos.n), producerID: pos.claim.producerID, epoch: pos.claim.epoch,
+		writtenBy: randomInt63(), writtenAtMs: l.now().UnixMilli(), outcome: outcome, reason: reason}
+	if err := l.rows.insert(ctx, row); err != nil {
+		return nil, fmt.Errorf("%w: %w", kafkaproto.ErrCoordinatorLoadInProgress, err)
+	}
+	got, err := l.rows.get(ctx, pos.claim.id, []txnKey{row.key})
+	if err != nil || got[0] == nil {
+		return nil, fmt.Errorf("%w: outcome of transaction %d of %q: not readable after its write: %v", kafkaproto.ErrCoordinatorLoadInProgress, pos.n, pos.claim.id, err)
+	}
+	return got[0], nil
+}
+
+// end decides the producer's open transaction (EndTxn) and returns the
+// outcome row that stands. An EndTxn repeated after its transaction was
+// decided the same way (a retry whose answer was lost; Flink's committer
+// after a restart) gets that outcome again. Errors: PRODUCER_FENCED for a
+// commit that lost to an abort (a timeout, a newer claim), INVALID_TXN_STATE
+// for an abort that lost to a commit or an EndTxn with no transaction.
+func (l *txnLedger) end(ctx context.Context, p kafkaproto.TxnProducer, commit bool) (*txnRow, error) {
+	want := outcomeAbort
+	if commit {
+		want = outcomeCommit
+	}
+	pos, err := l.position(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if pos.begin == nil {
+		switch {
+		case pos.last != nil && pos.last.outcome == want:
+			return pos.last, nil
+		case pos.last != nil && commit && pos.last.reason != reasonEndTxn:
+			// Aborted by a timeout or a newer producer before this
+			// commit was read: Kafka would have bumped the epoch.
+			return nil, fmt.Errorf("%w: transaction %d of %q was aborted (%s)", kafkaproto.ErrProducerFenced, pos.n-1, p.TransactionalID, pos.last.reason)
+		}
+		return nil, fmt.Errorf("%w: %q has no open transaction to %s", kafkaproto.ErrInvalidTxnState, p.TransactionalID, want)
+	}
+	reason := reasonEndTxn
+	if commit && l.expired(pos) {
+		want, reason = outcomeAbort, reasonTimeout
+	}
+	won, err := l.decide(ctx, pos, want, reason)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case commit && won.outcome != outcomeCommit:
+		return nil, fmt.Errorf("%w: transaction %d of %q was aborted (%s)", kafkaproto.ErrProducerFenced, pos.n, p.TransactionalID, won.reason)
+	case !commit && won.outcome != outcomeAbort:
+		return nil, fmt.Errorf("%w: transaction %d of %q was committed", kafkaproto.ErrInvalidTxnState, pos.n, p.TransactionalID)
+	}
+	return won, nil
+}
+
+// settle decides the open transaction of a claim that a newer claim
+// replaced (InitProducerId): abort it if it began and has no outcome. It
+// returns the outcome that stands (a commit that got in first must still
+// be applied), nil if there was no open transaction.
+func (l *txnLedger) settle(ctx context.Context, old *txnRow) (*txnRow, error) {
+	pos, err := l.positionOf(ctx, old)
+	if err != nil || pos.begin == nil {
+		return nil, err
+	}
+	return l.decide(ctx, pos, outcomeAbort, reasonFenced)
+}
