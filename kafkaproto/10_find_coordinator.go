@@ -38,7 +38,7 @@ func (c *conn) handleFindCoordinator(req *kmsg.FindCoordinatorRequest) *kmsg.Fin
 	}
 	code, msg := ErrGroupAuthorizationFailed.Code, "consumer groups are not supported by this producer-only gateway"
 	if req.CoordinatorType == coordinatorTypeTransaction {
-		code, msg = ErrTransactionalIDAuthorizationFailed.Code, "transactions are not supported by this gateway"
+		code, msg = ErrTransactionalIDAuthorizationFailed.Code, "transactions are not served by this gateway"
 		ids := req.CoordinatorKeys
 		if req.Version < 4 {
 			ids = []string{req.CoordinatorKey}
@@ -67,7 +67,7 @@ func (c *conn) handleFindCoordinator(req *kmsg.FindCoordinatorRequest) *kmsg.Fin
 // transactional ids was refused.
 func (c *conn) refusedTransactional(ids ...string) {
 	if ok, suppressed := c.s.txnLog.allow(time.Now()); ok {
-		c.log.Warn("refused transactional producer: transactions are not supported by this gateway (TRANSACTIONAL_ID_AUTHORIZATION_FAILED)",
+		c.log.Warn("refused transactional producer: transactions are not served by this gateway (TRANSACTIONAL_ID_AUTHORIZATION_FAILED)",
 			slog.Any("transactional_ids", ids), slog.Int("suppressed", suppressed))
 	}
 }

@@ -118,6 +118,18 @@ func CheckSequence(st SeqState, epoch int16, firstSeq, numRecords int32) SeqVerd
 	return v
 }
 
+// Gap reports whether a SeqOutOfOrder batch lies past every accepted one:
+// it starts after the expected sequence in the same epoch, or is a newer
+// epoch's batch not starting at 0. The sequences between were never
+// accepted (an aborted transaction's, when committed transactions are
+// replayed); an overlap is not a gap.
+func (v SeqVerdict) Gap() bool {
+	if v.Kind != SeqOutOfOrder {
+		return false
+	}
+	return v.epoch > v.current || seqBefore(v.want, v.first)
+}
+
 // Err is the Kafka error answering a refused batch of producer id on
 // topic/partition, nil for SeqAccept and SeqDuplicate.
 func (v SeqVerdict) Err(id int64, topic string, partition int32) error {

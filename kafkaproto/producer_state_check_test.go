@@ -101,3 +101,14 @@ func TestCheckSequence(t *testing.T) {
 		})
 	}
 }
+
+// Gap: a batch past the expected sequence, or a newer epoch's not starting
+// at 0, lies past every accepted one; an overlap does not.
+func TestSeqVerdictGap(t *testing.T) {
+	st := kafkaproto.SeqState{Known: true, Epoch: 3, NextSeq: 100}
+	assert.True(t, kafkaproto.CheckSequence(st, 3, 150, 10).Gap(), "after the expected sequence")
+	assert.False(t, kafkaproto.CheckSequence(st, 3, 95, 10).Gap(), "an overlap")
+	assert.True(t, kafkaproto.CheckSequence(st, 4, 7, 1).Gap(), "a newer epoch not starting at 0")
+	assert.False(t, kafkaproto.CheckSequence(st, 3, 100, 1).Gap(), "accepted, not out of order")
+	assert.False(t, kafkaproto.CheckSequence(st, 2, 150, 1).Gap(), "fenced")
+}

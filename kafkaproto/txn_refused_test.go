@@ -12,7 +12,7 @@ import (
 	"github.com/fluss-kafka/gateway/kafkaproto/kafkatest"
 )
 
-const refusedTxnMsg = "refused transactional producer: transactions are not supported by this gateway (TRANSACTIONAL_ID_AUTHORIZATION_FAILED)"
+const refusedTxnMsg = "refused transactional producer: transactions are not served by this gateway (TRANSACTIONAL_ID_AUTHORIZATION_FAILED)"
 
 // A transactional producer is refused at FindCoordinator, where Java
 // clients (and Flink's exactly-once sink) stop: the refusal is logged there,
