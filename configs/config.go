@@ -175,6 +175,16 @@ type Kafka struct {
 	// MaxProducerStates bounds the (producer id, partition) sequence
 	// states kept; the least recently used go first. Default 100000.
 	MaxProducerStates int `yaml:"max_producer_states"`
+	// Transactions serves producers with a transactional.id
+	// (docs/transactions.md): their transactions are staged in Fluss and
+	// applied to the tables at commit, through the exactly-once path, so
+	// they need the producer-state table and routes that do not set
+	// exactly_once: false. Default true.
+	Transactions bool `yaml:"transactions"`
+	// TransactionMaxTimeout is the longest transaction.timeout.ms a
+	// producer may ask for (Kafka's transaction.max.timeout.ms). Default
+	// 1h: Flink's exactly-once sink asks for 1h.
+	TransactionMaxTimeout time.Duration `yaml:"transaction_max_timeout"`
 }
 
 // Fluss is the connection to the Fluss cluster. The defaults are the fluss
@@ -388,6 +398,8 @@ func defaultConfig() *Config {
 			IdleTimeout:           k.IdleTimeout,
 			ProducerStateTTL:      k.ProducerStateTTL,
 			MaxProducerStates:     k.MaxProducerStates,
+			Transactions:          true,
+			TransactionMaxTimeout: time.Hour,
 		},
 		Fluss: Fluss{
 			ClientID:             fluss.DefaultClientID,

@@ -40,6 +40,8 @@ func TestParseDefaults(t *testing.T) {
 		IdleTimeout:           10 * time.Minute,
 		ProducerStateTTL:      time.Hour,
 		MaxProducerStates:     100000,
+		Transactions:          true,
+		TransactionMaxTimeout: time.Hour,
 	}, cfg.Kafka)
 	assert.Equal(t, "fluss-kafka-gateway", cfg.Fluss.ClientID)
 	assert.Equal(t, 30*time.Second, cfg.Fluss.RequestTimeout)

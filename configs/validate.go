@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
@@ -191,6 +192,9 @@ func (c *Config) validateKafka(p *problems) {
 	}
 	if k.ProducerStateTTL <= 0 {
 		p.add("kafka.producer_state_ttl", "must be positive, got %s", k.ProducerStateTTL)
+	}
+	if k.TransactionMaxTimeout <= 0 || k.TransactionMaxTimeout > 24*time.Hour {
+		p.add("kafka.transaction_max_timeout", "must be in (0, 24h], got %s", k.TransactionMaxTimeout)
 	}
 	if k.MaxProducerStates < 1 {
 		p.add("kafka.max_producer_states", "must be at least 1, got %d", k.MaxProducerStates)

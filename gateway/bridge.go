@@ -30,6 +30,7 @@ type bridge struct {
 	ids     writerIDs
 	reg     *schemaregistry.Client // nil: no schema_registry configured
 	eo      *exactlyOnce           // nil: no Fluss client to keep producer states in
+	txn     *transactions          // nil: transactional producers are refused
 	log     *slog.Logger
 	m       *gatewayMetrics
 
@@ -197,8 +198,11 @@ func (s *bridge) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) 
 		req.Release()
 		return nil, fmt.Errorf("%w: table %s has no leader", kafkaproto.ErrLeaderNotAvailable, route.Table())
 	}
+	if req.TransactionalID != "" {
+		return s.produceTransactional(ctx, st, route, req)
+	}
 	if req.ProducerID >= 0 && s.exactlyOnce(route) {
-		return s.produceExactlyOnce(ctx, st, route, req)
+		return s.produceExactlyOnce(ctx, st, route, req, false)
 	}
 	cb := s.getBatch(len(req.Records))
 	schemasMissing := s.frame(route, req, cb)

@@ -216,8 +216,9 @@ var _ kafkaproto.IdempotenceOwner = (*bridge)(nil)
 // produceExactlyOnce queues the batch of an idempotent producer on an
 // exactly-once route behind its producer's earlier batches of the Kafka
 // partition (its first batch on this instance looks the producer state up, which
-// blocks on Fluss) and returns its completion.
-func (s *bridge) produceExactlyOnce(ctx context.Context, st *routeState, route *mapping.Route, req *kafkaproto.PartitionProduce) (kafkaproto.PartitionWrite, error) {
+// blocks on Fluss) and returns its completion. replay marks a committed
+// transaction's batch (see admit).
+func (s *bridge) produceExactlyOnce(ctx context.Context, st *routeState, route *mapping.Route, req *kafkaproto.PartitionProduce, replay bool) (kafkaproto.PartitionWrite, error) {
 	start := time.Now()
 	if s.eo == nil {
 		return nil, fmt.Errorf("%w: exactly-once routes are not available in this gateway", kafkaproto.ErrUnknownServerError)
@@ -240,14 +241,14 @@ func (s *bridge) produceExactlyOnce(ctx context.Context, st *routeState, route *
 		defer cancel()
 		stop := context.AfterFunc(s.stopped, cancel)
 		defer stop()
-		s.writeExactlyOnce(jctx, st, route, req, c, start)
+		s.writeExactlyOnce(jctx, st, route, req, c, start, replay)
 	})
 	return c, nil
 }
 
 // writeExactlyOnce converts, admits, writes and (in a goroutine) commits
 // one batch; c gets its answer.
-func (s *bridge) writeExactlyOnce(ctx context.Context, st *routeState, route *mapping.Route, req *kafkaproto.PartitionProduce, c *kafkaproto.Completion, start time.Time) {
+func (s *bridge) writeExactlyOnce(ctx context.Context, st *routeState, route *mapping.Route, req *kafkaproto.PartitionProduce, c *kafkaproto.Completion, start time.Time, replay bool) {
 	// The writer copies the rows when they are written; the decoded records
 	// (and their charge to the read budget) go back once this returns.
 	defer req.Release()
@@ -278,7 +279,7 @@ func (s *bridge) writeExactlyOnce(ctx context.Context, st *routeState, route *ma
 	}
 	groups := eoGroups(st, route, req, cb)
 	key := producerKey{req.ProducerID, req.Topic, req.Partition}
-	w, err := s.eo.admit(ctx, key, req, route, st, groups, c, eoTiming{start, s.m.produceDone(route.Name())})
+	w, err := s.eo.admit(ctx, key, req, route, st, groups, c, eoTiming{start, s.m.produceDone(route.Name())}, replay)
 	if err != nil {
 		c.Complete(failedResult(err))
 		return
@@ -379,11 +380,6 @@ func (e *exactlyOnce) sweepLocked(now time.Time) {
 	}
 }
 
-// admit applies Kafka's idempotence rules to the batch against P's state
-// (loading it first), and for a new batch assigns its per-target
-// sequences, queues its sealed Fluss batches and starts its commit. It
-// returns the write that answers the batch: c itself for a new batch, the
-// original's for a re-sent one, or an error.
 // eoTiming is when a batch's Produce call began and the route's latency
 // observer.
 type eoTiming struct {
@@ -391,7 +387,18 @@ type eoTiming struct {
 	observe func(time.Duration)
 }
 
-func (e *exactlyOnce) admit(ctx context.Context, key producerKey, req *kafkaproto.PartitionProduce, route *mapping.Route, st *routeState, groups []eoGroup, c *kafkaproto.Completion, timing eoTiming) (kafkaproto.PartitionWrite, error) {
+// admit applies Kafka's idempotence rules to the batch against P's state
+// (loading it first), and for a new batch assigns its per-target
+// sequences, queues its sealed Fluss batches and starts its commit. It
+// returns the write that answers the batch: c itself for a new batch, the
+// original's for a re-sent one, or an error.
+//
+// A replay (a committed transaction's batch, docs/transactions.md) differs
+// in what its sequence means: a producer's transactions are applied in
+// order, so a batch before the expected sequence (or of an older epoch)
+// was applied already and is answered as done, and one past it follows an
+// aborted transaction's gap and is accepted.
+func (e *exactlyOnce) admit(ctx context.Context, key producerKey, req *kafkaproto.PartitionProduce, route *mapping.Route, st *routeState, groups []eoGroup, c *kafkaproto.Completion, timing eoTiming, replay bool) (kafkaproto.PartitionWrite, error) {
 	p := e.partition(key)
 	defer p.mu.Unlock()
 	if p.poisoned {
@@ -414,6 +421,14 @@ func (e *exactlyOnce) admit(ctx context.Context, key producerKey, req *kafkaprot
 	}
 	v := kafkaproto.CheckSequence(kafkaproto.SeqState{Known: s.known, Epoch: s.epoch, NextSeq: s.nextSeq, Window: window[:len(s.window)]},
 		req.ProducerEpoch, req.BaseSequence, int32(len(req.Records)))
+	if replay {
+		switch {
+		case v.Gap():
+			v.Kind, v.Restart = kafkaproto.SeqAccept, req.ProducerEpoch != s.epoch
+		case v.Kind == kafkaproto.SeqStale || v.Kind == kafkaproto.SeqFenced:
+			return kafkaproto.Completed(kafkaproto.PartitionResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}), nil
+		}
+	}
 	switch v.Kind {
 	case kafkaproto.SeqAccept:
 	case kafkaproto.SeqDuplicate:

@@ -100,6 +100,9 @@ func New(cfg *configs.Config, log *slog.Logger) (*Gateway, error) {
 		client.Close()
 		return nil, fmt.Errorf("exactly-once metrics: %w", err)
 	}
+	if set.transactions {
+		g.bridge.enableTransactions(client, set.txnMaxTimeout)
+	}
 	g.acls = newACLHolder(set.acls)
 	g.health = newReadiness(flussProbe(client, g.bridge.state.Load), set.readyInterval, set.readyGrace,
 		newOutageLog(log, "fluss not writable: readiness check failing", "fluss writable again: readiness check passing", 0, nil), nil)
@@ -151,6 +154,8 @@ type settings struct {
 	initWriterBackoffMax time.Duration
 	readyInterval        time.Duration // readiness probe period
 	readyGrace           time.Duration // failing probes tolerated this long
+	transactions         bool          // serve transactional producers
+	txnMaxTimeout        time.Duration
 }
 
 // listenerSettings is one Kafka listener.
@@ -213,6 +218,7 @@ func settingsFrom(cfg *configs.Config) (settings, error) {
 	set.admin, set.pprof = cfg.Admin.Address, cfg.Admin.Pprof
 	set.readyInterval, set.readyGrace = cfg.Admin.ReadyInterval, cfg.Admin.ReadyGrace
 	set.initWriterTimeout, set.initWriterBackoffMax = cfg.Fluss.InitWriterTimeout, cfg.Fluss.InitWriterBackoffMax
+	set.transactions, set.txnMaxTimeout = cfg.Kafka.Transactions, cfg.Kafka.TransactionMaxTimeout
 	set.acls = cfg.ACLs
 	set.shutdown = cfg.Shutdown.Deadline
 	set.logLevel, set.logJSON = logLevel(cfg.Logging)

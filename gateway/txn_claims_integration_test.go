@@ -169,13 +169,13 @@ func TestIntegrationTxnOutcomeRace(t *testing.T) {
 		pid, epoch, err := claims[0].init(ctx, id, 60_000, -1, -1)
 		require.NoError(t, err)
 		p := kafkaproto.TxnProducer{TransactionalID: id, ProducerID: pid, Epoch: epoch}
-		_, err = a.begin(ctx, p)
+		_, err = a.begin(ctx, p, noStaging)
 		require.NoError(t, err)
 		old, err := claims[1].current(ctx, id)
 		require.NoError(t, err)
 		var endErr, settleErr error
 		var settled *txnRow
-		commit := func() { _, endErr = a.end(ctx, p, true) }
+		commit := func() { _, endErr = a.end(ctx, p, true, noStaging) }
 		successor := func() {
 			// A new producer with the same id: its claim, then the old
 			// claim's open transaction.

@@ -37,6 +37,10 @@ const (
 func beginKey(claim, n int64) txnKey   { return txnKey{claim: claim, txn: 2 * n} }
 func outcomeKey(claim, n int64) txnKey { return txnKey{claim: claim, txn: 2*n + 1} }
 
+// appliedKey marks transaction n's commit as applied to its tables: a new
+// claim need not apply it again.
+func appliedKey(claim, n int64) txnKey { return txnKey{claim: claim, txn: -2 - n} }
+
 // txnPosition is where a producer's transactions stand.
 type txnPosition struct {
 	claim *txnRow
@@ -85,8 +89,10 @@ func (l *txnLedger) expired(pos *txnPosition) bool {
 
 // begin makes sure the producer's open transaction has begun (AddPartitionsToTxn).
 // A transaction past its timeout is aborted instead, and the producer
-// fenced, as Kafka bumps the epoch when it aborts one.
-func (l *txnLedger) begin(ctx context.Context, p kafkaproto.TxnProducer) (*txnPosition, error) {
+// fenced, as Kafka bumps the epoch when it aborts one. stagingEnd gives the
+// begin row's staging offset, read before the row is written: every batch
+// of the transaction is staged after it.
+func (l *txnLedger) begin(ctx context.Context, p kafkaproto.TxnProducer, stagingEnd func(context.Context) (int64, error)) (*txnPosition, error) {
 	pos, err := l.position(ctx, p)
 	if err != nil {
 		return nil, err
@@ -97,8 +103,12 @@ func (l *txnLedger) begin(ctx context.Context, p kafkaproto.TxnProducer) (*txnPo
 	if pos.begin != nil {
 		return pos, nil
 	}
+	from, err := stagingEnd(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", kafkaproto.ErrCoordinatorLoadInProgress, err)
+	}
 	row := &txnRow{id: p.TransactionalID, key: beginKey(pos.claim.key.claim, pos.n), producerID: p.ProducerID, epoch: p.Epoch,
-		timeoutMs: pos.claim.timeoutMs, writtenBy: randomInt63(), writtenAtMs: l.now().UnixMilli()}
+		timeoutMs: pos.claim.timeoutMs, writtenBy: randomInt63(), writtenAtMs: l.now().UnixMilli(), stagingOffset: from}
 	if err := l.rows.insert(ctx, row); err != nil {
 		return nil, fmt.Errorf("%w: %w", kafkaproto.ErrCoordinatorLoadInProgress, err)
 	}
@@ -127,8 +137,13 @@ func (l *txnLedger) abortExpired(ctx context.Context, pos *txnPosition) error {
 // decide writes outcome for the open transaction and returns the outcome
 // that stands (another instance's may have come first).
 func (l *txnLedger) decide(ctx context.Context, pos *txnPosition, outcome, reason string) (*txnRow, error) {
+	return l.decideAt(ctx, pos, outcome, reason, 0)
+}
+
+// decideAt is decide with the staging end offset of a commit.
+func (l *txnLedger) decideAt(ctx context.Context, pos *txnPosition, outcome, reason string, stagingEnd int64) (*txnRow, error) {
 	row := &txnRow{id: pos.claim.id, key: outcomeKey(pos.claim.key.claim, pos.n), producerID: pos.claim.producerID, epoch: pos.claim.epoch,
-		writtenBy: randomInt63(), writtenAtMs: l.now().UnixMilli(), outcome: outcome, reason: reason}
+		writtenBy: randomInt63(), writtenAtMs: l.now().UnixMilli(), outcome: outcome, reason: reason, stagingOffset: stagingEnd}
 	if err := l.rows.insert(ctx, row); err != nil {
 		return nil, fmt.Errorf("%w: %w", kafkaproto.ErrCoordinatorLoadInProgress, err)
 	}
@@ -145,7 +160,10 @@ func (l *txnLedger) decide(ctx context.Context, pos *txnPosition, outcome, reaso
 // after a restart) gets that outcome again. Errors: PRODUCER_FENCED for a
 // commit that lost to an abort (a timeout, a newer claim), INVALID_TXN_STATE
 // for an abort that lost to a commit or an EndTxn with no transaction.
-func (l *txnLedger) end(ctx context.Context, p kafkaproto.TxnProducer, commit bool) (*txnRow, error) {
+//
+// A commit's row holds the staging end offset read before it is written:
+// every batch of the transaction was staged before EndTxn, so before it.
+func (l *txnLedger) end(ctx context.Context, p kafkaproto.TxnProducer, commit bool, stagingEnd func(context.Context) (int64, error)) (*txnRow, error) {
 	want := outcomeAbort
 	if commit {
 		want = outcomeCommit
@@ -169,7 +187,13 @@ func (l *txnLedger) end(ctx context.Context, p kafkaproto.TxnProducer, commit bo
 	if commit && l.expired(pos) {
 		want, reason = outcomeAbort, reasonTimeout
 	}
-	won, err := l.decide(ctx, pos, want, reason)
+	var to int64
+	if want == outcomeCommit {
+		if to, err = stagingEnd(ctx); err != nil {
+			return nil, fmt.Errorf("%w: %w", kafkaproto.ErrCoordinatorLoadInProgress, err)
+		}
+	}
+	won, err := l.decideAt(ctx, pos, want, reason, to)
 	if err != nil {
 		return nil, err
 	}
@@ -192,4 +216,34 @@ func (l *txnLedger) settle(ctx context.Context, old *txnRow) (*txnRow, error) {
 		return nil, err
 	}
 	return l.decide(ctx, pos, outcomeAbort, reasonFenced)
+}
+
+// committed is a decided commit with what its apply needs.
+type committed struct {
+	claim, n int64
+	begin    *txnRow // its stagingOffset is where the batches start
+	outcome  *txnRow // its stagingOffset is where they end
+}
+
+// lastCommit returns the claim's last transaction if it was committed and
+// not marked applied, nil otherwise.
+func (l *txnLedger) lastCommit(ctx context.Context, claim *txnRow) (*committed, error) {
+	c := claim.key.claim
+	n, row, err := highestRow(ctx, l.rows, claim.id, func(n int64) txnKey { return outcomeKey(c, n) })
+	if err != nil || row == nil || row.outcome != outcomeCommit {
+		return nil, err
+	}
+	got, err := l.rows.get(ctx, claim.id, []txnKey{beginKey(c, n), appliedKey(c, n)})
+	if err != nil || got[1] != nil {
+		return nil, err
+	}
+	if got[0] == nil {
+		return nil, fmt.Errorf("transaction %d of claim %d of %q has an outcome but no begin row", n, c, claim.id)
+	}
+	return &committed{claim: c, n: n, begin: got[0], outcome: row}, nil
+}
+
+// markApplied records that a commit's batches are in their tables.
+func (l *txnLedger) markApplied(ctx context.Context, id string, cm *committed) error {
+	return l.rows.insert(ctx, &txnRow{id: id, key: appliedKey(cm.claim, cm.n), writtenBy: randomInt63(), writtenAtMs: l.now().UnixMilli()})
 }

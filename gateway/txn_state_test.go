@@ -43,32 +43,32 @@ func TestTxnLedgerCommitAbortAndRetries(t *testing.T) {
 	l, _, _ := newTestLedger()
 	p := initTxn(t, l, "tx", 60_000)
 
-	_, err := l.end(ctx, p, true)
+	_, err := l.end(ctx, p, true, noStaging)
 	assert.ErrorIs(t, err, kafkaproto.ErrInvalidTxnState, "EndTxn with no transaction")
 
-	pos, err := l.begin(ctx, p)
+	pos, err := l.begin(ctx, p, noStaging)
 	require.NoError(t, err)
 	assert.Equal(t, int64(0), pos.n)
-	again, err := l.begin(ctx, p)
+	again, err := l.begin(ctx, p, noStaging)
 	require.NoError(t, err)
 	assert.Equal(t, pos.begin.writtenBy, again.begin.writtenBy, "more partitions, same transaction")
 
-	out, err := l.end(ctx, p, true)
+	out, err := l.end(ctx, p, true, noStaging)
 	require.NoError(t, err)
 	assert.Equal(t, outcomeCommit, out.outcome)
-	retry, err := l.end(ctx, p, true)
+	retry, err := l.end(ctx, p, true, noStaging)
 	require.NoError(t, err, "a repeated commit (Flink's committer after a restart)")
 	assert.Equal(t, out.writtenBy, retry.writtenBy)
-	_, err = l.end(ctx, p, false)
+	_, err = l.end(ctx, p, false, noStaging)
 	assert.ErrorIs(t, err, kafkaproto.ErrInvalidTxnState, "an abort of the committed transaction")
 
-	pos, err = l.begin(ctx, p)
+	pos, err = l.begin(ctx, p, noStaging)
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), pos.n, "the next transaction of the same epoch")
-	out, err = l.end(ctx, p, false)
+	out, err = l.end(ctx, p, false, noStaging)
 	require.NoError(t, err)
 	assert.Equal(t, outcomeAbort, out.outcome)
-	_, err = l.end(ctx, p, true)
+	_, err = l.end(ctx, p, true, noStaging)
 	assert.ErrorIs(t, err, kafkaproto.ErrInvalidTxnState, "a commit after the abort")
 }
 
@@ -76,18 +76,18 @@ func TestTxnLedgerFencing(t *testing.T) {
 	ctx := t.Context()
 	l, _, _ := newTestLedger()
 	old := initTxn(t, l, "tx", 60_000)
-	_, err := l.begin(ctx, old)
+	_, err := l.begin(ctx, old, noStaging)
 	require.NoError(t, err)
 	cur := initTxn(t, l, "tx", 60_000)
 	require.Equal(t, old.Epoch+1, cur.Epoch)
 
-	_, err = l.begin(ctx, old)
+	_, err = l.begin(ctx, old, noStaging)
 	assert.ErrorIs(t, err, kafkaproto.ErrProducerFenced)
-	_, err = l.end(ctx, old, true)
+	_, err = l.end(ctx, old, true, noStaging)
 	assert.ErrorIs(t, err, kafkaproto.ErrProducerFenced)
 	stranger := cur
 	stranger.ProducerID++
-	_, err = l.end(ctx, stranger, true)
+	_, err = l.end(ctx, stranger, true, noStaging)
 	assert.ErrorIs(t, err, kafkaproto.ErrInvalidProducerIDMapping)
 
 	// The new claim settles the old one's open transaction: aborted.
@@ -106,25 +106,25 @@ func TestTxnLedgerTimeoutAborts(t *testing.T) {
 	ctx := t.Context()
 	l, _, clock := newTestLedger()
 	p := initTxn(t, l, "slow", 1_000)
-	_, err := l.begin(ctx, p)
+	_, err := l.begin(ctx, p, noStaging)
 	require.NoError(t, err)
 	clock.add(999 * time.Millisecond)
-	_, err = l.begin(ctx, p)
+	_, err = l.begin(ctx, p, noStaging)
 	require.NoError(t, err, "within the timeout")
 	clock.add(2 * time.Millisecond)
-	_, err = l.end(ctx, p, true)
+	_, err = l.end(ctx, p, true, noStaging)
 	require.ErrorIs(t, err, kafkaproto.ErrProducerFenced)
 	assert.ErrorContains(t, err, "timeout")
-	_, err = l.end(ctx, p, true)
+	_, err = l.end(ctx, p, true, noStaging)
 	assert.ErrorIs(t, err, kafkaproto.ErrProducerFenced, "a retried commit after the timeout's abort")
 
 	q := initTxn(t, l, "slower", 1_000)
-	_, err = l.begin(ctx, q)
+	_, err = l.begin(ctx, q, noStaging)
 	require.NoError(t, err)
 	clock.add(5 * time.Second)
-	_, err = l.begin(ctx, q)
+	_, err = l.begin(ctx, q, noStaging)
 	assert.ErrorIs(t, err, kafkaproto.ErrProducerFenced, "adding partitions past the timeout")
-	out, err := l.end(ctx, q, false)
+	out, err := l.end(ctx, q, false, noStaging)
 	require.NoError(t, err, "the producer's abort of a transaction the timeout aborted")
 	assert.Equal(t, "timeout", out.reason)
 }
@@ -137,7 +137,7 @@ func TestTxnLedgerCommitRacesSettle(t *testing.T) {
 	t.Run("abort first", func(t *testing.T) {
 		l, rows, _ := newTestLedger()
 		p := initTxn(t, l, "tx", 60_000)
-		_, err := l.begin(ctx, p)
+		_, err := l.begin(ctx, p, noStaging)
 		require.NoError(t, err)
 		oldClaim, err := l.claims.claim(ctx, "tx", 0)
 		require.NoError(t, err)
@@ -150,16 +150,16 @@ func TestTxnLedgerCommitRacesSettle(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, outcomeAbort, settled.outcome)
 		}
-		_, err = l.end(ctx, p, true)
+		_, err = l.end(ctx, p, true, noStaging)
 		assert.ErrorIs(t, err, kafkaproto.ErrProducerFenced)
 	})
 
 	t.Run("commit first", func(t *testing.T) {
 		l, _, _ := newTestLedger()
 		p := initTxn(t, l, "tx", 60_000)
-		_, err := l.begin(ctx, p)
+		_, err := l.begin(ctx, p, noStaging)
 		require.NoError(t, err)
-		out, err := l.end(ctx, p, true)
+		out, err := l.end(ctx, p, true, noStaging)
 		require.NoError(t, err)
 		oldClaim, err := l.claims.claim(ctx, "tx", 0)
 		require.NoError(t, err)
@@ -171,3 +171,5 @@ func TestTxnLedgerCommitRacesSettle(t *testing.T) {
 		assert.Equal(t, outcomeCommit, out.outcome)
 	})
 }
+
+func noStaging(context.Context) (int64, error) { return 0, nil }

@@ -1,0 +1,333 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/fluss-kafka/gateway/kafkaproto"
+	"github.com/fluss-kafka/gateway/mapping"
+)
+
+// transactions serves transactional producers for the bridge
+// (docs/transactions.md): claims and the ledger decide in the transactions
+// table, batches are staged in the staging table, and a commit is applied
+// to the routes' tables through the exactly-once path.
+type transactions struct {
+	claims  *txnClaims
+	ledger  *txnLedger
+	staging *stagingLog
+	log     *slog.Logger
+	// maxApplyRecords bounds the records of one batch of an apply.
+	maxApplyRecords int
+
+	mu sync.Mutex // guards added
+	// added is, per transactional id served here, the partitions its open
+	// transaction added on this instance. A produce to a partition not
+	// added is INVALID_TXN_STATE when the id's session is here; on an
+	// instance that never saw the AddPartitionsToTxn it cannot be told.
+	added map[string]*txnSession
+}
+
+type txnSession struct {
+	producer kafkaproto.TxnProducer
+	parts    map[topicPartition]bool
+}
+
+// maxApplyRecords bounds the records of one batch of an apply: a
+// transaction's consecutive batches of a partition are applied together up
+// to it. The grouping depends only on the staged batches, so every apply
+// of a transaction (a replay after a crash) cuts the same batches.
+const defaultMaxApplyRecords = 10_000
+
+// enableTransactions serves transactional producers, their state and
+// staged batches in Fluss (src: the gateway's Fluss client).
+func (s *bridge) enableTransactions(src stagingSource, maxTimeout time.Duration) {
+	rows := newTxnTable(src, s.acc, defaultTxnTable)
+	claims := newTxnClaims(rows, s.ids, maxTimeout, nil)
+	s.txn = &transactions{
+		claims:          claims,
+		ledger:          &txnLedger{claims: claims, rows: rows, now: time.Now},
+		staging:         newStagingLog(src, s.acc, defaultStagingTable),
+		log:             s.log,
+		maxApplyRecords: defaultMaxApplyRecords,
+		added:           map[string]*txnSession{},
+	}
+}
+
+// TransactionsEnabled implements kafkaproto.Transactions.
+func (s *bridge) TransactionsEnabled() bool {
+	return s.txn != nil && s.eo != nil && s.eo.usable.Load()
+}
+
+// InitTransaction implements kafkaproto.Transactions: commits of the id's
+// current and previous claim that a crash left unapplied are applied, the
+// next claim is taken, and the replaced claim's open transaction is
+// aborted (or, if its commit got in first, applied) before the answer.
+func (s *bridge) InitTransaction(ctx context.Context, id string, timeoutMs int32, pid int64, epoch int16) (int64, int16, error) {
+	t := s.txn
+	cur, err := t.claims.current(ctx, id)
+	if err != nil {
+		return -1, -1, fmt.Errorf("%w: %w", kafkaproto.ErrCoordinatorLoadInProgress, err)
+	}
+	if cur != nil {
+		for c := max(cur.key.claim-1, 0); c <= cur.key.claim; c++ {
+			row := cur
+			if c != cur.key.claim {
+				if row, err = t.claims.claim(ctx, id, c); err != nil || row == nil {
+					return -1, -1, fmt.Errorf("%w: claim %d of %q: %v", kafkaproto.ErrCoordinatorLoadInProgress, c, id, err)
+				}
+			}
+			cm, err := t.ledger.lastCommit(ctx, row)
+			if err == nil && cm != nil {
+				err = s.applyCommit(ctx, id, row, cm)
+			}
+			if err != nil {
+				return -1, -1, fmt.Errorf("%w: finish an earlier commit of %q: %w", kafkaproto.ErrCoordinatorLoadInProgress, id, err)
+			}
+		}
+	}
+	newPID, newEpoch, err := t.claims.init(ctx, id, timeoutMs, pid, epoch)
+	if err != nil {
+		return -1, -1, err
+	}
+	if cur != nil && (cur.producerID != newPID || cur.epoch != newEpoch) {
+		out, err := t.ledger.settle(ctx, cur)
+		if err == nil && out != nil && out.outcome == outcomeAbort && out.reason == reasonFenced {
+			s.log.Info("transaction aborted: a new producer with the same transactional id started", slog.String("transactional_id", id),
+				slog.Int64("producer_id", cur.producerID), slog.Int("epoch", int(cur.epoch)))
+		}
+		if err == nil && out != nil && out.outcome == outcomeCommit {
+			var cm *committed
+			if cm, err = t.ledger.lastCommit(ctx, cur); err == nil && cm != nil {
+				err = s.applyCommit(ctx, id, cur, cm)
+			}
+		}
+		if err != nil {
+			// The claim stands; the next InitProducerId applies a commit
+			// left here (the loop above), an abort needs nothing more.
+			return -1, -1, fmt.Errorf("%w: settle the previous producer of %q: %w", kafkaproto.ErrCoordinatorLoadInProgress, id, err)
+		}
+	}
+	t.mu.Lock()
+	delete(t.added, id)
+	t.mu.Unlock()
+	return newPID, newEpoch, nil
+}
+
+// AddPartitions implements kafkaproto.Transactions: the transaction
+// begins (its begin row) if it has not, and the partitions are remembered
+// here. Every partition's route must write exactly once: a commit is
+// applied through that path.
+func (s *bridge) AddPartitions(ctx context.Context, p kafkaproto.TxnProducer, partitions map[string][]int32) error {
+	st := s.state.Load()
+	if st == nil {
+		return fmt.Errorf("%w: routes not loaded yet", kafkaproto.ErrCoordinatorLoadInProgress)
+	}
+	for topic := range partitions {
+		route, ok := st.routes.Resolve(topic)
+		if !ok {
+			return fmt.Errorf("%w: topic %s has no route", kafkaproto.ErrUnknownTopicOrPartition, topic)
+		}
+		if !s.exactlyOnce(route) {
+			return fmt.Errorf("%w: route %s of topic %s does not write exactly once (exactly_once: false), which transactions need",
+				kafkaproto.ErrTransactionalIDAuthorizationFailed, route.Name(), topic)
+		}
+	}
+	t := s.txn
+	if _, err := t.ledger.begin(ctx, p, func(ctx context.Context) (int64, error) { return t.staging.end(ctx, p.TransactionalID) }); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	sess := t.added[p.TransactionalID]
+	if sess == nil || sess.producer != p {
+		sess = &txnSession{producer: p, parts: map[topicPartition]bool{}}
+		t.added[p.TransactionalID] = sess
+	}
+	for topic, ps := range partitions {
+		for _, part := range ps {
+			sess.parts[topicPartition{topic, part}] = true
+		}
+	}
+	return nil
+}
+
+// EndTransaction implements kafkaproto.Transactions: the outcome is
+// decided, and a commit is applied before the answer (again, harmlessly,
+// when EndTxn is repeated).
+func (s *bridge) EndTransaction(ctx context.Context, p kafkaproto.TxnProducer, commit bool) error {
+	t := s.txn
+	defer func() {
+		t.mu.Lock()
+		if sess := t.added[p.TransactionalID]; sess != nil && sess.producer == p {
+			delete(t.added, p.TransactionalID)
+		}
+		t.mu.Unlock()
+	}()
+	out, err := t.ledger.end(ctx, p, commit, func(ctx context.Context) (int64, error) { return t.staging.end(ctx, p.TransactionalID) })
+	if err != nil {
+		if errors.Is(err, kafkaproto.ErrProducerFenced) {
+			s.log.Info("transaction not committed", slog.String("transactional_id", p.TransactionalID), slog.Any("err", err))
+		}
+		return err
+	}
+	if !commit {
+		s.log.Debug("transaction aborted", slog.String("transactional_id", p.TransactionalID), slog.Int64("producer_id", p.ProducerID))
+		return nil
+	}
+	claim, err := t.claims.claim(ctx, p.TransactionalID, out.key.claim)
+	if err != nil || claim == nil {
+		return fmt.Errorf("%w: claim %d of %q: %v", kafkaproto.ErrCoordinatorLoadInProgress, out.key.claim, p.TransactionalID, err)
+	}
+	cm, err := t.ledger.lastCommit(ctx, claim)
+	if err != nil {
+		return fmt.Errorf("%w: %w", kafkaproto.ErrCoordinatorLoadInProgress, err)
+	}
+	if cm == nil {
+		return nil // applied already
+	}
+	if err := s.applyCommit(ctx, p.TransactionalID, claim, cm); err != nil {
+		// Decided: the producer's retry of EndTxn applies it again.
+		return fmt.Errorf("%w: apply the commit of %q: %w", kafkaproto.ErrCoordinatorLoadInProgress, p.TransactionalID, err)
+	}
+	return nil
+}
+
+// produceTransactional stages a batch of an open transaction; the answer
+// comes once it is durable in the staging table. The batch is converted
+// first, so that a record its route refuses is refused now, while the
+// producer can still abort, and not at the commit.
+func (s *bridge) produceTransactional(ctx context.Context, st *routeState, route *mapping.Route, req *kafkaproto.PartitionProduce) (kafkaproto.PartitionWrite, error) {
+	defer req.Release()
+	t := s.txn
+	if t == nil || !s.exactlyOnce(route) {
+		return nil, fmt.Errorf("%w: transactions are not served for route %s", kafkaproto.ErrTransactionalIDAuthorizationFailed, route.Name())
+	}
+	p := kafkaproto.TxnProducer{TransactionalID: req.TransactionalID, ProducerID: req.ProducerID, Epoch: req.ProducerEpoch}
+	t.mu.Lock()
+	sess := t.added[req.TransactionalID]
+	if sess != nil && sess.producer == p && !sess.parts[topicPartition{req.Topic, req.Partition}] {
+		t.mu.Unlock()
+		return nil, fmt.Errorf("%w: partition %s/%d was not added to the transaction of %q", kafkaproto.ErrInvalidTxnState, req.Topic, req.Partition, req.TransactionalID)
+	}
+	t.mu.Unlock()
+	cb := s.getBatch(len(req.Records))
+	defer s.putBatch(cb)
+	if s.frame(route, req, cb) {
+		if err := s.resolveSchemas(ctx, route.Name(), cb); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.convert(route, req, cb); err != nil {
+		s.m.rejected(route.Name(), len(req.Records))
+		return nil, err
+	}
+	h, err := t.staging.stage(ctx, &stagedBatch{id: req.TransactionalID, topic: req.Topic, partition: req.Partition,
+		producerID: req.ProducerID, epoch: req.ProducerEpoch, baseSequence: req.BaseSequence, records: req.Records, stagingOffset: -1})
+	if err != nil {
+		return nil, kafkaError(err)
+	}
+	c := kafkaproto.NewCompletion()
+	go func() {
+		_, err := h.Wait(context.WithoutCancel(ctx))
+		if err != nil {
+			c.Complete(failedResult(kafkaError(fmt.Errorf("stage batch of %q: %w", req.TransactionalID, err))))
+			return
+		}
+		c.Complete(kafkaproto.PartitionResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1})
+	}()
+	return c, nil
+}
+
+// applyCommit writes a committed transaction's staged batches to their
+// tables through the exactly-once path and marks it applied. Partitions
+// are applied concurrently, each one's batches in sequence order.
+func (s *bridge) applyCommit(ctx context.Context, id string, claim *txnRow, cm *committed) error {
+	t := s.txn
+	start := time.Now()
+	batches, err := t.staging.read(ctx, id, claim.producerID, claim.epoch, cm.begin.stagingOffset, cm.outcome.stagingOffset)
+	if err != nil {
+		return err
+	}
+	st := s.state.Load()
+	if st == nil {
+		return errors.New("routes not loaded yet")
+	}
+	type part struct {
+		tp      topicPartition
+		batches []*stagedBatch
+	}
+	var parts []part
+	for _, b := range batches {
+		tp := topicPartition{b.topic, b.partition}
+		if len(parts) == 0 || parts[len(parts)-1].tp != tp {
+			parts = append(parts, part{tp: tp})
+		}
+		parts[len(parts)-1].batches = append(parts[len(parts)-1].batches, b)
+	}
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	records := 0
+	for i, pt := range parts {
+		route, ok := st.routes.Resolve(pt.tp.topic)
+		if !ok {
+			return fmt.Errorf("topic %s of a committed transaction has no route any more", pt.tp.topic)
+		}
+		for _, b := range pt.batches {
+			records += len(b.records)
+		}
+		wg.Go(func() { errs[i] = s.applyPartition(ctx, st, route, pt.batches, t.maxApplyRecords) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := t.ledger.markApplied(ctx, id, cm); err != nil {
+		// Applied; only the marker is missing, so a later
+		// InitProducerId applies it again, harmlessly.
+		s.log.Warn("committed transaction applied, its applied mark not written", slog.String("transactional_id", id), slog.Any("err", err))
+	}
+	s.log.Debug("transaction committed", slog.String("transactional_id", id), slog.Int64("producer_id", claim.producerID),
+		slog.Int("batches", len(batches)), slog.Int("records", records), slog.Duration("apply", time.Since(start)))
+	return nil
+}
+
+// applyPartition applies one partition's batches of a commit, joined into
+// batches of at most maxRecords consecutive records, one after the other.
+func (s *bridge) applyPartition(ctx context.Context, st *routeState, route *mapping.Route, batches []*stagedBatch, maxRecords int) error {
+	for i := 0; i < len(batches); {
+		first := batches[i]
+		req := &kafkaproto.PartitionProduce{Topic: first.topic, Partition: first.partition, Acks: -1,
+			ProducerID: first.producerID, ProducerEpoch: first.epoch, BaseSequence: first.baseSequence}
+		next := first.baseSequence
+		for ; i < len(batches); i++ {
+			b := batches[i]
+			if len(req.Records) > 0 && (b.baseSequence != next || len(req.Records)+len(b.records) > maxRecords) {
+				break
+			}
+			for _, r := range b.records {
+				r.Index = int32(len(req.Records))
+				r.OffsetDelta = r.Index
+				req.Records = append(req.Records, r)
+			}
+			next = kafkaproto.SeqAdd(b.baseSequence, int32(len(b.records)))
+		}
+		w, err := s.produceExactlyOnce(ctx, st, route, req, true)
+		if err != nil {
+			return fmt.Errorf("apply %s/%d from sequence %d: %w", req.Topic, req.Partition, req.BaseSequence, err)
+		}
+		select {
+		case <-w.Done():
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if err := w.Result().Err; err != nil {
+			return fmt.Errorf("apply %s/%d from sequence %d: %w", req.Topic, req.Partition, req.BaseSequence, err)
+		}
+	}
+	return nil
+}

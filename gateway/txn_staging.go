@@ -1,0 +1,343 @@
+package gateway
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/fluss-kafka/gateway/accumulator"
+	"github.com/fluss-kafka/gateway/fluss"
+	"github.com/fluss-kafka/gateway/kafkaproto"
+)
+
+// The staging table holds the record batches of open transactions until
+// their outcome (docs/transactions.md, "Transactions"): one row per Kafka
+// batch, in the bucket of its transactional id. A transaction's batches
+// are the rows of its producer id and epoch between two offsets of that
+// bucket: the end offset read before its begin row was written (its first
+// AddPartitionsToTxn comes before any of its batches) and the one read
+// before its commit was written (EndTxn comes after every batch was
+// staged, and the next transaction begins after EndTxn was answered). So a
+// row needs no transaction number, and a zombie's rows (an older epoch)
+// are never applied. Rows are never read by anything but the gateway; an
+// aborted transaction's stay until the log's retention drops them.
+
+// defaultStagingTable is where staged batches live unless configured.
+var defaultStagingTable = fluss.TablePath{Database: "gateway", Table: "kafka_txn_staging"}
+
+const (
+	stagingBuckets  = 8
+	stagingCodecV1  = 1
+	stagingColumns  = 8
+	stagingFetchMax = 8 << 20
+)
+
+func stagingSchema() fluss.Schema {
+	return fluss.Schema{Columns: []fluss.Column{
+		{Name: "transactional_id", Type: fluss.String().NonNull()},
+		{Name: "topic", Type: fluss.String().NonNull()},
+		{Name: "kafka_partition", Type: fluss.Int().NonNull()},
+		{Name: "producer_id", Type: fluss.BigInt().NonNull()},
+		{Name: "epoch", Type: fluss.Int().NonNull()},
+		{Name: "base_sequence", Type: fluss.Int().NonNull()},
+		{Name: "record_count", Type: fluss.Int().NonNull()},
+		{Name: "records", Type: fluss.Bytes().NonNull()},
+	}}
+}
+
+// stagedBatch is one staged Kafka batch.
+type stagedBatch struct {
+	id            string
+	topic         string
+	partition     int32
+	producerID    int64
+	epoch         int16
+	baseSequence  int32
+	records       []kafkaproto.Record
+	stagingOffset int64 // where it was read back from; -1 when written
+}
+
+// stagingLog writes and reads the staging table; it creates the table on
+// first use. Safe for concurrent use.
+type stagingLog struct {
+	src   stagingSource
+	acc   *accumulator.Accumulator
+	path  fluss.TablePath
+	mu    sync.Mutex // guards the fields below (set once ready)
+	ready bool
+	info  *fluss.TableInfo
+	table *accumulator.Table
+	enc   *fluss.KeyEncoder
+}
+
+// stagingSource is what the staging log needs from Fluss.
+type stagingSource interface {
+	stateSource
+	ListOffsets(ctx context.Context, tableID, partitionID int64, buckets []int32, spec fluss.OffsetSpec) (map[int32]int64, error)
+	FetchLog(ctx context.Context, req *fluss.FetchLogRequest) ([]fluss.FetchedBucket, error)
+}
+
+func newStagingLog(src stagingSource, acc *accumulator.Accumulator, path fluss.TablePath) *stagingLog {
+	return &stagingLog{src: src, acc: acc, path: path}
+}
+
+func stagingDescriptor() *fluss.TableDescriptor {
+	return &fluss.TableDescriptor{
+		Schema:      stagingSchema(),
+		Comment:     "Kafka gateway: record batches of open transactions (docs/transactions.md)",
+		BucketKeys:  []string{"transactional_id"},
+		BucketCount: stagingBuckets,
+		Properties:  map[string]string{fluss.PropLogFormat: string(fluss.LogFormatIndexed)},
+	}
+}
+
+func (l *stagingLog) open(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ready {
+		return nil
+	}
+	info, err := l.src.TableInfo(ctx, l.path)
+	if errors.Is(err, fluss.ErrTableNotExist) || errors.Is(err, fluss.ErrDatabaseNotExist) {
+		if err := l.src.CreateDatabase(ctx, l.path.Database, true); err != nil {
+			return fmt.Errorf("create database %s: %w", l.path.Database, err)
+		}
+		if err := l.src.CreateTable(ctx, l.path, stagingDescriptor(), true); err != nil {
+			return fmt.Errorf("create staging table %s: %w", l.path, err)
+		}
+		if err := l.src.WaitForTableLeaders(ctx, l.path); err != nil {
+			return fmt.Errorf("staging table %s: %w", l.path, err)
+		}
+		info, err = l.src.TableInfo(ctx, l.path)
+	}
+	if err != nil {
+		return fmt.Errorf("staging table %s: %w", l.path, err)
+	}
+	d := &info.Descriptor
+	want := stagingSchema()
+	if d.HasPrimaryKey() || len(d.Schema.Columns) != len(want.Columns) || !slices.Equal(d.BucketKeys, []string{"transactional_id"}) ||
+		d.LogFormat() != fluss.LogFormatIndexed || d.IsPartitioned() {
+		return fmt.Errorf("staging table %s does not have the expected schema (an INDEXED log table bucketed by transactional_id)", l.path)
+	}
+	for i, c := range want.Columns {
+		if d.Schema.Columns[i].Name != c.Name || d.Schema.Columns[i].Type.Root != c.Type.Root {
+			return fmt.Errorf("staging table %s: column %d is %s, want %s", l.path, i, d.Schema.Columns[i].Name, c.Name)
+		}
+	}
+	enc, err := fluss.NewKeyEncoder(&d.Schema, d.BucketKeys, "")
+	if err != nil {
+		return fmt.Errorf("staging table %s: %w", l.path, err)
+	}
+	spec, err := tableSpec(info, nil)
+	if err != nil {
+		return err
+	}
+	t, err := l.acc.AddTable(spec)
+	if err != nil {
+		return fmt.Errorf("register staging table: %w", err)
+	}
+	l.info, l.table, l.enc, l.ready = info, t, enc, true
+	return nil
+}
+
+func (l *stagingLog) bucket(id string) (int32, error) {
+	row := make(fluss.Row, stagingColumns)
+	row[0] = fluss.StringDatum(id)
+	b, err := l.enc.Encode(nil, row)
+	if err != nil {
+		return 0, fmt.Errorf("encode transactional id %q: %w", id, err)
+	}
+	return fluss.BucketForKey(b, l.info.Descriptor.BucketCount), nil
+}
+
+// end returns the staging bucket's end offset for id: every batch staged
+// for id after this call is at or past it.
+func (l *stagingLog) end(ctx context.Context, id string) (int64, error) {
+	if err := l.open(ctx); err != nil {
+		return 0, err
+	}
+	b, err := l.bucket(id)
+	if err != nil {
+		return 0, err
+	}
+	offs, err := l.src.ListOffsets(ctx, l.info.TableID, fluss.NoPartition, []int32{b}, fluss.LatestOffset)
+	if err != nil {
+		return 0, fmt.Errorf("staging end offset of %q: %w", id, err)
+	}
+	off, ok := offs[b]
+	if !ok {
+		return 0, fmt.Errorf("staging end offset of %q: bucket %d not answered", id, b)
+	}
+	return off, nil
+}
+
+// stage appends one batch; the handle completes once Fluss has it.
+func (l *stagingLog) stage(ctx context.Context, sb *stagedBatch) (ack, error) {
+	if err := l.open(ctx); err != nil {
+		return nil, err
+	}
+	b, err := l.bucket(sb.id)
+	if err != nil {
+		return nil, err
+	}
+	row := fluss.Row{
+		fluss.StringDatum(sb.id), fluss.StringDatum(sb.topic), fluss.IntDatum(int64(sb.partition)),
+		fluss.IntDatum(sb.producerID), fluss.IntDatum(int64(sb.epoch)), fluss.IntDatum(int64(sb.baseSequence)),
+		fluss.IntDatum(int64(len(sb.records))), fluss.BytesDatum(appendStagedRecords(nil, sb.records)),
+	}
+	h, err := l.acc.Append(ctx, l.table, fluss.NoPartition, b, fluss.WriteAppend, nil, row)
+	if err != nil {
+		return nil, fmt.Errorf("stage batch of %q: %w", sb.id, err)
+	}
+	return h, nil
+}
+
+// read returns the batches staged for id by producer id pid at epoch
+// between offsets from and to, deduplicated (a batch staged twice, by a
+// retry on another instance, once) and ordered by topic, partition and
+// sequence.
+func (l *stagingLog) read(ctx context.Context, id string, pid int64, epoch int16, from, to int64) ([]*stagedBatch, error) {
+	if err := l.open(ctx); err != nil {
+		return nil, err
+	}
+	b, err := l.bucket(id)
+	if err != nil {
+		return nil, err
+	}
+	type seqKey struct {
+		topic     string
+		partition int32
+		seq       int32
+	}
+	seen := map[seqKey]bool{}
+	var out []*stagedBatch
+	schema := &l.info.Descriptor.Schema
+	for off := from; off < to; {
+		got, err := l.src.FetchLog(ctx, &fluss.FetchLogRequest{TableID: l.info.TableID,
+			Buckets: []fluss.FetchBucket{{PartitionID: fluss.NoPartition, Bucket: b, Offset: off, MaxBytes: stagingFetchMax}}})
+		if err != nil {
+			return nil, fmt.Errorf("read staged batches of %q: %w", id, err)
+		}
+		if len(got) != 1 {
+			return nil, fmt.Errorf("read staged batches of %q: %d buckets answered", id, len(got))
+		}
+		fb := got[0]
+		if fb.Err != nil {
+			return nil, fmt.Errorf("read staged batches of %q from offset %d: %w", id, off, fb.Err)
+		}
+		recs, err := fluss.DecodeLogBatchesFormat(fb.Records, schema, fluss.LogFormatIndexed)
+		if err != nil {
+			return nil, fmt.Errorf("decode staged batches of %q: %w", id, err)
+		}
+		next := off
+		for _, r := range recs {
+			if r.Offset < off || r.Offset >= to {
+				continue // a fetch answers whole batches
+			}
+			next = r.Offset + 1
+			row := r.Row
+			if string(row[0].B) != id || row[3].I != pid || int16(row[4].I) != epoch {
+				continue
+			}
+			sb := &stagedBatch{id: id, topic: string(row[1].B), partition: int32(row[2].I),
+				producerID: pid, epoch: epoch, baseSequence: int32(row[5].I), stagingOffset: r.Offset}
+			k := seqKey{sb.topic, sb.partition, sb.baseSequence}
+			if seen[k] {
+				continue
+			}
+			if sb.records, err = decodeStagedRecords(row[7].B, int(row[6].I)); err != nil {
+				return nil, fmt.Errorf("staged batch of %q at offset %d: %w", id, r.Offset, err)
+			}
+			seen[k] = true
+			out = append(out, sb)
+		}
+		if next == off {
+			if fb.HighWatermark >= 0 && fb.HighWatermark < to {
+				return nil, fmt.Errorf("read staged batches of %q: the staging bucket's high watermark %d is below %d", id, fb.HighWatermark, to)
+			}
+			break
+		}
+		off = next
+	}
+	slices.SortFunc(out, func(a, b *stagedBatch) int {
+		return cmp.Or(cmp.Compare(a.topic, b.topic), cmp.Compare(a.partition, b.partition), cmp.Compare(a.baseSequence, b.baseSequence))
+	})
+	return out, nil
+}
+
+// appendStagedRecords encodes records: per record its offset delta,
+// timestamp, key, value (each with a null marker) and headers.
+func appendStagedRecords(dst []byte, recs []kafkaproto.Record) []byte {
+	dst = append(dst, stagingCodecV1)
+	for _, r := range recs {
+		dst = binary.AppendVarint(dst, int64(r.OffsetDelta))
+		dst = binary.AppendVarint(dst, r.Timestamp)
+		dst = appendNullableBytes(dst, r.Key)
+		dst = appendNullableBytes(dst, r.Value)
+		dst = binary.AppendUvarint(dst, uint64(len(r.Headers)))
+		for _, h := range r.Headers {
+			dst = appendNullableBytes(dst, []byte(h.Key))
+			dst = appendNullableBytes(dst, h.Value)
+		}
+	}
+	return dst
+}
+
+func appendNullableBytes(dst, b []byte) []byte {
+	if b == nil {
+		return binary.AppendVarint(dst, -1)
+	}
+	dst = binary.AppendVarint(dst, int64(len(b)))
+	return append(dst, b...)
+}
+
+var errBadStaged = errors.New("malformed staged records")
+
+func decodeStagedRecords(b []byte, n int) ([]kafkaproto.Record, error) {
+	if len(b) == 0 || b[0] != stagingCodecV1 {
+		return nil, fmt.Errorf("%w: unknown codec", errBadStaged)
+	}
+	if n < 0 || n > len(b) {
+		return nil, fmt.Errorf("%w: %d records", errBadStaged, n)
+	}
+	r := stateReader{b: b[1:]}
+	recs := make([]kafkaproto.Record, n)
+	for i := range recs {
+		rec := &recs[i]
+		rec.Index = int32(i)
+		rec.OffsetDelta = int32(r.varint())
+		rec.Timestamp = r.varint()
+		rec.Key = nullableBytes(&r)
+		rec.Value = nullableBytes(&r)
+		h := r.uvarint()
+		if h > uint64(len(r.b)) {
+			return nil, fmt.Errorf("%w: %d headers", errBadStaged, h)
+		}
+		for range h {
+			k := nullableBytes(&r)
+			rec.Headers = append(rec.Headers, kafkaproto.Header{Key: string(k), Value: nullableBytes(&r)})
+		}
+	}
+	if r.err != nil || len(r.b) != 0 {
+		return nil, fmt.Errorf("%w: truncated or trailing bytes", errBadStaged)
+	}
+	return recs, nil
+}
+
+func nullableBytes(r *stateReader) []byte {
+	n := r.varint()
+	if n < 0 || r.err != nil {
+		return nil
+	}
+	if n > int64(len(r.b)) {
+		r.err, r.b = errBadStaged, nil
+		return nil
+	}
+	out := r.b[:n:n]
+	r.b = r.b[n:]
+	return out
+}
