@@ -24,13 +24,21 @@ type javaBuild struct {
 
 var javaLoad javaBuild
 
-// JavaLoad compiles the Java load producer (java/LoadMain.java in this
-// package, kafka-clients [JavaVersion] resolved by mvn into ~/.m2) once per
-// process into .cache/gatewaytest/java and returns the command line that
-// runs it; append <bootstrap> <topic> <producer name> <records per second>.
-func JavaLoad(ctx context.Context) ([]string, error) {
+// JavaLoad compiles the Java programs of this package (java/*.java,
+// kafka-clients [JavaVersion] resolved by mvn into ~/.m2) once per process
+// into .cache/gatewaytest/java and returns the command line that runs the
+// load producer (java/LoadMain.java); append <bootstrap> <topic> <producer
+// name> <records per second>.
+func JavaLoad(ctx context.Context) ([]string, error) { return JavaMain(ctx, "LoadMain") }
+
+// JavaMain is [JavaLoad] for any program of java/: the command line that
+// runs class main.
+func JavaMain(ctx context.Context, main string) ([]string, error) {
 	javaLoad.once.Do(func() { javaLoad.args, javaLoad.err = buildJavaLoad(ctx) })
-	return javaLoad.args, javaLoad.err
+	if javaLoad.err != nil {
+		return nil, javaLoad.err
+	}
+	return append(append([]string(nil), javaLoad.args...), main), nil
 }
 
 func buildJavaLoad(ctx context.Context) ([]string, error) {
@@ -60,8 +68,12 @@ func buildJavaLoad(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	classpath := strings.TrimSpace(string(cp))
-	if out, err := exec.CommandContext(ctx, "javac", "-d", dir, "-cp", classpath, filepath.Join(src, "LoadMain.java")).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("javac LoadMain.java: %w\n%s", err, out)
+	sources, err := filepath.Glob(filepath.Join(src, "*.java"))
+	if err != nil {
+		return nil, err
 	}
-	return []string{"java", "-Xmx256m", "-cp", dir + string(os.PathListSeparator) + classpath, "LoadMain"}, nil
+	if out, err := exec.CommandContext(ctx, "javac", append([]string{"-d", dir, "-cp", classpath}, sources...)...).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("javac %v: %w\n%s", sources, err, out)
+	}
+	return []string{"java", "-Xmx256m", "-cp", dir + string(os.PathListSeparator) + classpath}, nil
 }

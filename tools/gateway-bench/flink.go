@@ -177,17 +177,6 @@ func logTail(path string) string {
 	return tail(string(b), 3000)
 }
 
-// jvmOpens are the module openings Flink on Java 17 and Arrow need (Flink's
-// own start scripts pass the like).
-var jvmOpens = []string{
-	"--add-opens=java.base/java.lang=ALL-UNNAMED", "--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
-	"--add-opens=java.base/java.lang.invoke=ALL-UNNAMED", "--add-opens=java.base/java.util=ALL-UNNAMED",
-	"--add-opens=java.base/java.util.concurrent=ALL-UNNAMED", "--add-opens=java.base/java.io=ALL-UNNAMED",
-	"--add-opens=java.base/java.net=ALL-UNNAMED", "--add-opens=java.base/java.nio=ALL-UNNAMED",
-	"--add-opens=java.base/sun.nio.ch=ALL-UNNAMED", "--add-opens=java.base/java.time=ALL-UNNAMED",
-	"--add-opens=java.base/java.text=ALL-UNNAMED", "--add-opens=java.base/java.math=ALL-UNNAMED",
-}
-
 // tailRun is what a FlussTail reported for one run.
 type tailRun struct {
 	seen       []int64 // wall-clock µs at which row first+i was read
@@ -392,7 +381,7 @@ func runFlinkCompare(ctx context.Context, o *options, c *fluss.Client, db string
 	}
 	src := func(name string) string { return filepath.Join(root, "tools", "gateway-bench", "java", name) }
 	job, err := startJava(ctx, o.java, filepath.Join(dir, "flink.log"), "RUNNING", 5*time.Minute,
-		append(append([]string{"-Xmx1g"}, jvmOpens...), "-cp", filepath.Join(lib, "*"), src("KafkaToFlussJob.java"),
+		append(append([]string{"-Xmx1g"}, gatewaytest.FlinkJVMOpens()...), "-cp", filepath.Join(lib, "*"), src("KafkaToFlussJob.java"),
 			b.bootstrap, "flink_json", o.bootstrap, db, "flink_json", strconv.Itoa(o.flinkParallelism), strconv.Itoa(flinkCheckpointMillis))...)
 	if err != nil {
 		return fmt.Errorf("start the Flink job: %w", err)
@@ -410,7 +399,7 @@ func runFlinkCompare(ctx context.Context, o *options, c *fluss.Client, db string
 		for _, t := range targets {
 			name := strings.ReplaceAll(t.name, "+", "-")
 			if t.tail, err = startJava(ctx, o.java, filepath.Join(dir, "tail-"+name+".log"), "READY", 2*time.Minute,
-				append(slices.Clone(jvmOpens), "-cp", jar, src("FlussTail.java"), o.bootstrap, t.table.Path.String())...); err != nil {
+				append(gatewaytest.FlinkJVMOpens(), "-cp", jar, src("FlussTail.java"), o.bootstrap, t.table.Path.String())...); err != nil {
 				return fmt.Errorf("start the tail of %s: %w", t.table.Path, err)
 			}
 			defer t.tail.stop()
