@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/fluss-kafka/gateway/gateway"
 	"github.com/fluss-kafka/gateway/internal/gatewaytest"
 )
 
@@ -176,4 +177,53 @@ func tailString(s string, n int) string {
 		return s
 	}
 	return s[len(s)-n:]
+}
+
+// TestTransactionsCrashMidCommit: the gateway in use is killed (SIGKILL,
+// at a failpoint) after an EndTxn's commit was decided in Fluss and before
+// it was applied or answered; a second instance takes over on the same
+// address (as behind one load-balanced bootstrap address). franz-go
+// reports the commit's outcome as unknown, and its documented recovery is
+// EndTransaction(TryAbort), which re-initializes the producer id: the
+// second instance's InitProducerId finds the decided commit unapplied and
+// applies it first, as a Kafka coordinator completes a prepared commit.
+// Every committed row lands once, nothing of the aborted transaction does.
+func TestTransactionsCrashMidCommit(t *testing.T) {
+	e := newEnv(t)
+	tbl := e.createTable(t, loadTable("txn_crash", 2))
+	topic := "txn-crash-" + uniqueName("t")
+	bin, err := gatewayBinary()
+	require.NoError(t, err)
+	cfg := gatewayConfig{Bootstrap: e.Bootstrap, Routes: jsonRoute(topic, tbl)}.config()
+	crashing := cfg
+	crashing.Env = []string{gateway.EnvFailpoint + "=" + gateway.FailpointTxnCommitDecided}
+	first := gatewaytest.StartTestOn(t, bin, crashing, 0)
+	ctx := testContext(t)
+
+	cl := txnProducer(t, []string{first.KafkaAddr}, uniqueName("crash"))
+	require.NoError(t, txnRound(ctx, cl, topic, "c", 0, 50, kgo.TryAbort), "an abort does not reach the failpoint")
+	require.NoError(t, cl.BeginTransaction())
+	for i := 50; i < 550; i++ {
+		cl.Produce(ctx, loadRecord(topic, "c", i), nil)
+	}
+	require.NoError(t, cl.Flush(ctx))
+	err = cl.EndTransaction(ctx, kgo.TryCommit)
+	require.Error(t, err, "the gateway died before answering the commit")
+	select {
+	case <-first.Exited():
+	case <-time.After(time.Minute):
+		t.Fatal("the gateway did not reach its failpoint")
+	}
+	assert.Contains(t, first.Logs(), "failpoint: the process kills itself after a commit decision")
+	second := gatewaytest.StartTestOn(t, bin, cfg, first.KafkaPort())
+	require.NoError(t, cl.EndTransaction(ctx, kgo.TryAbort), "franz-go's recovery from an unknown commit outcome")
+	require.NoError(t, txnRound(ctx, cl, topic, "c", 550, 600, kgo.TryCommit), "the producer goes on")
+	assert.NotContains(t, second.Logs(), "failpoint")
+
+	got := readIDs(t, e, tbl)
+	want := map[rowID]int{}
+	for i := 50; i < 600; i++ {
+		want[rowID{"c", int64(i)}] = 1
+	}
+	assert.Equal(t, want, got, "the decided commit applied once by the second instance, the aborted transaction nowhere")
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
@@ -23,6 +24,8 @@ type transactions struct {
 	log     *slog.Logger
 	// maxApplyRecords bounds the records of one batch of an apply.
 	maxApplyRecords int
+	// failpoint is a test's crash point (EnvFailpoint); "" in production.
+	failpoint string
 
 	mu sync.Mutex // guards added
 	// added is, per transactional id served here, the partitions its open
@@ -36,6 +39,15 @@ type txnSession struct {
 	producer kafkaproto.TxnProducer
 	parts    map[topicPartition]bool
 }
+
+// EnvFailpoint names a crash point for fault tests: with it set to
+// FailpointTxnCommitDecided, the gateway kills itself (SIGKILL) right
+// after an EndTxn's commit is decided and before it is applied or
+// answered. Never set in production.
+const (
+	EnvFailpoint              = "FLUSS_GATEWAY_TEST_FAILPOINT"
+	FailpointTxnCommitDecided = "txn-commit-decided"
+)
 
 // maxApplyRecords bounds the records of one batch of an apply: a
 // transaction's consecutive batches of a partition are applied together up
@@ -55,6 +67,7 @@ func (s *bridge) enableTransactions(src stagingSource, maxTimeout time.Duration)
 		log:             s.log,
 		maxApplyRecords: defaultMaxApplyRecords,
 		added:           map[string]*txnSession{},
+		failpoint:       os.Getenv(EnvFailpoint),
 	}
 }
 
@@ -178,6 +191,13 @@ func (s *bridge) EndTransaction(ctx context.Context, p kafkaproto.TxnProducer, c
 	if !commit {
 		s.log.Debug("transaction aborted", slog.String("transactional_id", p.TransactionalID), slog.Int64("producer_id", p.ProducerID))
 		return nil
+	}
+	if t.failpoint == FailpointTxnCommitDecided {
+		s.log.Error("failpoint: the process kills itself after a commit decision, before its apply", slog.String("transactional_id", p.TransactionalID))
+		if self, err := os.FindProcess(os.Getpid()); err == nil {
+			_ = self.Kill()
+		}
+		select {} // the kill is on its way
 	}
 	claim, err := t.claims.claim(ctx, p.TransactionalID, out.key.claim)
 	if err != nil || claim == nil {
