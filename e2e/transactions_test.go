@@ -83,6 +83,13 @@ func TestTransactionsFranzGo(t *testing.T) {
 	assert.Equal(t, want, got, "committed rows once each; none of the aborted (100-149) or fenced (200-209) transactions")
 	m := g.RequireMetrics(t)
 	assert.Positive(t, m.Sum("fluss_gateway_exactly_once_state_loads_total"), "the commits went through the exactly-once path")
+	assert.Equal(t, 3.0, m.Sum("fluss_gateway_transactions_total", `outcome="commit"`))
+	assert.Equal(t, 1.0, m.Sum("fluss_gateway_transactions_total", `outcome="abort"`))
+	assert.Equal(t, 1.0, m.Sum("fluss_gateway_transactions_total", `outcome="fenced"`), "the zombie's transaction")
+	assert.Equal(t, 160.0, m.Sum("fluss_gateway_transaction_applied_records_total"))
+	assert.Positive(t, m.Sum("fluss_gateway_transaction_staged_batches_total"))
+	assert.Positive(t, m.Sum("fluss_gateway_transaction_staged_bytes_total"))
+	assert.Equal(t, 3.0, m.Sum("fluss_gateway_transaction_apply_duration_seconds_count"))
 }
 
 // TestTransactionsJava: Java kafka-clients' transactional producer

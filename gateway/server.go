@@ -101,7 +101,10 @@ func New(cfg *configs.Config, log *slog.Logger) (*Gateway, error) {
 		return nil, fmt.Errorf("exactly-once metrics: %w", err)
 	}
 	if set.transactions {
-		g.bridge.enableTransactions(client, set.txnMaxTimeout)
+		if err := g.bridge.enableTransactions(client, set.txnMaxTimeout, reg); err != nil {
+			client.Close()
+			return nil, fmt.Errorf("transaction metrics: %w", err)
+		}
 	}
 	g.acls = newACLHolder(set.acls)
 	g.health = newReadiness(flussProbe(client, g.bridge.state.Load), set.readyInterval, set.readyGrace,

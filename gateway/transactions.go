@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
 )
@@ -26,6 +28,7 @@ type transactions struct {
 	maxApplyRecords int
 	// failpoint is a test's crash point (EnvFailpoint); "" in production.
 	failpoint string
+	m         *txnMetrics
 
 	mu sync.Mutex // guards added
 	// added is, per transactional id served here, the partitions its open
@@ -56,8 +59,9 @@ const (
 const defaultMaxApplyRecords = 10_000
 
 // enableTransactions serves transactional producers, their state and
-// staged batches in Fluss (src: the gateway's Fluss client).
-func (s *bridge) enableTransactions(src stagingSource, maxTimeout time.Duration) {
+// staged batches in Fluss (src: the gateway's Fluss client), and registers
+// their metrics with reg.
+func (s *bridge) enableTransactions(src stagingSource, maxTimeout time.Duration, reg prometheus.Registerer) error {
 	rows := newTxnTable(src, s.acc, defaultTxnTable)
 	claims := newTxnClaims(rows, s.ids, maxTimeout, nil)
 	s.txn = &transactions{
@@ -69,6 +73,17 @@ func (s *bridge) enableTransactions(src stagingSource, maxTimeout time.Duration)
 		added:           map[string]*txnSession{},
 		failpoint:       os.Getenv(EnvFailpoint),
 	}
+	t := s.txn
+	m, err := newTxnMetrics(reg, func() float64 {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		return float64(len(t.added))
+	})
+	if err != nil {
+		return err
+	}
+	t.m = m
+	return nil
 }
 
 // TransactionsEnabled implements kafkaproto.Transactions.
@@ -110,6 +125,7 @@ func (s *bridge) InitTransaction(ctx context.Context, id string, timeoutMs int32
 	if cur != nil && (cur.producerID != newPID || cur.epoch != newEpoch) {
 		out, err := t.ledger.settle(ctx, cur)
 		if err == nil && out != nil && out.outcome == outcomeAbort && out.reason == reasonFenced {
+			t.m.outcomes.WithLabelValues("fenced").Inc()
 			s.log.Info("transaction aborted: a new producer with the same transactional id started", slog.String("transactional_id", id),
 				slog.Int64("producer_id", cur.producerID), slog.Int("epoch", int(cur.epoch)))
 		}
@@ -152,6 +168,10 @@ func (s *bridge) AddPartitions(ctx context.Context, p kafkaproto.TxnProducer, pa
 	}
 	t := s.txn
 	if _, err := t.ledger.begin(ctx, p, func(ctx context.Context) (int64, error) { return t.staging.end(ctx, p.TransactionalID) }); err != nil {
+		if errors.Is(err, errTxnTimedOut) {
+			t.m.outcomes.WithLabelValues("timeout").Inc()
+			s.log.Info("transaction aborted: it passed its timeout", slog.String("transactional_id", p.TransactionalID), slog.Any("err", err))
+		}
 		return err
 	}
 	t.mu.Lock()
@@ -184,12 +204,16 @@ func (s *bridge) EndTransaction(ctx context.Context, p kafkaproto.TxnProducer, c
 	out, err := t.ledger.end(ctx, p, commit, func(ctx context.Context) (int64, error) { return t.staging.end(ctx, p.TransactionalID) })
 	if err != nil {
 		if errors.Is(err, kafkaproto.ErrProducerFenced) {
+			if errors.Is(err, errTxnTimedOut) {
+				t.m.outcomes.WithLabelValues("timeout").Inc()
+			}
 			s.log.Info("transaction not committed", slog.String("transactional_id", p.TransactionalID), slog.Any("err", err))
 		}
 		return err
 	}
 	if !commit {
-		s.log.Debug("transaction aborted", slog.String("transactional_id", p.TransactionalID), slog.Int64("producer_id", p.ProducerID))
+		t.m.outcomes.WithLabelValues("abort").Inc()
+		s.log.Info("transaction aborted by its producer", slog.String("transactional_id", p.TransactionalID), slog.Int64("producer_id", p.ProducerID))
 		return nil
 	}
 	if t.failpoint == FailpointTxnCommitDecided {
@@ -214,6 +238,7 @@ func (s *bridge) EndTransaction(ctx context.Context, p kafkaproto.TxnProducer, c
 		// Decided: the producer's retry of EndTxn applies it again.
 		return fmt.Errorf("%w: apply the commit of %q: %w", kafkaproto.ErrCoordinatorLoadInProgress, p.TransactionalID, err)
 	}
+	t.m.outcomes.WithLabelValues("commit").Inc()
 	return nil
 }
 
@@ -246,11 +271,14 @@ func (s *bridge) produceTransactional(ctx context.Context, st *routeState, route
 		s.m.rejected(route.Name(), len(req.Records))
 		return nil, err
 	}
-	h, err := t.staging.stage(ctx, &stagedBatch{id: req.TransactionalID, topic: req.Topic, partition: req.Partition,
-		producerID: req.ProducerID, epoch: req.ProducerEpoch, baseSequence: req.BaseSequence, records: req.Records, stagingOffset: -1})
+	sb := &stagedBatch{id: req.TransactionalID, topic: req.Topic, partition: req.Partition,
+		producerID: req.ProducerID, epoch: req.ProducerEpoch, baseSequence: req.BaseSequence, records: req.Records, stagingOffset: -1}
+	h, size, err := t.staging.stage(ctx, sb)
 	if err != nil {
 		return nil, kafkaError(err)
 	}
+	t.m.stagedBatches.Inc()
+	t.m.stagedBytes.Add(float64(size))
 	c := kafkaproto.NewCompletion()
 	go func() {
 		_, err := h.Wait(context.WithoutCancel(ctx))
@@ -311,6 +339,8 @@ func (s *bridge) applyCommit(ctx context.Context, id string, claim *txnRow, cm *
 		// InitProducerId applies it again, harmlessly.
 		s.log.Warn("committed transaction applied, its applied mark not written", slog.String("transactional_id", id), slog.Any("err", err))
 	}
+	t.m.apply.Observe(time.Since(start).Seconds())
+	t.m.appliedRecords.Add(float64(records))
 	s.log.Debug("transaction committed", slog.String("transactional_id", id), slog.Int64("producer_id", claim.producerID),
 		slog.Int("batches", len(batches)), slog.Int("records", records), slog.Duration("apply", time.Since(start)))
 	return nil

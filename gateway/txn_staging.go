@@ -175,25 +175,27 @@ func (l *stagingLog) end(ctx context.Context, id string) (int64, error) {
 	return off, nil
 }
 
-// stage appends one batch; the handle completes once Fluss has it.
-func (l *stagingLog) stage(ctx context.Context, sb *stagedBatch) (ack, error) {
+// stage appends one batch; the handle completes once Fluss has it. size
+// is the encoded records' length.
+func (l *stagingLog) stage(ctx context.Context, sb *stagedBatch) (h ack, size int, err error) {
 	if err := l.open(ctx); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	b, err := l.bucket(sb.id)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
+	records := appendStagedRecords(nil, sb.records)
 	row := fluss.Row{
 		fluss.StringDatum(sb.id), fluss.StringDatum(sb.topic), fluss.IntDatum(int64(sb.partition)),
 		fluss.IntDatum(sb.producerID), fluss.IntDatum(int64(sb.epoch)), fluss.IntDatum(int64(sb.baseSequence)),
-		fluss.IntDatum(int64(len(sb.records))), fluss.BytesDatum(appendStagedRecords(nil, sb.records)),
+		fluss.IntDatum(int64(len(sb.records))), fluss.BytesDatum(records),
 	}
-	h, err := l.acc.Append(ctx, l.table, fluss.NoPartition, b, fluss.WriteAppend, nil, row)
+	handle, err := l.acc.Append(ctx, l.table, fluss.NoPartition, b, fluss.WriteAppend, nil, row)
 	if err != nil {
-		return nil, fmt.Errorf("stage batch of %q: %w", sb.id, err)
+		return nil, 0, fmt.Errorf("stage batch of %q: %w", sb.id, err)
 	}
-	return h, nil
+	return handle, len(records), nil
 }
 
 // read returns the batches staged for id by producer id pid at epoch

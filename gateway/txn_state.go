@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -24,6 +25,9 @@ type txnLedger struct {
 	rows   txnRows
 	now    func() time.Time
 }
+
+// errTxnTimedOut marks a transaction aborted for passing its timeout.
+var errTxnTimedOut = errors.New("the transaction passed its transaction.timeout.ms")
 
 const (
 	outcomeCommit = "commit"
@@ -128,8 +132,8 @@ func (l *txnLedger) abortExpired(ctx context.Context, pos *txnPosition) error {
 		return err
 	}
 	if won.outcome == outcomeAbort {
-		return fmt.Errorf("%w: transaction %d of %q passed its timeout of %d ms and was aborted",
-			kafkaproto.ErrProducerFenced, pos.n, pos.claim.id, pos.begin.timeoutMs)
+		return fmt.Errorf("%w: %w: transaction %d of %q, %d ms, aborted",
+			kafkaproto.ErrProducerFenced, errTxnTimedOut, pos.n, pos.claim.id, pos.begin.timeoutMs)
 	}
 	return nil
 }
@@ -198,6 +202,8 @@ func (l *txnLedger) end(ctx context.Context, p kafkaproto.TxnProducer, commit bo
 		return nil, err
 	}
 	switch {
+	case commit && won.outcome != outcomeCommit && won.reason == reasonTimeout:
+		return nil, fmt.Errorf("%w: %w: transaction %d of %q was aborted", kafkaproto.ErrProducerFenced, errTxnTimedOut, pos.n, p.TransactionalID)
 	case commit && won.outcome != outcomeCommit:
 		return nil, fmt.Errorf("%w: transaction %d of %q was aborted (%s)", kafkaproto.ErrProducerFenced, pos.n, p.TransactionalID, won.reason)
 	case !commit && won.outcome != outcomeAbort:

@@ -114,7 +114,7 @@ func TestTxnLedgerTimeoutAborts(t *testing.T) {
 	clock.add(2 * time.Millisecond)
 	_, err = l.end(ctx, p, true, noStaging)
 	require.ErrorIs(t, err, kafkaproto.ErrProducerFenced)
-	assert.ErrorContains(t, err, "timeout")
+	assert.ErrorIs(t, err, errTxnTimedOut)
 	_, err = l.end(ctx, p, true, noStaging)
 	assert.ErrorIs(t, err, kafkaproto.ErrProducerFenced, "a retried commit after the timeout's abort")
 
@@ -124,6 +124,7 @@ func TestTxnLedgerTimeoutAborts(t *testing.T) {
 	clock.add(5 * time.Second)
 	_, err = l.begin(ctx, q, noStaging)
 	assert.ErrorIs(t, err, kafkaproto.ErrProducerFenced, "adding partitions past the timeout")
+	assert.ErrorIs(t, err, errTxnTimedOut)
 	out, err := l.end(ctx, q, false, noStaging)
 	require.NoError(t, err, "the producer's abort of a transaction the timeout aborted")
 	assert.Equal(t, "timeout", out.reason)
