@@ -4,13 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -20,157 +16,6 @@ import (
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/kafkaproto/kafkatest"
 )
-
-// memTxns is an in-memory transaction coordinator and staging sink in
-// front of a kafkatest.Sink: the protocol's side of transactions, tested
-// deterministically (the Fluss-backed one is tested in package gateway).
-type memTxns struct {
-	*kafkatest.Sink
-	mu      sync.Mutex
-	enabled bool
-	nextPID int64
-	ids     map[string]*memTxn
-	ends    []string // "id:commit" / "id:abort", in order
-}
-
-type memTxn struct {
-	pid    int64
-	epoch  int16
-	parts  map[kafkatest.TopicPartition]bool
-	staged []kafkaproto.PartitionProduce
-}
-
-func newMemTxns() *memTxns {
-	return &memTxns{Sink: kafkatest.NewSink(), enabled: true, nextPID: 100, ids: map[string]*memTxn{}}
-}
-
-func (m *memTxns) TransactionsEnabled() bool { m.mu.Lock(); defer m.mu.Unlock(); return m.enabled }
-
-func (m *memTxns) InitTransaction(_ context.Context, id string, timeoutMs int32, pid int64, epoch int16) (int64, int16, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if timeoutMs <= 0 {
-		return -1, -1, kafkaproto.ErrInvalidTransactionTimeout
-	}
-	t := m.ids[id]
-	switch {
-	case t == nil:
-		m.nextPID++
-		t = &memTxn{pid: m.nextPID}
-		m.ids[id] = t
-	case pid >= 0 && (pid != t.pid || epoch != t.epoch):
-		return -1, -1, kafkaproto.ErrProducerFenced
-	default:
-		t.epoch++
-		t.parts, t.staged = nil, nil // the open transaction is aborted
-	}
-	return t.pid, t.epoch, nil
-}
-
-func (m *memTxns) check(p kafkaproto.TxnProducer) (*memTxn, error) {
-	t := m.ids[p.TransactionalID]
-	switch {
-	case t == nil || t.pid != p.ProducerID:
-		return nil, kafkaproto.ErrInvalidProducerIDMapping
-	case t.epoch != p.Epoch:
-		return nil, kafkaproto.ErrProducerFenced
-	}
-	return t, nil
-}
-
-func (m *memTxns) AddPartitions(_ context.Context, p kafkaproto.TxnProducer, parts map[string][]int32) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	t, err := m.check(p)
-	if err != nil {
-		return err
-	}
-	if t.parts == nil {
-		t.parts = map[kafkatest.TopicPartition]bool{}
-	}
-	for topic, ps := range parts {
-		for _, pa := range ps {
-			t.parts[kafkatest.TopicPartition{Topic: topic, Partition: pa}] = true
-		}
-	}
-	return nil
-}
-
-func (m *memTxns) EndTransaction(ctx context.Context, p kafkaproto.TxnProducer, commit bool) error {
-	m.mu.Lock()
-	t, err := m.check(p)
-	if err != nil {
-		m.mu.Unlock()
-		return err
-	}
-	staged := t.staged
-	t.parts, t.staged = nil, nil
-	m.ends = append(m.ends, fmt.Sprintf("%s:%v", p.TransactionalID, map[bool]string{true: "commit", false: "abort"}[commit]))
-	m.mu.Unlock()
-	if !commit {
-		return nil
-	}
-	for i := range staged {
-		w, err := m.Sink.Produce(ctx, &staged[i])
-		if err != nil {
-			return err
-		}
-		<-w.Done()
-	}
-	return nil
-}
-
-// Produce stages a transactional batch (a copy of its records) and passes
-// every other batch on.
-func (m *memTxns) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) (kafkaproto.PartitionWrite, error) {
-	if req.TransactionalID == "" {
-		return m.Sink.Produce(ctx, req)
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	t, err := m.check(kafkaproto.TxnProducer{TransactionalID: req.TransactionalID, ProducerID: req.ProducerID, Epoch: req.ProducerEpoch})
-	if err != nil {
-		return nil, err
-	}
-	if !t.parts[kafkatest.TopicPartition{Topic: req.Topic, Partition: req.Partition}] {
-		return nil, kafkaproto.ErrInvalidTxnState
-	}
-	cp := kafkaproto.PartitionProduce{Topic: req.Topic, Partition: req.Partition, Acks: req.Acks,
-		ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch, BaseSequence: req.BaseSequence}
-	for _, r := range req.Records {
-		cp.Records = append(cp.Records, kafkaproto.Record{Key: slices.Clone(r.Key), Value: slices.Clone(r.Value)})
-	}
-	t.staged = append(t.staged, cp)
-	req.Release()
-	c := kafkaproto.NewCompletion()
-	c.Complete(kafkaproto.PartitionResult{BaseOffset: int64(len(t.staged))})
-	return c, nil
-}
-
-type txnBackend struct {
-	*kafkatest.Topics
-	*memTxns
-	*kafkatest.ProducerIDs
-}
-
-func startTxnServer(t *testing.T) (*memTxns, string) {
-	t.Helper()
-	txns := newMemTxns()
-	b := txnBackend{Topics: kafkatest.NewTopics(map[string]int32{kafkatest.Topic: 3, "other": 1}), memTxns: txns, ProducerIDs: &kafkatest.ProducerIDs{}}
-	srv, err := kafkaproto.New(kafkaproto.Config{}, b, kafkaproto.WithRegisterer(prometheus.NewPedanticRegistry()))
-	require.NoError(t, err)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(l) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		assert.NoError(t, srv.Shutdown(ctx))
-		assert.ErrorIs(t, <-served, kafkaproto.ErrServerClosed)
-	})
-	return txns, l.Addr().String()
-}
 
 func values(recs []kafkaproto.Record) []string {
 	var out []string
@@ -186,7 +31,8 @@ func values(recs []kafkaproto.Record) []string {
 // id fences the first.
 func TestTransactionalProducerFranzGo(t *testing.T) {
 	t.Parallel()
-	txns, addr := startTxnServer(t)
+	env := kafkatest.StartTxnServer(t, kafkaproto.Config{})
+	addr := env.Addr
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.TransactionalID("tx-1"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -201,15 +47,15 @@ func TestTransactionalProducerFranzGo(t *testing.T) {
 	}
 	require.NoError(t, cl.BeginTransaction())
 	produce(cl, "committed", 6)
-	assert.Zero(t, txns.Sink.TotalRecords(), "nothing visible before the commit")
+	assert.Zero(t, env.Sink.TotalRecords(), "nothing visible before the commit")
 	require.NoError(t, cl.EndTransaction(ctx, kgo.TryCommit))
-	assert.Equal(t, 6, txns.Sink.TotalRecords())
-	assert.Equal(t, []string{"committed-0", "committed-3"}, values(txns.Sink.Records(kafkatest.Topic, 0)))
+	assert.Equal(t, 6, env.Sink.TotalRecords())
+	assert.Equal(t, []string{"committed-0", "committed-3"}, values(env.Sink.Records(kafkatest.Topic, 0)))
 
 	require.NoError(t, cl.BeginTransaction())
 	produce(cl, "aborted", 3)
 	require.NoError(t, cl.EndTransaction(ctx, kgo.TryAbort))
-	assert.Equal(t, 6, txns.Sink.TotalRecords(), "an aborted transaction adds nothing")
+	assert.Equal(t, 6, env.Sink.TotalRecords(), "an aborted transaction adds nothing")
 
 	// A new producer with the same id fences the first.
 	require.NoError(t, cl.BeginTransaction())
@@ -223,15 +69,15 @@ func TestTransactionalProducerFranzGo(t *testing.T) {
 	require.Error(t, err, "the zombie's commit")
 	assert.True(t, errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch), "got %v", err)
 	require.NoError(t, cl2.EndTransaction(ctx, kgo.TryCommit))
-	assert.Equal(t, []string{"committed-0", "committed-3", "successor-0"}, values(txns.Sink.Records(kafkatest.Topic, 0)))
-	assert.Equal(t, []string{"tx-1:commit", "tx-1:abort", "tx-1:commit"}, txns.ends)
+	assert.Equal(t, []string{"committed-0", "committed-3", "successor-0"}, values(env.Sink.Records(kafkatest.Topic, 0)))
+	assert.Equal(t, []string{"tx-1:commit", "tx-1:abort", "tx-1:commit"}, env.Txns.Ends())
 }
 
 // The protocol's answers, request by request.
 func TestTransactionRequests(t *testing.T) {
 	t.Parallel()
-	txns, addr := startTxnServer(t)
-	c := dialRaw(t, addr)
+	env := kafkatest.StartTxnServer(t, kafkaproto.Config{})
+	c := dialRaw(t, env.Addr)
 
 	versions := c.roundTrip(kmsg.NewPtrApiVersionsRequest()).(*kmsg.ApiVersionsResponse)
 	advertised := map[int16][2]int16{}
@@ -304,9 +150,7 @@ func TestTransactionRequests(t *testing.T) {
 	assert.Zero(t, c.roundTrip(end).(*kmsg.EndTxnResponse).ErrorCode)
 
 	// Turned off (a reload): the keys leave ApiVersions and are refused.
-	txns.mu.Lock()
-	txns.enabled = false
-	txns.mu.Unlock()
+	env.Txns.SetEnabled(false)
 	versions = c.roundTrip(kmsg.NewPtrApiVersionsRequest()).(*kmsg.ApiVersionsResponse)
 	for _, k := range versions.ApiKeys {
 		assert.NotContains(t, []int16{24, 25, 26}, k.ApiKey)

@@ -33,6 +33,9 @@ type Env struct {
 	PIDs   *ProducerIDs
 	ACL    *ACL                 // the backend's authorizer; allows everything until Set
 	Reg    *prometheus.Registry // the server's metrics (a pedantic registry)
+	// Txns is the in-memory transaction coordinator (StartTxnServer
+	// only); committed batches land in Sink.
+	Txns *Transactions
 }
 
 // StartServer serves cfg on 127.0.0.1:0 over a fresh Sink, ProducerIDs, ACL
@@ -42,14 +45,31 @@ type Env struct {
 // down at cleanup, and must end cleanly.
 func StartServer(tb testing.TB, cfg kafkaproto.Config, opts ...kafkaproto.Option) *Env {
 	tb.Helper()
-	env := &Env{
+	env := newEnv()
+	return env.serve(tb, cfg, Backend{Topics: env.Topics, Sink: env.Sink, ProducerIDs: env.PIDs, Authorizer: env.ACL}, opts)
+}
+
+// StartTxnServer is StartServer with transactions served by an in-memory
+// coordinator (Env.Txns) in front of the Sink.
+func StartTxnServer(tb testing.TB, cfg kafkaproto.Config, opts ...kafkaproto.Option) *Env {
+	tb.Helper()
+	env := newEnv()
+	env.Txns = NewTransactions(env.Sink)
+	return env.serve(tb, cfg, TxnBackend{Topics: env.Topics, ProducerIDs: env.PIDs, Transactions: env.Txns, Authorizer: env.ACL}, opts)
+}
+
+func newEnv() *Env {
+	return &Env{
 		Sink:   NewSink(),
 		Topics: NewTopics(map[string]int32{Topic: 3, "other": 1}),
 		PIDs:   &ProducerIDs{},
 		ACL:    &ACL{},
 		Reg:    prometheus.NewPedanticRegistry(),
 	}
-	b := Backend{Topics: env.Topics, Sink: env.Sink, ProducerIDs: env.PIDs, Authorizer: env.ACL}
+}
+
+func (env *Env) serve(tb testing.TB, cfg kafkaproto.Config, b kafkaproto.Backend, opts []kafkaproto.Option) *Env {
+	tb.Helper()
 	srv, err := kafkaproto.New(cfg, b, append([]kafkaproto.Option{
 		kafkaproto.WithRegisterer(env.Reg), kafkaproto.WithLogger(testLogger())}, opts...)...)
 	require.NoError(tb, err)
