@@ -185,6 +185,11 @@ type Kafka struct {
 	// producer may ask for (Kafka's transaction.max.timeout.ms). Default
 	// 1h: Flink's exactly-once sink asks for 1h.
 	TransactionMaxTimeout time.Duration `yaml:"transaction_max_timeout"`
+	// TransactionMaxBytes bounds the records one transaction may stage on
+	// an instance (encoded, uncompressed); a batch past it is refused with
+	// MESSAGE_TOO_LARGE and the producer must abort. A commit holds its
+	// transaction's records in memory while it applies them. Default 64MiB.
+	TransactionMaxBytes ByteSize `yaml:"transaction_max_bytes"`
 }
 
 // Fluss is the connection to the Fluss cluster. The defaults are the fluss
@@ -400,6 +405,7 @@ func defaultConfig() *Config {
 			MaxProducerStates:     k.MaxProducerStates,
 			Transactions:          true,
 			TransactionMaxTimeout: time.Hour,
+			TransactionMaxBytes:   64 << 20,
 		},
 		Fluss: Fluss{
 			ClientID:             fluss.DefaultClientID,

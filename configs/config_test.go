@@ -42,6 +42,7 @@ func TestParseDefaults(t *testing.T) {
 		MaxProducerStates:     100000,
 		Transactions:          true,
 		TransactionMaxTimeout: time.Hour,
+		TransactionMaxBytes:   64 << 20,
 	}, cfg.Kafka)
 	assert.Equal(t, "fluss-kafka-gateway", cfg.Fluss.ClientID)
 	assert.Equal(t, 30*time.Second, cfg.Fluss.RequestTimeout)

@@ -196,6 +196,9 @@ func (c *Config) validateKafka(p *problems) {
 	if k.TransactionMaxTimeout <= 0 || k.TransactionMaxTimeout > 24*time.Hour {
 		p.add("kafka.transaction_max_timeout", "must be in (0, 24h], got %s", k.TransactionMaxTimeout)
 	}
+	if k.TransactionMaxBytes < 1<<10 {
+		p.add("kafka.transaction_max_bytes", "must be at least 1KiB, got %d", k.TransactionMaxBytes)
+	}
 	if k.MaxProducerStates < 1 {
 		p.add("kafka.max_producer_states", "must be at least 1, got %d", k.MaxProducerStates)
 	}

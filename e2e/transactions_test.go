@@ -234,3 +234,40 @@ func TestTransactionsCrashMidCommit(t *testing.T) {
 	}
 	assert.Equal(t, want, got, "the decided commit applied once by the second instance, the aborted transaction nowhere")
 }
+
+// TestTransactionsStagingLimit: a transaction that would stage more than
+// kafka.transaction_max_bytes gets MESSAGE_TOO_LARGE for the batch past
+// the limit; the producer aborts, and nothing of it is ever readable,
+// while its next, smaller transaction commits.
+func TestTransactionsStagingLimit(t *testing.T) {
+	e := newEnv(t)
+	tbl := e.createTable(t, loadTable("txn_limit", 1))
+	topic := "txn-limit-" + uniqueName("t")
+	bin, err := gatewayBinary()
+	require.NoError(t, err)
+	cfg := gatewayConfig{Bootstrap: e.Bootstrap, Routes: jsonRoute(topic, tbl)}.config()
+	cfg.TransactionMaxBytes = "64KiB"
+	g := gatewaytest.StartTest(t, bin, cfg)
+	ctx := testContext(t)
+	cl := txnProducer(t, []string{g.KafkaAddr}, uniqueName("limit"))
+
+	require.NoError(t, cl.BeginTransaction())
+	pad := strings.Repeat("p", 900)
+	var refused error
+	for i := 0; i < 200 && refused == nil; i++ {
+		r := &kgo.Record{Topic: topic, Value: fmt.Appendf(nil, `{"producer": "big", "seq": %d, "pad": %q}`, i, pad)}
+		refused = cl.ProduceSync(ctx, r).FirstErr()
+	}
+	require.Error(t, refused, "200 KB in one transaction, past 64 KiB")
+	assert.ErrorIs(t, refused, kerr.MessageTooLarge)
+	require.NoError(t, cl.EndTransaction(ctx, kgo.TryAbort))
+	require.NoError(t, txnRound(ctx, cl, topic, "small", 0, 20, kgo.TryCommit))
+
+	got := readIDs(t, e, tbl)
+	want := map[rowID]int{}
+	for i := range 20 {
+		want[rowID{"small", int64(i)}] = 1
+	}
+	assert.Equal(t, want, got, "only the small transaction")
+	assert.Contains(t, g.Logs(), "kafka.transaction_max_bytes")
+}

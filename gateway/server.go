@@ -101,7 +101,7 @@ func New(cfg *configs.Config, log *slog.Logger) (*Gateway, error) {
 		return nil, fmt.Errorf("exactly-once metrics: %w", err)
 	}
 	if set.transactions {
-		if err := g.bridge.enableTransactions(client, set.txnMaxTimeout, reg); err != nil {
+		if err := g.bridge.enableTransactions(client, set.txnMaxTimeout, set.txnMaxBytes, reg); err != nil {
 			client.Close()
 			return nil, fmt.Errorf("transaction metrics: %w", err)
 		}
@@ -159,6 +159,7 @@ type settings struct {
 	readyGrace           time.Duration // failing probes tolerated this long
 	transactions         bool          // serve transactional producers
 	txnMaxTimeout        time.Duration
+	txnMaxBytes          int64
 }
 
 // listenerSettings is one Kafka listener.
@@ -222,6 +223,7 @@ func settingsFrom(cfg *configs.Config) (settings, error) {
 	set.readyInterval, set.readyGrace = cfg.Admin.ReadyInterval, cfg.Admin.ReadyGrace
 	set.initWriterTimeout, set.initWriterBackoffMax = cfg.Fluss.InitWriterTimeout, cfg.Fluss.InitWriterBackoffMax
 	set.transactions, set.txnMaxTimeout = cfg.Kafka.Transactions, cfg.Kafka.TransactionMaxTimeout
+	set.txnMaxBytes = int64(cfg.Kafka.TransactionMaxBytes)
 	set.acls = cfg.ACLs
 	set.shutdown = cfg.Shutdown.Deadline
 	set.logLevel, set.logJSON = logLevel(cfg.Logging)

@@ -111,6 +111,7 @@ func wiringChanges(t *testing.T) map[string]keyChange {
 		"kafka.max_producer_states":         one("kafka.max_producer_states", 7),
 		"kafka.transactions":                one("kafka.transactions", false),
 		"kafka.transaction_max_timeout":     one("kafka.transaction_max_timeout", "15m"),
+		"kafka.transaction_max_bytes":       one("kafka.transaction_max_bytes", "1MiB"),
 		"fluss.bootstrap":                   one("fluss.bootstrap", []any{"127.0.0.1:9124"}),
 		"fluss.sasl":                        one("fluss.sasl", map[string]any{"username": "u", "password": "p"}),
 		"fluss.sasl.mechanism":              {base: flussSASL, change: []set{{"fluss.sasl.mechanism", "SCRAM-SHA-256"}}},

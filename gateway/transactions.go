@@ -26,11 +26,16 @@ type transactions struct {
 	log     *slog.Logger
 	// maxApplyRecords bounds the records of one batch of an apply.
 	maxApplyRecords int
+	// maxBytes bounds what one transaction stages on this instance.
+	maxBytes int64
 	// failpoint is a test's crash point (EnvFailpoint); "" in production.
 	failpoint string
 	m         *txnMetrics
 
-	mu sync.Mutex // guards added
+	mu sync.Mutex // guards added and the refusal log's fields
+	// lastRefusal and suppressed rate-limit the refused-batch line.
+	lastRefusal time.Time
+	suppressed  int
 	// added is, per transactional id served here, the partitions its open
 	// transaction added on this instance. A produce to a partition not
 	// added is INVALID_TXN_STATE when the id's session is here; on an
@@ -41,6 +46,7 @@ type transactions struct {
 type txnSession struct {
 	producer kafkaproto.TxnProducer
 	parts    map[topicPartition]bool
+	staged   int64 // bytes staged here
 }
 
 // EnvFailpoint names a crash point for fault tests: with it set to
@@ -61,7 +67,7 @@ const defaultMaxApplyRecords = 10_000
 // enableTransactions serves transactional producers, their state and
 // staged batches in Fluss (src: the gateway's Fluss client), and registers
 // their metrics with reg.
-func (s *bridge) enableTransactions(src stagingSource, maxTimeout time.Duration, reg prometheus.Registerer) error {
+func (s *bridge) enableTransactions(src stagingSource, maxTimeout time.Duration, maxBytes int64, reg prometheus.Registerer) error {
 	rows := newTxnTable(src, s.acc, defaultTxnTable)
 	claims := newTxnClaims(rows, s.ids, maxTimeout, nil)
 	s.txn = &transactions{
@@ -70,6 +76,7 @@ func (s *bridge) enableTransactions(src stagingSource, maxTimeout time.Duration,
 		staging:         newStagingLog(src, s.acc, defaultStagingTable),
 		log:             s.log,
 		maxApplyRecords: defaultMaxApplyRecords,
+		maxBytes:        maxBytes,
 		added:           map[string]*txnSession{},
 		failpoint:       os.Getenv(EnvFailpoint),
 	}
@@ -178,8 +185,11 @@ func (s *bridge) AddPartitions(ctx context.Context, p kafkaproto.TxnProducer, pa
 	defer t.mu.Unlock()
 	sess := t.added[p.TransactionalID]
 	if sess == nil || sess.producer != p {
-		sess = &txnSession{producer: p, parts: map[topicPartition]bool{}}
+		sess = &txnSession{producer: p}
 		t.added[p.TransactionalID] = sess
+	}
+	if sess.parts == nil {
+		sess.parts = map[topicPartition]bool{}
 	}
 	for topic, ps := range partitions {
 		for _, part := range ps {
@@ -253,13 +263,11 @@ func (s *bridge) produceTransactional(ctx context.Context, st *routeState, route
 		return nil, fmt.Errorf("%w: transactions are not served for route %s", kafkaproto.ErrTransactionalIDAuthorizationFailed, route.Name())
 	}
 	p := kafkaproto.TxnProducer{TransactionalID: req.TransactionalID, ProducerID: req.ProducerID, Epoch: req.ProducerEpoch}
-	t.mu.Lock()
-	sess := t.added[req.TransactionalID]
-	if sess != nil && sess.producer == p && !sess.parts[topicPartition{req.Topic, req.Partition}] {
-		t.mu.Unlock()
-		return nil, fmt.Errorf("%w: partition %s/%d was not added to the transaction of %q", kafkaproto.ErrInvalidTxnState, req.Topic, req.Partition, req.TransactionalID)
+	size := int64(stagedSize(req.Records))
+	if err := t.charge(p, topicPartition{req.Topic, req.Partition}, size); err != nil {
+		t.logRefusal(s.log, req, err)
+		return nil, err
 	}
-	t.mu.Unlock()
 	cb := s.getBatch(len(req.Records))
 	defer s.putBatch(cb)
 	if s.frame(route, req, cb) {
@@ -273,8 +281,9 @@ func (s *bridge) produceTransactional(ctx context.Context, st *routeState, route
 	}
 	sb := &stagedBatch{id: req.TransactionalID, topic: req.Topic, partition: req.Partition,
 		producerID: req.ProducerID, epoch: req.ProducerEpoch, baseSequence: req.BaseSequence, records: req.Records, stagingOffset: -1}
-	h, size, err := t.staging.stage(ctx, sb)
+	h, err := t.staging.stage(ctx, sb)
 	if err != nil {
+		t.charge(p, topicPartition{req.Topic, req.Partition}, -size)
 		return nil, kafkaError(err)
 	}
 	t.m.stagedBatches.Inc()
@@ -289,6 +298,53 @@ func (s *bridge) produceTransactional(ctx context.Context, st *routeState, route
 		c.Complete(kafkaproto.PartitionResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1})
 	}()
 	return c, nil
+}
+
+// logRefusal logs a refused transactional batch, at most one line a
+// second (a producer may send many before it aborts).
+func (t *transactions) logRefusal(log *slog.Logger, req *kafkaproto.PartitionProduce, err error) {
+	t.mu.Lock()
+	now := time.Now()
+	ok := now.Sub(t.lastRefusal) >= time.Second
+	suppressed := t.suppressed
+	if ok {
+		t.lastRefusal, t.suppressed = now, 0
+	} else {
+		t.suppressed++
+	}
+	t.mu.Unlock()
+	if ok {
+		log.Warn("transactional batch refused", slog.String("transactional_id", req.TransactionalID), slog.String("topic", req.Topic),
+			slog.Int("partition", int(req.Partition)), slog.Any("err", err), slog.Int("suppressed", suppressed))
+	}
+}
+
+// charge counts size more bytes (less, when negative: a batch not staged
+// after all) of p's transaction staged here, refusing a batch that would
+// pass maxBytes (MESSAGE_TOO_LARGE; the producer must abort) and one for a
+// partition the transaction's AddPartitionsToTxn here did not add
+// (INVALID_TXN_STATE). A transaction this instance has no session for
+// (its partitions were added on another one) is counted from here on.
+func (t *transactions) charge(p kafkaproto.TxnProducer, tp topicPartition, size int64) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	sess := t.added[p.TransactionalID]
+	switch {
+	case sess == nil || sess.producer != p:
+		if size < 0 {
+			return nil
+		}
+		sess = &txnSession{producer: p}
+		t.added[p.TransactionalID] = sess
+	case sess.parts != nil && !sess.parts[tp]:
+		return fmt.Errorf("%w: partition %s/%d was not added to the transaction of %q", kafkaproto.ErrInvalidTxnState, tp.topic, tp.partition, p.TransactionalID)
+	}
+	if size > 0 && sess.staged+size > t.maxBytes {
+		return fmt.Errorf("%w: the transaction of %q would stage %d bytes on this gateway, past kafka.transaction_max_bytes %d; abort it",
+			kafkaproto.ErrMessageTooLarge, p.TransactionalID, sess.staged+size, t.maxBytes)
+	}
+	sess.staged += size
+	return nil
 }
 
 // applyCommit writes a committed transaction's staged batches to their

@@ -25,7 +25,7 @@ func newTxnMetrics(reg prometheus.Registerer, open func() float64) (*txnMetrics,
 		}),
 		stagedBytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fluss_gateway_transaction_staged_bytes_total",
-			Help: "Bytes of the records staged in gateway.kafka_txn_staging by this instance (uncompressed, as encoded in the staging rows).",
+			Help: "Bytes of the records staged in gateway.kafka_txn_staging by this instance, as counted against kafka.transaction_max_bytes (uncompressed; keys, values and headers plus a bound of their framing).",
 		}),
 		appliedRecords: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fluss_gateway_transaction_applied_records_total",

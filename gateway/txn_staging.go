@@ -175,17 +175,16 @@ func (l *stagingLog) end(ctx context.Context, id string) (int64, error) {
 	return off, nil
 }
 
-// stage appends one batch; the handle completes once Fluss has it. size
-// is the encoded records' length.
-func (l *stagingLog) stage(ctx context.Context, sb *stagedBatch) (h ack, size int, err error) {
+// stage appends one batch; the handle completes once Fluss has it.
+func (l *stagingLog) stage(ctx context.Context, sb *stagedBatch) (ack, error) {
 	if err := l.open(ctx); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	b, err := l.bucket(sb.id)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	records := appendStagedRecords(nil, sb.records)
+	records := appendStagedRecords(make([]byte, 0, stagedSize(sb.records)), sb.records)
 	row := fluss.Row{
 		fluss.StringDatum(sb.id), fluss.StringDatum(sb.topic), fluss.IntDatum(int64(sb.partition)),
 		fluss.IntDatum(sb.producerID), fluss.IntDatum(int64(sb.epoch)), fluss.IntDatum(int64(sb.baseSequence)),
@@ -193,9 +192,9 @@ func (l *stagingLog) stage(ctx context.Context, sb *stagedBatch) (h ack, size in
 	}
 	handle, err := l.acc.Append(ctx, l.table, fluss.NoPartition, b, fluss.WriteAppend, nil, row)
 	if err != nil {
-		return nil, 0, fmt.Errorf("stage batch of %q: %w", sb.id, err)
+		return nil, fmt.Errorf("stage batch of %q: %w", sb.id, err)
 	}
-	return handle, len(records), nil
+	return handle, nil
 }
 
 // read returns the batches staged for id by producer id pid at epoch
@@ -287,6 +286,18 @@ func appendStagedRecords(dst []byte, recs []kafkaproto.Record) []byte {
 		}
 	}
 	return dst
+}
+
+// stagedSize is an upper bound of the records' encoded length.
+func stagedSize(recs []kafkaproto.Record) int {
+	n := 1
+	for _, r := range recs {
+		n += 4*binary.MaxVarintLen64 + len(r.Key) + len(r.Value)
+		for _, h := range r.Headers {
+			n += 2*binary.MaxVarintLen64 + len(h.Key) + len(h.Value)
+		}
+	}
+	return n
 }
 
 func appendNullableBytes(dst, b []byte) []byte {

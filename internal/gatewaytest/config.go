@@ -23,6 +23,9 @@ type Config struct {
 	DeliveryTimeout string // writer.delivery_timeout
 
 	MaxMessageBytes string // kafka.max_message_bytes
+	// TransactionMaxBytes is kafka.transaction_max_bytes; default the
+	// gateway's.
+	TransactionMaxBytes string
 
 	LogLevel string // logging.level
 	Deadline string // shutdown.deadline
@@ -52,7 +55,7 @@ func (c Config) YAML(kafkaPort, adminPort int) string {
 	}
 	fmt.Fprintf(&b, "fluss:\n  bootstrap: [%s]\n", c.Bootstrap)
 	section(&b, "", "request_timeout", c.RequestTimeout, "dial_timeout", c.DialTimeout)
-	section(&b, "kafka", "max_message_bytes", c.MaxMessageBytes)
+	section(&b, "kafka", "max_message_bytes", c.MaxMessageBytes, "transaction_max_bytes", c.TransactionMaxBytes)
 	section(&b, "writer", "linger", c.Linger, "batch_size", c.BatchSize, "buffer_memory", c.BufferMemory,
 		"delivery_timeout", c.DeliveryTimeout)
 	if c.SchemaRegistry != "" {

@@ -134,6 +134,9 @@ type options struct {
 	// -flink: the comparison with a Kafka broker plus a Flink job (flink.go).
 	flink            bool
 	flinkParallelism int
+	txn              bool // -txn: transactional Java producer vs the same without transactions
+	txnSize          int
+	txnValueBytes    int
 
 	recordsSet bool            // -records was given (else -kafka sizes runs by -kafka-bytes)
 	set        map[string]bool // the flags given on the command line
@@ -267,6 +270,9 @@ func parseOptions(args []string) (*options, error) {
 	fs.BoolVar(&o.warmup, "warmup", true, "with -kafka: first run everything once at 1/5 of its records against both targets, not counted")
 	fs.BoolVar(&o.flink, "flink", false, "compare with a Kafka broker plus a Flink "+flinkVersion+" job (Kafka source → Fluss sink) instead of -runs: the same producers, json rows, alternating, -repeats times; with -rate, each table is tailed for the time to a readable row")
 	fs.IntVar(&o.flinkParallelism, "flink-parallelism", 2, "with -flink: the Flink job's parallelism")
+	fs.BoolVar(&o.txn, "txn", false, "measure a transactional Java producer against the same producer without transactions instead of -runs: -records per run, alternating, -repeats rounds")
+	fs.IntVar(&o.txnSize, "txn-size", 1000, "with -txn: records per transaction")
+	fs.IntVar(&o.txnValueBytes, "txn-value-bytes", 1024, "with -txn: bytes per record value")
 	fs.StringVar(&o.java, "java", defaultJava(), "the java that runs ProducerPerformance (-kafka) and the Java writer (-java-writer)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -351,6 +357,9 @@ func run(ctx context.Context, args []string) error {
 	}
 	if o.flink {
 		return runFlinkCompare(ctx, o, c, db, setupStart)
+	}
+	if o.txn {
+		return runTxnCompare(ctx, o, c, db)
 	}
 
 	// Every table up front: the gateway binds its routes once, at start.
