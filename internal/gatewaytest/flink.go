@@ -108,4 +108,3 @@ func resolveFlink(ctx context.Context) (string, error) {
 	}
 	return lib, nil
 }
-
