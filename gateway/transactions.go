@@ -47,6 +47,11 @@ type txnSession struct {
 	producer kafkaproto.TxnProducer
 	parts    map[topicPartition]bool
 	staged   int64 // bytes staged here
+	// begun: an AddPartitionsToTxn here found or wrote the begin row of
+	// transaction n of the claim, so later ones only check that it has no
+	// outcome yet (EndTxn checks the claim and the timeout).
+	begun    bool
+	claim, n int64
 }
 
 // EnvFailpoint names a crash point for fault tests: with it set to
@@ -174,13 +179,38 @@ func (s *bridge) AddPartitions(ctx context.Context, p kafkaproto.TxnProducer, pa
 		}
 	}
 	t := s.txn
-	if _, err := t.ledger.begin(ctx, p, func(ctx context.Context) (int64, error) { return t.staging.end(ctx, p.TransactionalID) }); err != nil {
+	t.mu.Lock()
+	sess := t.added[p.TransactionalID]
+	begun := sess != nil && sess.producer == p && sess.begun
+	var claim, n int64
+	if begun {
+		claim, n = sess.claim, sess.n
+	}
+	t.mu.Unlock()
+	if begun {
+		// Still open, unless an EndTxn on another instance ended it.
+		got, err := t.ledger.rows.get(ctx, p.TransactionalID, []txnKey{outcomeKey(claim, n)})
+		if err != nil {
+			return fmt.Errorf("%w: %w", kafkaproto.ErrCoordinatorLoadInProgress, err)
+		}
+		if got[0] == nil {
+			return t.addParts(p, partitions, claim, n)
+		}
+	}
+	pos, err := t.ledger.begin(ctx, p, func(ctx context.Context) (int64, error) { return t.staging.end(ctx, p.TransactionalID) })
+	if err != nil {
 		if errors.Is(err, errTxnTimedOut) {
 			t.m.outcomes.WithLabelValues("timeout").Inc()
 			s.log.Info("transaction aborted: it passed its timeout", slog.String("transactional_id", p.TransactionalID), slog.Any("err", err))
 		}
 		return err
 	}
+	return t.addParts(p, partitions, pos.claim.key.claim, pos.n)
+}
+
+// addParts records partitions added to p's transaction n of claim here
+// (its begin row exists).
+func (t *transactions) addParts(p kafkaproto.TxnProducer, partitions map[string][]int32, claim, n int64) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	sess := t.added[p.TransactionalID]
@@ -188,9 +218,10 @@ func (s *bridge) AddPartitions(ctx context.Context, p kafkaproto.TxnProducer, pa
 		sess = &txnSession{producer: p}
 		t.added[p.TransactionalID] = sess
 	}
-	if sess.parts == nil {
-		sess.parts = map[topicPartition]bool{}
+	if sess.parts == nil || sess.claim != claim || sess.n != n {
+		sess.parts, sess.staged = map[topicPartition]bool{}, 0
 	}
+	sess.begun, sess.claim, sess.n = true, claim, n
 	for topic, ps := range partitions {
 		for _, part := range ps {
 			sess.parts[topicPartition{topic, part}] = true
@@ -211,7 +242,29 @@ func (s *bridge) EndTransaction(ctx context.Context, p kafkaproto.TxnProducer, c
 		}
 		t.mu.Unlock()
 	}()
-	out, err := t.ledger.end(ctx, p, commit, func(ctx context.Context) (int64, error) { return t.staging.end(ctx, p.TransactionalID) })
+	stagingEnd := func(ctx context.Context) (int64, error) { return t.staging.end(ctx, p.TransactionalID) }
+	var out *txnRow
+	var pos *txnPosition
+	var err error
+	t.mu.Lock()
+	sess := t.added[p.TransactionalID]
+	known := sess != nil && sess.producer == p && sess.begun
+	var claimNo, n int64
+	if known {
+		claimNo, n = sess.claim, sess.n
+	}
+	t.mu.Unlock()
+	if known {
+		// The transaction began here: one lookup checks it is still open.
+		if pos, known, err = t.ledger.knownPosition(ctx, p, claimNo, n); err != nil {
+			return err
+		}
+	}
+	if known {
+		out, pos, err = t.ledger.endAt(ctx, p, pos, commit, stagingEnd)
+	} else {
+		out, pos, err = t.ledger.end(ctx, p, commit, stagingEnd)
+	}
 	if err != nil {
 		if errors.Is(err, kafkaproto.ErrProducerFenced) {
 			if errors.Is(err, errTxnTimedOut) {
@@ -233,16 +286,17 @@ func (s *bridge) EndTransaction(ctx context.Context, p kafkaproto.TxnProducer, c
 		}
 		select {} // the kill is on its way
 	}
-	claim, err := t.claims.claim(ctx, p.TransactionalID, out.key.claim)
-	if err != nil || claim == nil {
-		return fmt.Errorf("%w: claim %d of %q: %v", kafkaproto.ErrCoordinatorLoadInProgress, out.key.claim, p.TransactionalID, err)
-	}
-	cm, err := t.ledger.lastCommit(ctx, claim)
-	if err != nil {
-		return fmt.Errorf("%w: %w", kafkaproto.ErrCoordinatorLoadInProgress, err)
-	}
-	if cm == nil {
-		return nil // applied already
+	claim := pos.claim
+	cm := &committed{claim: claim.key.claim, n: pos.n, begin: pos.begin, outcome: out}
+	if pos.begin == nil {
+		// A repeated EndTxn: the commit was decided before, and may have
+		// been applied.
+		if cm, err = t.ledger.lastCommit(ctx, claim); err != nil {
+			return fmt.Errorf("%w: %w", kafkaproto.ErrCoordinatorLoadInProgress, err)
+		}
+		if cm == nil {
+			return nil // applied already
+		}
 	}
 	if err := s.applyCommit(ctx, p.TransactionalID, claim, cm); err != nil {
 		// Decided: the producer's retry of EndTxn applies it again.
@@ -390,11 +444,15 @@ func (s *bridge) applyCommit(ctx context.Context, id string, claim *txnRow, cm *
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	if err := t.ledger.markApplied(ctx, id, cm); err != nil {
-		// Applied; only the marker is missing, so a later
-		// InitProducerId applies it again, harmlessly.
-		s.log.Warn("committed transaction applied, its applied mark not written", slog.String("transactional_id", id), slog.Any("err", err))
-	}
+	// The applied mark is not waited for: without it a later
+	// InitProducerId applies the commit again, harmlessly.
+	go func() {
+		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if err := t.ledger.markApplied(mctx, id, cm); err != nil {
+			s.log.Warn("committed transaction applied, its applied mark not written", slog.String("transactional_id", id), slog.Any("err", err))
+		}
+	}()
 	t.m.apply.Observe(time.Since(start).Seconds())
 	t.m.appliedRecords.Add(float64(records))
 	s.log.Debug("transaction committed", slog.String("transactional_id", id), slog.Int64("producer_id", claim.producerID),

@@ -175,7 +175,7 @@ func TestIntegrationTxnOutcomeRace(t *testing.T) {
 		require.NoError(t, err)
 		var endErr, settleErr error
 		var settled *txnRow
-		commit := func() { _, endErr = a.end(ctx, p, true, noStaging) }
+		commit := func() { _, _, endErr = a.end(ctx, p, true, noStaging) }
 		successor := func() {
 			// A new producer with the same id: its claim, then the old
 			// claim's open transaction.

@@ -159,7 +159,8 @@ func (l *txnLedger) decideAt(ctx context.Context, pos *txnPosition, outcome, rea
 }
 
 // end decides the producer's open transaction (EndTxn) and returns the
-// outcome row that stands. An EndTxn repeated after its transaction was
+// outcome row that stands, with the position it was decided at (its begin
+// is nil when the EndTxn repeated an earlier one's outcome). An EndTxn repeated after its transaction was
 // decided the same way (a retry whose answer was lost; Flink's committer
 // after a restart) gets that outcome again. Errors: PRODUCER_FENCED for a
 // commit that lost to an abort (a timeout, a newer claim), INVALID_TXN_STATE
@@ -167,25 +168,48 @@ func (l *txnLedger) decideAt(ctx context.Context, pos *txnPosition, outcome, rea
 //
 // A commit's row holds the staging end offset read before it is written:
 // every batch of the transaction was staged before EndTxn, so before it.
-func (l *txnLedger) end(ctx context.Context, p kafkaproto.TxnProducer, commit bool, stagingEnd func(context.Context) (int64, error)) (*txnRow, error) {
+func (l *txnLedger) end(ctx context.Context, p kafkaproto.TxnProducer, commit bool, stagingEnd func(context.Context) (int64, error)) (*txnRow, *txnPosition, error) {
+	pos, err := l.position(ctx, p)
+	if err != nil {
+		return nil, nil, err
+	}
+	return l.endAt(ctx, p, pos, commit, stagingEnd)
+}
+
+// knownPosition reads, in one lookup, whether transaction n of claim is
+// still p's open transaction: the claim is p's and the newest, the
+// transaction began and has no outcome. ok is false otherwise (the caller
+// looks the position up in full).
+func (l *txnLedger) knownPosition(ctx context.Context, p kafkaproto.TxnProducer, claim, n int64) (pos *txnPosition, ok bool, err error) {
+	got, err := l.rows.get(ctx, p.TransactionalID, []txnKey{{claim: claim, txn: txnClaimRow}, {claim: claim + 1, txn: txnClaimRow},
+		beginKey(claim, n), outcomeKey(claim, n)})
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: %w", kafkaproto.ErrCoordinatorLoadInProgress, err)
+	}
+	c := got[0]
+	if c == nil || c.producerID != p.ProducerID || c.epoch != p.Epoch || got[1] != nil || got[2] == nil || got[3] != nil {
+		return nil, false, nil
+	}
+	return &txnPosition{claim: c, n: n, begin: got[2]}, true, nil
+}
+
+// endAt is end from a known position.
+func (l *txnLedger) endAt(ctx context.Context, p kafkaproto.TxnProducer, pos *txnPosition, commit bool, stagingEnd func(context.Context) (int64, error)) (*txnRow, *txnPosition, error) {
 	want := outcomeAbort
 	if commit {
 		want = outcomeCommit
 	}
-	pos, err := l.position(ctx, p)
-	if err != nil {
-		return nil, err
-	}
+	var err error
 	if pos.begin == nil {
 		switch {
 		case pos.last != nil && pos.last.outcome == want:
-			return pos.last, nil
+			return pos.last, pos, nil
 		case pos.last != nil && commit && pos.last.reason != reasonEndTxn:
 			// Aborted by a timeout or a newer producer before this
 			// commit was read: Kafka would have bumped the epoch.
-			return nil, fmt.Errorf("%w: transaction %d of %q was aborted (%s)", kafkaproto.ErrProducerFenced, pos.n-1, p.TransactionalID, pos.last.reason)
+			return nil, nil, fmt.Errorf("%w: transaction %d of %q was aborted (%s)", kafkaproto.ErrProducerFenced, pos.n-1, p.TransactionalID, pos.last.reason)
 		}
-		return nil, fmt.Errorf("%w: %q has no open transaction to %s", kafkaproto.ErrInvalidTxnState, p.TransactionalID, want)
+		return nil, nil, fmt.Errorf("%w: %q has no open transaction to %s", kafkaproto.ErrInvalidTxnState, p.TransactionalID, want)
 	}
 	reason := reasonEndTxn
 	if commit && l.expired(pos) {
@@ -194,22 +218,22 @@ func (l *txnLedger) end(ctx context.Context, p kafkaproto.TxnProducer, commit bo
 	var to int64
 	if want == outcomeCommit {
 		if to, err = stagingEnd(ctx); err != nil {
-			return nil, fmt.Errorf("%w: %w", kafkaproto.ErrCoordinatorLoadInProgress, err)
+			return nil, nil, fmt.Errorf("%w: %w", kafkaproto.ErrCoordinatorLoadInProgress, err)
 		}
 	}
 	won, err := l.decideAt(ctx, pos, want, reason, to)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	switch {
 	case commit && won.outcome != outcomeCommit && won.reason == reasonTimeout:
-		return nil, fmt.Errorf("%w: %w: transaction %d of %q was aborted", kafkaproto.ErrProducerFenced, errTxnTimedOut, pos.n, p.TransactionalID)
+		return nil, nil, fmt.Errorf("%w: %w: transaction %d of %q was aborted", kafkaproto.ErrProducerFenced, errTxnTimedOut, pos.n, p.TransactionalID)
 	case commit && won.outcome != outcomeCommit:
-		return nil, fmt.Errorf("%w: transaction %d of %q was aborted (%s)", kafkaproto.ErrProducerFenced, pos.n, p.TransactionalID, won.reason)
+		return nil, nil, fmt.Errorf("%w: transaction %d of %q was aborted (%s)", kafkaproto.ErrProducerFenced, pos.n, p.TransactionalID, won.reason)
 	case !commit && won.outcome != outcomeAbort:
-		return nil, fmt.Errorf("%w: transaction %d of %q was committed", kafkaproto.ErrInvalidTxnState, pos.n, p.TransactionalID)
+		return nil, nil, fmt.Errorf("%w: transaction %d of %q was committed", kafkaproto.ErrInvalidTxnState, pos.n, p.TransactionalID)
 	}
-	return won, nil
+	return won, pos, nil
 }
 
 // settle decides the open transaction of a claim that a newer claim

@@ -43,7 +43,7 @@ func TestTxnLedgerCommitAbortAndRetries(t *testing.T) {
 	l, _, _ := newTestLedger()
 	p := initTxn(t, l, "tx", 60_000)
 
-	_, err := l.end(ctx, p, true, noStaging)
+	_, _, err := l.end(ctx, p, true, noStaging)
 	assert.ErrorIs(t, err, kafkaproto.ErrInvalidTxnState, "EndTxn with no transaction")
 
 	pos, err := l.begin(ctx, p, noStaging)
@@ -53,22 +53,22 @@ func TestTxnLedgerCommitAbortAndRetries(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, pos.begin.writtenBy, again.begin.writtenBy, "more partitions, same transaction")
 
-	out, err := l.end(ctx, p, true, noStaging)
+	out, _, err := l.end(ctx, p, true, noStaging)
 	require.NoError(t, err)
 	assert.Equal(t, outcomeCommit, out.outcome)
-	retry, err := l.end(ctx, p, true, noStaging)
+	retry, _, err := l.end(ctx, p, true, noStaging)
 	require.NoError(t, err, "a repeated commit (Flink's committer after a restart)")
 	assert.Equal(t, out.writtenBy, retry.writtenBy)
-	_, err = l.end(ctx, p, false, noStaging)
+	_, _, err = l.end(ctx, p, false, noStaging)
 	assert.ErrorIs(t, err, kafkaproto.ErrInvalidTxnState, "an abort of the committed transaction")
 
 	pos, err = l.begin(ctx, p, noStaging)
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), pos.n, "the next transaction of the same epoch")
-	out, err = l.end(ctx, p, false, noStaging)
+	out, _, err = l.end(ctx, p, false, noStaging)
 	require.NoError(t, err)
 	assert.Equal(t, outcomeAbort, out.outcome)
-	_, err = l.end(ctx, p, true, noStaging)
+	_, _, err = l.end(ctx, p, true, noStaging)
 	assert.ErrorIs(t, err, kafkaproto.ErrInvalidTxnState, "a commit after the abort")
 }
 
@@ -83,11 +83,11 @@ func TestTxnLedgerFencing(t *testing.T) {
 
 	_, err = l.begin(ctx, old, noStaging)
 	assert.ErrorIs(t, err, kafkaproto.ErrProducerFenced)
-	_, err = l.end(ctx, old, true, noStaging)
+	_, _, err = l.end(ctx, old, true, noStaging)
 	assert.ErrorIs(t, err, kafkaproto.ErrProducerFenced)
 	stranger := cur
 	stranger.ProducerID++
-	_, err = l.end(ctx, stranger, true, noStaging)
+	_, _, err = l.end(ctx, stranger, true, noStaging)
 	assert.ErrorIs(t, err, kafkaproto.ErrInvalidProducerIDMapping)
 
 	// The new claim settles the old one's open transaction: aborted.
@@ -112,10 +112,10 @@ func TestTxnLedgerTimeoutAborts(t *testing.T) {
 	_, err = l.begin(ctx, p, noStaging)
 	require.NoError(t, err, "within the timeout")
 	clock.add(2 * time.Millisecond)
-	_, err = l.end(ctx, p, true, noStaging)
+	_, _, err = l.end(ctx, p, true, noStaging)
 	require.ErrorIs(t, err, kafkaproto.ErrProducerFenced)
 	assert.ErrorIs(t, err, errTxnTimedOut)
-	_, err = l.end(ctx, p, true, noStaging)
+	_, _, err = l.end(ctx, p, true, noStaging)
 	assert.ErrorIs(t, err, kafkaproto.ErrProducerFenced, "a retried commit after the timeout's abort")
 
 	q := initTxn(t, l, "slower", 1_000)
@@ -125,7 +125,7 @@ func TestTxnLedgerTimeoutAborts(t *testing.T) {
 	_, err = l.begin(ctx, q, noStaging)
 	assert.ErrorIs(t, err, kafkaproto.ErrProducerFenced, "adding partitions past the timeout")
 	assert.ErrorIs(t, err, errTxnTimedOut)
-	out, err := l.end(ctx, q, false, noStaging)
+	out, _, err := l.end(ctx, q, false, noStaging)
 	require.NoError(t, err, "the producer's abort of a transaction the timeout aborted")
 	assert.Equal(t, "timeout", out.reason)
 }
@@ -151,7 +151,7 @@ func TestTxnLedgerCommitRacesSettle(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, outcomeAbort, settled.outcome)
 		}
-		_, err = l.end(ctx, p, true, noStaging)
+		_, _, err = l.end(ctx, p, true, noStaging)
 		assert.ErrorIs(t, err, kafkaproto.ErrProducerFenced)
 	})
 
@@ -160,7 +160,7 @@ func TestTxnLedgerCommitRacesSettle(t *testing.T) {
 		p := initTxn(t, l, "tx", 60_000)
 		_, err := l.begin(ctx, p, noStaging)
 		require.NoError(t, err)
-		out, err := l.end(ctx, p, true, noStaging)
+		out, _, err := l.end(ctx, p, true, noStaging)
 		require.NoError(t, err)
 		oldClaim, err := l.claims.claim(ctx, "tx", 0)
 		require.NoError(t, err)

@@ -3,8 +3,9 @@
 // "payload": "..."}, either in transactions of PER_TXN records (mode txn:
 // begin, send, commit) or without transactions (mode plain: the same
 // producer, idempotent, flushed every PER_TXN records so that both wait for
-// acknowledgements equally often).
-// Usage: TxnBench <bootstrap> <topic> <txn|plain> <records> <per txn> <value bytes>
+// acknowledgements equally often; mode stream: flushed once at the end, as
+// a producer without transactions usually runs).
+// Usage: TxnBench <bootstrap> <topic> <txn|plain|stream> <records> <per txn> <value bytes>
 // Prints "records=<n> secs=<elapsed>" once every record is acknowledged
 // (committed, in mode txn).
 import java.util.Properties;
@@ -43,10 +44,11 @@ public class TxnBench {
                 }
                 if (txn) {
                     producer.commitTransaction();
-                } else {
+                } else if (!mode.equals("stream")) {
                     producer.flush();
                 }
             }
+            producer.flush();
             double secs = (System.nanoTime() - start) / 1e9;
             System.out.printf("records=%d secs=%.3f%n", records, secs);
         }
