@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -270,4 +272,72 @@ func TestTransactionsStagingLimit(t *testing.T) {
 	}
 	assert.Equal(t, want, got, "only the small transaction")
 	assert.Contains(t, g.Logs(), "kafka.transaction_max_bytes")
+}
+
+// TestTransactionsCrashMidCommitJava: as TestTransactionsCrashMidCommit,
+// with Java kafka-clients 4.1 (internal/gatewaytest/java/TxnCrashMain.java),
+// which retries the EndTxn whose connection died: the second instance on
+// the same address gets the repeated EndTxn, applies the decided commit
+// and answers it; the rows land once.
+func TestTransactionsCrashMidCommitJava(t *testing.T) {
+	ctx, cancel := context.WithTimeout(testContext(t), 6*time.Minute)
+	defer cancel()
+	cmd, err := gatewaytest.JavaMain(ctx, "TxnCrashMain")
+	require.NoError(t, err)
+	e := newEnv(t)
+	tbl := e.createTable(t, loadTable("txn_crash_java", 2))
+	topic := "txn-crash-java-" + uniqueName("t")
+	bin, err := gatewayBinary()
+	require.NoError(t, err)
+	cfg := gatewayConfig{Bootstrap: e.Bootstrap, Routes: jsonRoute(topic, tbl)}.config()
+	crashing := cfg
+	crashing.Env = []string{gateway.EnvFailpoint + "=" + gateway.FailpointTxnCommitDecided}
+	first := gatewaytest.StartTestOn(t, bin, crashing, 0)
+
+	const records = 500
+	java := exec.CommandContext(ctx, cmd[0], append(cmd[1:], first.KafkaAddr, topic, uniqueName("jcrash"), "j", strconv.Itoa(records))...)
+	stdin, err := java.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := java.StdoutPipe()
+	require.NoError(t, err)
+	var stderr strings.Builder
+	java.Stderr = &stderr
+	require.NoError(t, java.Start())
+	lines := make(chan string, 16)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	next := func(what string) string {
+		select {
+		case l, ok := <-lines:
+			require.True(t, ok, "java exited before %s: %s", what, stderr.String())
+			return l
+		case <-ctx.Done():
+			t.Fatalf("no %s from java: %s", what, stderr.String())
+			return ""
+		}
+	}
+	require.Equal(t, "FLUSHED", next("FLUSHED"))
+	_, err = io.WriteString(stdin, "go\n")
+	require.NoError(t, err)
+	select {
+	case <-first.Exited():
+	case <-ctx.Done():
+		t.Fatal("the gateway did not reach its failpoint")
+	}
+	gatewaytest.StartTestOn(t, bin, cfg, first.KafkaPort())
+	assert.Equal(t, "COMMITTED", next("the first commit"), "the EndTxn retried on the second instance")
+	assert.Equal(t, "COMMITTED", next("the second commit"))
+	require.NoError(t, java.Wait(), stderr.String())
+
+	got := readIDs(t, e, tbl)
+	want := map[rowID]int{}
+	for i := range records + 10 {
+		want[rowID{"j", int64(i)}] = 1
+	}
+	assert.Equal(t, want, got, "both transactions once each")
 }
