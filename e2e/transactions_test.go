@@ -341,3 +341,34 @@ func TestTransactionsCrashMidCommitJava(t *testing.T) {
 	}
 	assert.Equal(t, want, got, "both transactions once each")
 }
+
+// TestTransactionsKafkaJS: kafkajs 2.2.4's transactional producer
+// (internal/gatewaytest/node/txn.js; it speaks InitProducerId, AddPartitionsToTxn
+// and EndTxn v0-1 only, so a fenced producer gets INVALID_PRODUCER_EPOCH)
+// through a real gateway into real Fluss, read back with pyfluss.
+func TestTransactionsKafkaJS(t *testing.T) {
+	ctx, cancel := context.WithTimeout(testContext(t), 5*time.Minute)
+	defer cancel()
+	cmd, err := gatewaytest.KafkaJSTxn(ctx)
+	require.NoError(t, err)
+	e := newEnv(t)
+	tbl := e.createTable(t, loadTable("txn_kafkajs", 3))
+	topic := "txn-kafkajs-" + uniqueName("t")
+	g := startGateway(t, gatewayConfig{Bootstrap: e.Bootstrap, Routes: jsonRoute(topic, tbl)})
+
+	out, err := exec.CommandContext(ctx, cmd[0], append(cmd[1:], g.KafkaAddr, topic, uniqueName("kjs"), "kafkajs")...).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	require.Equal(t, []string{"C 0 49", "A 50 99", "C 100 149"}, lines[:3], "output:\n%s", out)
+	assert.True(t, strings.HasPrefix(lines[3], "FENCED"), "the zombie's commit: %q", lines[3])
+	assert.Equal(t, []string{"C 160 169", "D"}, lines[4:])
+
+	got := readIDs(t, e, tbl)
+	want := map[rowID]int{}
+	for _, r := range [][2]int{{0, 50}, {100, 150}, {160, 170}} {
+		for i := r[0]; i < r[1]; i++ {
+			want[rowID{"kafkajs", int64(i)}] = 1
+		}
+	}
+	assert.Equal(t, want, got, "committed rows once each, none of the aborted or fenced transactions")
+}
