@@ -372,3 +372,60 @@ func TestTransactionsKafkaJS(t *testing.T) {
 	}
 	assert.Equal(t, want, got, "committed rows once each, none of the aborted or fenced transactions")
 }
+
+// TestTransactionsSweeper: the transactions nobody comes back for are
+// finished by another instance's sweeper. A commit decided by an instance
+// that then died (failpoint), whose producer never returns, is applied
+// (its rows appear, once); a transaction left open by a producer that went
+// away is aborted after its timeout (its rows never appear).
+func TestTransactionsSweeper(t *testing.T) {
+	e := newEnv(t)
+	tbl := e.createTable(t, loadTable("txn_sweep", 2))
+	topic := "txn-sweep-" + uniqueName("t")
+	bin, err := gatewayBinary()
+	require.NoError(t, err)
+	cfg := gatewayConfig{Bootstrap: e.Bootstrap, Routes: jsonRoute(topic, tbl)}.config()
+	crashing := cfg
+	crashing.Env = []string{gateway.EnvFailpoint + "=" + gateway.FailpointTxnCommitDecided}
+	first := gatewaytest.StartTestOn(t, bin, crashing, 0)
+	ctx := testContext(t)
+
+	committer := txnProducer(t, []string{first.KafkaAddr}, uniqueName("sweep"))
+	require.NoError(t, committer.BeginTransaction())
+	for i := range 300 {
+		committer.Produce(ctx, loadRecord(topic, "committed", i), nil)
+	}
+	require.NoError(t, committer.Flush(ctx))
+	require.Error(t, committer.EndTransaction(ctx, kgo.TryCommit), "the gateway died before answering")
+	committer.Close() // and never comes back
+	select {
+	case <-first.Exited():
+	case <-time.After(time.Minute):
+		t.Fatal("the gateway did not reach its failpoint")
+	}
+
+	second := gatewaytest.StartTest(t, bin, cfg)
+	abandoned, err := kgo.NewClient(kgo.SeedBrokers(second.KafkaAddr), kgo.TransactionalID(uniqueName("gone")),
+		kgo.TransactionTimeout(3*time.Second), kgo.ProducerLinger(5*time.Millisecond))
+	require.NoError(t, err)
+	require.NoError(t, abandoned.BeginTransaction())
+	for i := range 10 {
+		abandoned.Produce(ctx, loadRecord(topic, "abandoned", i), nil)
+	}
+	require.NoError(t, abandoned.Flush(ctx))
+	abandoned.Close() // without ending the transaction
+
+	require.NoError(t, waitFor(ctx, 2*time.Minute, func() bool {
+		return second.RequireMetrics(t).Sum("fluss_gateway_transactions_total", `outcome="timeout"`) >= 1 &&
+			second.RequireMetrics(t).Sum("fluss_gateway_transaction_applied_records_total") >= 300
+	}), "the sweeper applies the commit and aborts the abandoned transaction:\n%s", second.LogTail())
+	assert.Contains(t, second.Logs(), "committed transaction applied by the sweeper")
+	assert.Contains(t, second.Logs(), "its producer did not end it within its timeout")
+
+	got := readIDs(t, e, tbl)
+	want := map[rowID]int{}
+	for i := range 300 {
+		want[rowID{"committed", int64(i)}] = 1
+	}
+	assert.Equal(t, want, got, "the decided commit once, nothing of the abandoned transaction")
+}

@@ -512,6 +512,19 @@ func (g *Gateway) Run(ctx, force context.Context) error {
 	defer stopWriter()
 	r.stopWriter, r.writerDone = stopWriter, make(chan error, 1)
 	go func() { r.writerDone <- g.snd.Run(runCtx) }()
+	r.endSweep = func() {}
+	if g.bridge.txn != nil {
+		sweepCtx, stopSweep := context.WithCancel(runCtx)
+		sweepDone := make(chan struct{})
+		go func() {
+			defer close(sweepDone)
+			newTxnSweeper(g.bridge, g.client.FetchLog).run(sweepCtx)
+		}()
+		r.endSweep = func() {
+			stopSweep()
+			<-sweepDone
+		}
+	}
 
 	for _, ln := range g.kafkaListeners {
 		g.log.Info("kafka listener serving", slog.String("addr", ln.Addr().String()))
@@ -550,6 +563,9 @@ type running struct {
 	// the writer runs.
 	stopWriter context.CancelFunc
 	writerDone chan error
+	// endSweep stops the transaction sweeper and waits for it (set with
+	// the writer).
+	endSweep func()
 }
 
 // shutdown is the gateway's one teardown, for a normal stop and for a
@@ -558,9 +574,10 @@ type running struct {
 //     writer runs, the Produce requests already read are answered within
 //     ctx; before, none was accepted for writing and they close at once.
 //  2. The listeners' Serve goroutines end.
-//  3. Batches still waiting for a Fluss partition are appended, before the
-//     flush (only acks=0 ones can remain: the others' answers were waited
-//     for).
+//  3. The transaction sweeper stops (what it left undone, the next sweep
+//     of any instance does). Batches still waiting for a Fluss partition
+//     are appended, before the flush (only acks=0 ones can remain: the
+//     others' answers were waited for).
 //  4. The writer flushes, closes and its Run ends.
 //  5. The readiness probe stops before the Fluss client closes, so that its
 //     last probe does not report the closed client as an outage.
@@ -584,6 +601,7 @@ func (g *Gateway) shutdown(ctx context.Context, r *running) []error {
 		errs = append(errs, err)
 	}
 	if writing {
+		r.endSweep()
 		if err := g.bridge.drain(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("drain queued batches: %w", err))
 		}
