@@ -145,8 +145,8 @@ func TestTransactionsJava(t *testing.T) {
 // TestTransactionsFlinkExactlyOnce: Flink 1.20's KafkaSink with
 // DeliveryGuarantee.EXACTLY_ONCE (flink-connector-kafka 3.4.0-1.20,
 // internal/gatewaytest/flink/FlinkTxnJob.java), checkpoints every second,
-// a task failure after a completed checkpoint and a restart from it: every
-// id lands exactly once, read back with pyfluss.
+// a task failure at the first record after a completed checkpoint and a
+// restart from it: every id lands exactly once, read back with pyfluss.
 func TestTransactionsFlinkExactlyOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(testContext(t), 10*time.Minute)
 	defer cancel()
@@ -157,7 +157,7 @@ func TestTransactionsFlinkExactlyOnce(t *testing.T) {
 	topic := "txn-flink-" + uniqueName("t")
 	g := startGateway(t, gatewayConfig{Bootstrap: e.Bootstrap, Routes: jsonRoute(topic, tbl)})
 
-	const records = 20_000
+	const records = 30_000
 	job := exec.CommandContext(ctx, cmd[0], append(cmd[1:], g.KafkaAddr, topic, uniqueName("flink"), strconv.Itoa(records), "2")...)
 	out, err := job.CombinedOutput()
 	require.NoError(t, err, "flink job:\n%s", tailString(string(out), 4000))
