@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fluss-kafka/gateway/gateway"
 	"github.com/fluss-kafka/gateway/internal/gatewaytest"
@@ -428,4 +429,63 @@ func TestTransactionsSweeper(t *testing.T) {
 		want[rowID{"committed", int64(i)}] = 1
 	}
 	assert.Equal(t, want, got, "the decided commit once, nothing of the abandoned transaction")
+}
+
+// TestTransactionsAdminAPIs: DescribeTransactions and ListTransactions (as
+// kafka-transactions.sh and Admin clients send them, here through
+// franz-go's request routing) report an open transaction, its commit, and
+// an unknown id.
+func TestTransactionsAdminAPIs(t *testing.T) {
+	e := newEnv(t)
+	tbl := e.createTable(t, loadTable("txn_admin", 2))
+	topic := "txn-admin-" + uniqueName("t")
+	g := startGateway(t, gatewayConfig{Bootstrap: e.Bootstrap, Routes: jsonRoute(topic, tbl)})
+	ctx := testContext(t)
+	id := uniqueName("admin")
+	cl := txnProducer(t, []string{g.KafkaAddr}, id)
+	require.NoError(t, cl.BeginTransaction())
+	for i := range 10 {
+		cl.Produce(ctx, loadRecord(topic, "a", i), nil)
+	}
+	require.NoError(t, cl.Flush(ctx))
+
+	describe := func(ids ...string) []kmsg.DescribeTransactionsResponseTransactionState {
+		req := kmsg.NewPtrDescribeTransactionsRequest()
+		req.TransactionalIDs = ids
+		resp, err := req.RequestWith(ctx, cl)
+		require.NoError(t, err)
+		return resp.TransactionStates
+	}
+	d := describe(id, "never-seen-"+id)
+	require.Len(t, d, 2)
+	assert.Zero(t, d[0].ErrorCode)
+	assert.Equal(t, "Ongoing", d[0].State)
+	assert.Equal(t, int32(60_000), d[0].TimeoutMillis)
+	assert.Positive(t, d[0].StartTimestamp)
+	require.Len(t, d[0].Topics, 1)
+	assert.Equal(t, topic, d[0].Topics[0].Topic)
+	assert.Equal(t, int16(105), d[1].ErrorCode, "TRANSACTIONAL_ID_NOT_FOUND")
+
+	listed := func(state string) bool {
+		req := kmsg.NewPtrListTransactionsRequest()
+		req.StateFilters = []string{state}
+		shards := cl.RequestSharded(ctx, req)
+		for _, sh := range shards {
+			if sh.Err != nil {
+				continue
+			}
+			for _, ts := range sh.Resp.(*kmsg.ListTransactionsResponse).TransactionStates {
+				if ts.TransactionalID == id && ts.TransactionState == state && ts.ProducerID == d[0].ProducerID {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	require.NoError(t, waitFor(ctx, time.Minute, func() bool { return listed("Ongoing") }), "ListTransactions lists the open transaction")
+
+	require.NoError(t, cl.EndTransaction(ctx, kgo.TryCommit))
+	d = describe(id)
+	assert.Equal(t, "CompleteCommit", d[0].State)
+	require.NoError(t, waitFor(ctx, time.Minute, func() bool { return !listed("Ongoing") }), "no longer listed once committed")
 }

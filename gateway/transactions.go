@@ -31,6 +31,8 @@ type transactions struct {
 	// failpoint is a test's crash point (EnvFailpoint); "" in production.
 	failpoint string
 	m         *txnMetrics
+	// view is the sweeper's list of open transactions (ListTransactions).
+	view *txnView
 
 	mu sync.Mutex // guards added and the refusal log's fields
 	// lastRefusal and suppressed rate-limit the refused-batch line.
@@ -84,6 +86,7 @@ func (s *bridge) enableTransactions(src stagingSource, maxTimeout time.Duration,
 		maxBytes:        maxBytes,
 		added:           map[string]*txnSession{},
 		failpoint:       os.Getenv(EnvFailpoint),
+		view:            &txnView{},
 	}
 	t := s.txn
 	m, err := newTxnMetrics(reg, func() float64 {

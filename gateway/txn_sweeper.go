@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fluss-kafka/gateway/fluss"
+	"github.com/fluss-kafka/gateway/kafkaproto"
 )
 
 // txnSweeper finishes the transactions nobody comes back for
@@ -54,18 +55,13 @@ func newTxnSweeper(b *bridge, fetch func(context.Context, *fluss.FetchLogRequest
 		offsets: map[int32]int64{}, pending: map[txnRef]*sweptTxn{}}
 }
 
-// run sweeps every interval until ctx ends. A failed sweep is logged and
-// tried again at the next one.
+// run sweeps at once and then every interval until ctx ends. A failed
+// sweep is logged and tried again at the next one.
 func (w *txnSweeper) run(ctx context.Context) {
 	tick := time.NewTicker(w.interval)
 	defer tick.Stop()
 	failing := false
 	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
 		err := w.sweep(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil && !failing:
@@ -74,6 +70,11 @@ func (w *txnSweeper) run(ctx context.Context) {
 		case err == nil && failing:
 			w.b.log.Info("transaction sweep works again")
 			failing = false
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
 		}
 	}
 }
@@ -91,6 +92,7 @@ func (w *txnSweeper) sweep(ctx context.Context) error {
 	if err := w.read(ctx, tab); err != nil {
 		return err
 	}
+	defer w.publish()
 	// One transaction that cannot be finished (its topic has no route
 	// here, Fluss refuses) does not hold the others back.
 	now := w.now().UnixMilli()
@@ -232,4 +234,22 @@ func (w *txnSweeper) apply(ctx context.Context, ref txnRef, st *sweptTxn) error 
 	w.b.log.Info("committed transaction applied by the sweeper: the instance that decided it did not finish", slog.String("transactional_id", ref.id),
 		slog.Int64("producer_id", claim.producerID), slog.Int("epoch", int(claim.epoch)))
 	return nil
+}
+
+// publish hands the open transactions to ListTransactions.
+func (w *txnSweeper) publish() {
+	open := make([]kafkaproto.TxnListing, 0, len(w.pending))
+	for ref, st := range w.pending {
+		l := kafkaproto.TxnListing{TransactionalID: ref.id, StartMs: -1, ProducerID: -1}
+		switch {
+		case st.outcome != nil:
+			l.State, l.ProducerID = "PrepareCommit", st.outcome.producerID
+		case st.begin != nil:
+			l.State, l.ProducerID, l.StartMs = "Ongoing", st.begin.producerID, st.begin.writtenAtMs
+		default:
+			continue
+		}
+		open = append(open, l)
+	}
+	w.b.txn.view.set(open)
 }

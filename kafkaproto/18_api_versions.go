@@ -17,7 +17,8 @@ package kafkaproto
 //   - AddPartitionsToTxn, AddOffsetsToTxn and EndTxn 0-3 only while the
 //     backend serves transactions (transactions.go); no transaction.version
 //     feature is advertised, so Kafka 4 clients keep to the classic
-//     protocol.
+//     protocol. DescribeTransactions 0 and ListTransactions 0-1 also need a
+//     TransactionsViewer (65_describe_transactions.go).
 //   - Telemetry (71/72) is not advertised, so clients skip it quietly.
 //
 // An ApiVersions request newer than v4 is answered, unparsed, with the v0
@@ -37,6 +38,7 @@ type apiRange struct {
 	name     string
 	saslOnly bool
 	txnOnly  bool // advertised while transactions are served
+	txnView  bool // and only with a TransactionsViewer
 }
 
 // The API keys this package knows.
@@ -51,6 +53,8 @@ const (
 	keyAddPartitionsTxn int16 = 24
 	keyAddOffsetsToTxn  int16 = 25
 	keyEndTxn           int16 = 26
+	keyDescribeTxns     int16 = 65
+	keyListTxns         int16 = 66
 	keySASLAuthenticate int16 = 36
 )
 
@@ -72,6 +76,8 @@ var advertisedAPIs = []apiRange{
 	{key: keyAddPartitionsTxn, min: 0, max: 3, name: "add_partitions_to_txn", txnOnly: true},
 	{key: keyAddOffsetsToTxn, min: 0, max: 3, name: "add_offsets_to_txn", txnOnly: true},
 	{key: keyEndTxn, min: 0, max: 3, name: "end_txn", txnOnly: true},
+	{key: keyDescribeTxns, min: 0, max: 0, name: "describe_transactions", txnOnly: true, txnView: true},
+	{key: keyListTxns, min: 0, max: 1, name: "list_transactions", txnOnly: true, txnView: true},
 	{key: keySASLAuthenticate, min: 0, max: 2, name: "sasl_authenticate", saslOnly: true},
 }
 
@@ -89,7 +95,7 @@ func (s *Server) handles(key int16) bool {
 
 // advertises reports whether a is in this server's ApiVersions now.
 func (s *Server) advertises(a apiRange) bool {
-	return (!a.saslOnly || s.sasl != nil) && (!a.txnOnly || s.transactions() != nil)
+	return (!a.saslOnly || s.sasl != nil) && (!a.txnOnly || s.transactions() != nil) && (!a.txnView || s.txnViewer() != nil)
 }
 
 // apiName is the metric label of a key.

@@ -796,6 +796,10 @@ func (c *conn) handleFrame(frame []byte) (*response, bool) {
 		r.msg = c.handleAddOffsetsToTxn(req)
 	case *kmsg.EndTxnRequest:
 		r.msg = c.handleEndTxn(req)
+	case *kmsg.DescribeTransactionsRequest:
+		r.msg = c.handleDescribeTransactions(req)
+	case *kmsg.ListTransactionsRequest:
+		r.msg = c.handleListTransactions(req)
 	case *kmsg.SASLAuthenticateRequest:
 		r.msg, closeAfter = c.handleSASLAuthenticate(req)
 	default:

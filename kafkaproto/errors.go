@@ -76,6 +76,8 @@ var (
 	// the transactional id's current one; request versions that predate
 	// it get ErrInvalidProducerEpoch instead, as Kafka rewrites it.
 	ErrProducerFenced = &Error{90, "PRODUCER_FENCED", false}
+	// ErrTransactionalIDNotFound: DescribeTransactions of an id never seen.
+	ErrTransactionalIDNotFound = &Error{105, "TRANSACTIONAL_ID_NOT_FOUND", false}
 )
 
 // RecordsError rejects a batch because of some of its records (Kafka's

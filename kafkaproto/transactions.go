@@ -49,6 +49,17 @@ func (s *Server) transactions() Transactions {
 	return nil
 }
 
+// txnViewer returns the Admin view of transactions if they are served and
+// the backend has one, else nil.
+func (s *Server) txnViewer() TransactionsViewer {
+	if t := s.transactions(); t != nil {
+		if v, ok := t.(TransactionsViewer); ok {
+			return v
+		}
+	}
+	return nil
+}
+
 // fencedFor rewrites PRODUCER_FENCED for request versions that predate it
 // (the limit is the first version that may carry it).
 func fencedFor(err error, version, limit int16) error {
