@@ -489,3 +489,28 @@ func TestTransactionsAdminAPIs(t *testing.T) {
 	assert.Equal(t, "CompleteCommit", d[0].State)
 	require.NoError(t, waitFor(ctx, time.Minute, func() bool { return !listed("Ongoing") }), "no longer listed once committed")
 }
+
+// TestTransactionsLargeCommit: one transaction of 3,000 records of about
+// 1 KB into a one-bucket table is applied in several batches (an apply
+// joins at most 1 MiB); every record lands once.
+func TestTransactionsLargeCommit(t *testing.T) {
+	e := newEnv(t)
+	tbl := e.createTable(t, loadTable("txn_large", 1))
+	topic := "txn-large-" + uniqueName("t")
+	g := startGateway(t, gatewayConfig{Bootstrap: e.Bootstrap, Routes: jsonRoute(topic, tbl)})
+	ctx := testContext(t)
+	cl := txnProducer(t, []string{g.KafkaAddr}, uniqueName("large"))
+	require.NoError(t, cl.BeginTransaction())
+	pad := strings.Repeat("x", 1000)
+	for i := range 3000 {
+		cl.Produce(ctx, &kgo.Record{Topic: topic, Value: fmt.Appendf(nil, `{"producer": "large", "seq": %d, "pad": %q}`, i, pad)}, nil)
+	}
+	require.NoError(t, cl.Flush(ctx))
+	require.NoError(t, cl.EndTransaction(ctx, kgo.TryCommit))
+	got := readIDs(t, e, tbl)
+	assert.Len(t, got, 3000)
+	for i := range 3000 {
+		assert.Equal(t, 1, got[rowID{"large", int64(i)}], "seq %d", i)
+	}
+	assert.Equal(t, 3000.0, g.RequireMetrics(t).Sum("fluss_gateway_transaction_applied_records_total"))
+}

@@ -65,11 +65,17 @@ const (
 	FailpointTxnCommitDecided = "txn-commit-decided"
 )
 
-// maxApplyRecords bounds the records of one batch of an apply: a
-// transaction's consecutive batches of a partition are applied together up
-// to it. The grouping depends only on the staged batches, so every apply
-// of a transaction (a replay after a crash) cuts the same batches.
-const defaultMaxApplyRecords = 10_000
+// An apply joins a transaction's consecutive batches of a partition into
+// one batch of at most maxApplyRecords records and maxApplyBytes bytes of
+// keys, values and headers (a staged batch bigger than that goes alone).
+// The cut depends only on the staged batches and these constants, so every
+// apply of a transaction (a replay after a crash, by any instance of this
+// version) cuts the same batches, which the exactly-once path needs to
+// recognise them.
+const (
+	defaultMaxApplyRecords = 10_000
+	maxApplyBytes          = 1 << 20
+)
 
 // enableTransactions serves transactional producers, their state and
 // staged batches in Fluss (src: the gateway's Fluss client), and registers
@@ -470,12 +476,14 @@ func (s *bridge) applyPartition(ctx context.Context, st *routeState, route *mapp
 		first := batches[i]
 		req := &kafkaproto.PartitionProduce{Topic: first.topic, Partition: first.partition, Acks: -1,
 			ProducerID: first.producerID, ProducerEpoch: first.epoch, BaseSequence: first.baseSequence}
-		next := first.baseSequence
+		next, size := first.baseSequence, 0
 		for ; i < len(batches); i++ {
 			b := batches[i]
-			if len(req.Records) > 0 && (b.baseSequence != next || len(req.Records)+len(b.records) > maxRecords) {
+			bytes := recordBytes(b.records)
+			if len(req.Records) > 0 && (b.baseSequence != next || len(req.Records)+len(b.records) > maxRecords || size+bytes > maxApplyBytes) {
 				break
 			}
+			size += bytes
 			for _, r := range b.records {
 				r.Index = int32(len(req.Records))
 				r.OffsetDelta = r.Index
@@ -497,4 +505,16 @@ func (s *bridge) applyPartition(ctx context.Context, st *routeState, route *mapp
 		}
 	}
 	return nil
+}
+
+// recordBytes is the bytes of the records' keys, values and headers.
+func recordBytes(recs []kafkaproto.Record) int {
+	n := 0
+	for _, r := range recs {
+		n += len(r.Key) + len(r.Value)
+		for _, h := range r.Headers {
+			n += len(h.Key) + len(h.Value)
+		}
+	}
+	return n
 }
