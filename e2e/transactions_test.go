@@ -485,8 +485,12 @@ func TestTransactionsAdminAPIs(t *testing.T) {
 	require.NoError(t, waitFor(ctx, time.Minute, func() bool { return listed("Ongoing") }), "ListTransactions lists the open transaction")
 
 	require.NoError(t, cl.EndTransaction(ctx, kgo.TryCommit))
-	d = describe(id)
-	assert.Equal(t, "CompleteCommit", d[0].State)
+	// PrepareCommit until the applied mark (written just after the
+	// apply, without waiting) lands, then CompleteCommit.
+	require.NoError(t, waitFor(ctx, time.Minute, func() bool {
+		d = describe(id)
+		return d[0].State == "CompleteCommit"
+	}), "the committed transaction: %+v", d)
 	require.NoError(t, waitFor(ctx, time.Minute, func() bool { return !listed("Ongoing") }), "no longer listed once committed")
 }
 
