@@ -485,8 +485,8 @@ func TestTransactionsAdminAPIs(t *testing.T) {
 	require.NoError(t, waitFor(ctx, time.Minute, func() bool { return listed("Ongoing") }), "ListTransactions lists the open transaction")
 
 	require.NoError(t, cl.EndTransaction(ctx, kgo.TryCommit))
-	// PrepareCommit until the applied mark (written just after the
-	// apply, without waiting) lands, then CompleteCommit.
+	// CompleteCommit once applied and marked (before EndTxn is answered;
+	// waited for all the same, as an Admin client would poll).
 	require.NoError(t, waitFor(ctx, time.Minute, func() bool {
 		d = describe(id)
 		return d[0].State == "CompleteCommit"

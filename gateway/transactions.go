@@ -453,15 +453,12 @@ func (s *bridge) applyCommit(ctx context.Context, id string, claim *txnRow, cm *
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	// The applied mark is not waited for: without it a later
-	// InitProducerId applies the commit again, harmlessly.
-	go func() {
-		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		if err := t.ledger.markApplied(mctx, id, cm); err != nil {
-			s.log.Warn("committed transaction applied, its applied mark not written", slog.String("transactional_id", id), slog.Any("err", err))
-		}
-	}()
+	// Marked before the answer, so that an InitProducerId, a sweeper or
+	// DescribeTransactions right after sees it applied; a mark that cannot
+	// be written only makes a later one apply the commit again, harmlessly.
+	if err := t.ledger.markApplied(ctx, id, cm); err != nil {
+		s.log.Warn("committed transaction applied, its applied mark not written", slog.String("transactional_id", id), slog.Any("err", err))
+	}
 	t.m.apply.Observe(time.Since(start).Seconds())
 	t.m.appliedRecords.Add(float64(records))
 	s.log.Debug("transaction committed", slog.String("transactional_id", id), slog.Int64("producer_id", claim.producerID),
