@@ -244,6 +244,29 @@ func stateDescriptor() *fluss.TableDescriptor {
 	}
 }
 
+// openGatewayTable returns the info of one of the gateway's own tables
+// (what names it in errors), creating it, and its database, with d when
+// it is missing and waiting for its buckets' leaders.
+func openGatewayTable(ctx context.Context, src stateSource, path fluss.TablePath, d *fluss.TableDescriptor, what string) (*fluss.TableInfo, error) {
+	info, err := src.TableInfo(ctx, path)
+	if errors.Is(err, fluss.ErrTableNotExist) || errors.Is(err, fluss.ErrDatabaseNotExist) {
+		if err := src.CreateDatabase(ctx, path.Database, true); err != nil {
+			return nil, fmt.Errorf("create database %s: %w", path.Database, err)
+		}
+		if err := src.CreateTable(ctx, path, d, true); err != nil {
+			return nil, fmt.Errorf("create %s %s: %w", what, path, err)
+		}
+		if err := src.WaitForTableLeaders(ctx, path); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", what, path, err)
+		}
+		info, err = src.TableInfo(ctx, path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", what, path, err)
+	}
+	return info, nil
+}
+
 // open makes sure the table exists and is registered with the writer.
 func (s *stateStore) open(ctx context.Context) error {
 	s.mu.Lock()
@@ -251,21 +274,9 @@ func (s *stateStore) open(ctx context.Context) error {
 	if s.ready {
 		return nil
 	}
-	info, err := s.src.TableInfo(ctx, s.path)
-	if errors.Is(err, fluss.ErrTableNotExist) || errors.Is(err, fluss.ErrDatabaseNotExist) {
-		if err := s.src.CreateDatabase(ctx, s.path.Database, true); err != nil {
-			return fmt.Errorf("create database %s: %w", s.path.Database, err)
-		}
-		if err := s.src.CreateTable(ctx, s.path, stateDescriptor(), true); err != nil {
-			return fmt.Errorf("create producer-state table %s: %w", s.path, err)
-		}
-		if err := s.src.WaitForTableLeaders(ctx, s.path); err != nil {
-			return fmt.Errorf("producer-state table %s: %w", s.path, err)
-		}
-		info, err = s.src.TableInfo(ctx, s.path)
-	}
+	info, err := openGatewayTable(ctx, s.src, s.path, stateDescriptor(), "producer-state table")
 	if err != nil {
-		return fmt.Errorf("producer-state table %s: %w", s.path, err)
+		return err
 	}
 	if err := checkStateTable(info); err != nil {
 		return err

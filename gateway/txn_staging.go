@@ -101,21 +101,9 @@ func (l *stagingLog) open(ctx context.Context) error {
 	if l.ready {
 		return nil
 	}
-	info, err := l.src.TableInfo(ctx, l.path)
-	if errors.Is(err, fluss.ErrTableNotExist) || errors.Is(err, fluss.ErrDatabaseNotExist) {
-		if err := l.src.CreateDatabase(ctx, l.path.Database, true); err != nil {
-			return fmt.Errorf("create database %s: %w", l.path.Database, err)
-		}
-		if err := l.src.CreateTable(ctx, l.path, stagingDescriptor(), true); err != nil {
-			return fmt.Errorf("create staging table %s: %w", l.path, err)
-		}
-		if err := l.src.WaitForTableLeaders(ctx, l.path); err != nil {
-			return fmt.Errorf("staging table %s: %w", l.path, err)
-		}
-		info, err = l.src.TableInfo(ctx, l.path)
-	}
+	info, err := openGatewayTable(ctx, l.src, l.path, stagingDescriptor(), "staging table")
 	if err != nil {
-		return fmt.Errorf("staging table %s: %w", l.path, err)
+		return err
 	}
 	d := &info.Descriptor
 	want := stagingSchema()

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -117,21 +116,9 @@ func (t *txnTable) open(ctx context.Context) error {
 	if t.ready {
 		return nil
 	}
-	info, err := t.src.TableInfo(ctx, t.path)
-	if errors.Is(err, fluss.ErrTableNotExist) || errors.Is(err, fluss.ErrDatabaseNotExist) {
-		if err := t.src.CreateDatabase(ctx, t.path.Database, true); err != nil {
-			return fmt.Errorf("create database %s: %w", t.path.Database, err)
-		}
-		if err := t.src.CreateTable(ctx, t.path, txnDescriptor(), true); err != nil {
-			return fmt.Errorf("create transactions table %s: %w", t.path, err)
-		}
-		if err := t.src.WaitForTableLeaders(ctx, t.path); err != nil {
-			return fmt.Errorf("transactions table %s: %w", t.path, err)
-		}
-		info, err = t.src.TableInfo(ctx, t.path)
-	}
+	info, err := openGatewayTable(ctx, t.src, t.path, txnDescriptor(), "transactions table")
 	if err != nil {
-		return fmt.Errorf("transactions table %s: %w", t.path, err)
+		return err
 	}
 	if err := checkTxnTable(info); err != nil {
 		return err
