@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -411,4 +412,34 @@ func TestFullBatchIsBuiltWhileItWaits(t *testing.T) {
 	require.True(t, b.Complete(7, nil))
 	assert.Nil(t, b.payload, "a completed batch lets its bytes go, though its handles live on")
 	assert.Equal(t, open.reserved.Load(), a.mem.inUse())
+}
+
+func TestNoLingerTableIsReadyAtOnce(t *testing.T) {
+	t.Parallel()
+	a, err := newTestAccumulator(func(c *Config) { c.Linger = time.Hour })
+	require.NoError(t, err)
+	var mu sync.Mutex
+	spec := func(id int64, noLinger bool) TableSpec {
+		return TableSpec{ID: id, Path: fluss.TablePath{Database: "db", Table: fmt.Sprint("t", id)}, NumBuckets: 1,
+			NewLogBuilder: func() (LogBuilder, error) { return &testBuilder{Mu: &mu}, nil },
+			SetWriter:     testSetWriter, NoLinger: noLinger}
+	}
+	lingering, err := a.AddTable(spec(1, false))
+	require.NoError(t, err)
+	eager, err := a.AddTable(spec(2, true))
+	require.NoError(t, err)
+	ctx := context.Background()
+	_, err = a.testAppend(ctx, lingering, NoPartition, 0, row(1))
+	require.NoError(t, err)
+	_, err = a.testAppend(ctx, eager, NoPartition, 0, row(2))
+	require.NoError(t, err)
+	for _, q := range a.Queues() {
+		b, _, readyAt := q.Peek(false)
+		require.NotNil(t, b)
+		if q.Table() == eager {
+			assert.True(t, readyAt.IsZero(), "a NoLinger table's non-full batch is ready now")
+		} else {
+			assert.Equal(t, b.created.Add(time.Hour), readyAt, "other tables keep the accumulator's linger")
+		}
+	}
 }

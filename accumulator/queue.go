@@ -61,7 +61,7 @@ func (q *Queue) Peek(force bool) (b *Batch, size int, readyAt time.Time) {
 	if !b.full {
 		size = b.builder.EstimatedSize()
 	}
-	if force || b.full || len(q.batches) > 1 {
+	if force || b.full || len(q.batches) > 1 || q.table.spec.NoLinger {
 		return b, size, time.Time{}
 	}
 	return b, size, b.created.Add(q.acc.cfg.Linger)

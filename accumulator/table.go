@@ -40,6 +40,11 @@ type TableSpec struct {
 	// called when the accumulator first sees a partition (or again after
 	// ForgetPartition), on the write path: it must not block.
 	PartitionBuckets func(partitionID int64) int
+	// NoLinger makes the table's batches ready at once, whatever
+	// Config.Linger says: for tables whose writes someone waits on one at
+	// a time (the gateway's transaction rows and staged Kafka batches,
+	// which are already batches), where linger only adds latency.
+	NoLinger bool
 }
 
 // Table is a table registered with an Accumulator (Accumulator.AddTable).

@@ -124,6 +124,7 @@ func (l *stagingLog) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	spec.NoLinger = true // a producer waits on each of these writes
 	t, err := l.acc.AddTable(spec)
 	if err != nil {
 		return fmt.Errorf("register staging table: %w", err)

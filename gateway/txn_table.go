@@ -136,6 +136,7 @@ func (t *txnTable) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	spec.NoLinger = true // a producer waits on each of these writes
 	tab, err := t.acc.AddTable(spec)
 	if err != nil {
 		return fmt.Errorf("register transactions table: %w", err)
