@@ -518,3 +518,93 @@ func TestTransactionsLargeCommit(t *testing.T) {
 	}
 	assert.Equal(t, 3000.0, g.RequireMetrics(t).Sum("fluss_gateway_transaction_applied_records_total"))
 }
+
+// TestTransactionsKafkaTool runs Kafka's own kafka-transactions.sh
+// (TransactionsCommand of kafka-tools 4.1.0) against two gateway
+// instances while a franz-go producer on the first holds a transaction
+// open on partitions 0 and 1 (added by two AddPartitionsToTxn): list,
+// describe and describe-producers show it, and find-hanging finds nothing
+// hanging on either instance. The second instance knows the transaction
+// from the transactions table only (its begin row names partition 0), so
+// it must list partition 0 in describe-producers and describe alike, or
+// find-hanging would call the transaction hanging there.
+func TestTransactionsKafkaTool(t *testing.T) {
+	e := newEnv(t)
+	tbl := e.createTable(t, loadTable("txn_tool", 2))
+	topic := "txn-tool-" + uniqueName("t")
+	cfg := gatewayConfig{Bootstrap: e.Bootstrap, Routes: jsonRoute(topic, tbl)}
+	a, b := startGateway(t, cfg), startGateway(t, cfg)
+	ctx := testContext(t)
+	tool, err := gatewaytest.KafkaTool(ctx, "org.apache.kafka.tools.TransactionsCommand")
+	require.NoError(t, err)
+	run := func(g *gatewaytest.Process, args ...string) string {
+		t.Helper()
+		out, err := exec.CommandContext(ctx, tool[0], append(tool[1:], append([]string{"--bootstrap-server", g.KafkaAddr}, args...)...)...).CombinedOutput()
+		require.NoError(t, err, "kafka-transactions.sh %v:\n%s", args, out)
+		return string(out)
+	}
+	// rows returns the output's table rows (after the header) as fields.
+	rows := func(out string) [][]string {
+		var rs [][]string
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		for _, l := range lines[1:] {
+			if f := strings.Fields(l); len(f) > 0 {
+				rs = append(rs, f)
+			}
+		}
+		return rs
+	}
+
+	id := uniqueName("tool")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(a.KafkaAddr), kgo.TransactionalID(id), kgo.TransactionTimeout(time.Minute),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	require.NoError(t, cl.BeginTransaction())
+	for part := range int32(2) {
+		for i := range 5 {
+			r := loadRecord(topic, "tool", int(part)*5+i)
+			r.Partition = part
+			require.NoError(t, cl.ProduceSync(ctx, r).FirstErr())
+		}
+	}
+	pid, _, err := cl.ProducerID(ctx)
+	require.NoError(t, err)
+	spid := strconv.FormatInt(pid, 10)
+
+	// The instance the producer talks to knows both partitions.
+	desc := run(a, "describe", "--transactional-id", id)
+	assert.Contains(t, desc, "Ongoing")
+	assert.Contains(t, desc, topic+"-0")
+	assert.Contains(t, desc, topic+"-1")
+	for part := range 2 {
+		rs := rows(run(a, "describe-producers", "--topic", topic, "--partition", strconv.Itoa(part)))
+		require.Len(t, rs, 1, "partition %d: one producer", part)
+		assert.Equal(t, spid, rs[0][0], "partition %d", part)
+		assert.NotEqual(t, "None", rs[0][len(rs[0])-1], "an open transaction has a start offset")
+	}
+
+	// The other instance learns it from the table, at its sweeper's pace.
+	require.NoError(t, waitFor(ctx, 2*time.Minute, func() bool {
+		rs := rows(run(b, "describe-producers", "--topic", topic, "--partition", "0"))
+		return len(rs) == 1 && rs[0][0] == spid
+	}), "the second instance lists the producer on partition 0")
+	assert.Contains(t, run(b, "describe", "--transactional-id", id), topic+"-0")
+	found := false
+	for _, r := range rows(run(b, "list")) {
+		found = found || (r[0] == id && r[2] == spid && r[3] == "Ongoing")
+	}
+	assert.True(t, found, "list on the second instance shows the open transaction")
+	for _, g := range []*gatewaytest.Process{a, b} {
+		assert.Empty(t, rows(run(g, "find-hanging", "--topic", topic, "--max-transaction-timeout", "0")),
+			"nothing hanging on %s", g.KafkaAddr)
+	}
+
+	require.NoError(t, cl.EndTransaction(ctx, kgo.TryCommit))
+	for part := range 2 {
+		assert.Empty(t, rows(run(a, "describe-producers", "--topic", topic, "--partition", strconv.Itoa(part))),
+			"no open transaction on partition %d after the commit", part)
+	}
+	got := readIDs(t, e, tbl)
+	assert.Len(t, got, 10)
+}

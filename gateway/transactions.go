@@ -54,6 +54,8 @@ type txnSession struct {
 	// outcome yet (EndTxn checks the claim and the timeout).
 	begun    bool
 	claim, n int64
+	// beganAtMs and stagingOffset are the begin row's (DescribeProducers).
+	beganAtMs, stagingOffset int64
 }
 
 // EnvFailpoint names a crash point for fault tests: with it set to
@@ -203,10 +205,10 @@ func (s *bridge) AddPartitions(ctx context.Context, p kafkaproto.TxnProducer, pa
 			return fmt.Errorf("%w: %w", kafkaproto.ErrCoordinatorLoadInProgress, err)
 		}
 		if got[0] == nil {
-			return t.addParts(p, partitions, claim, n)
+			return t.addParts(p, partitions, claim, n, nil)
 		}
 	}
-	pos, err := t.ledger.begin(ctx, p, func(ctx context.Context) (int64, error) { return t.staging.end(ctx, p.TransactionalID) })
+	pos, err := t.ledger.begin(ctx, p, partitions, func(ctx context.Context) (int64, error) { return t.staging.end(ctx, p.TransactionalID) })
 	if err != nil {
 		if errors.Is(err, errTxnTimedOut) {
 			t.m.outcomes.WithLabelValues("timeout").Inc()
@@ -214,12 +216,12 @@ func (s *bridge) AddPartitions(ctx context.Context, p kafkaproto.TxnProducer, pa
 		}
 		return err
 	}
-	return t.addParts(p, partitions, pos.claim.key.claim, pos.n)
+	return t.addParts(p, partitions, pos.claim.key.claim, pos.n, pos.begin)
 }
 
 // addParts records partitions added to p's transaction n of claim here
-// (its begin row exists).
-func (t *transactions) addParts(p kafkaproto.TxnProducer, partitions map[string][]int32, claim, n int64) error {
+// (its begin row exists; begin is it, or nil when the session has it).
+func (t *transactions) addParts(p kafkaproto.TxnProducer, partitions map[string][]int32, claim, n int64, begin *txnRow) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	sess := t.added[p.TransactionalID]
@@ -231,6 +233,9 @@ func (t *transactions) addParts(p kafkaproto.TxnProducer, partitions map[string]
 		sess.parts, sess.staged = map[topicPartition]bool{}, 0
 	}
 	sess.begun, sess.claim, sess.n = true, claim, n
+	if begin != nil {
+		sess.beganAtMs, sess.stagingOffset = begin.writtenAtMs, begin.stagingOffset
+	}
 	for topic, ps := range partitions {
 		for _, part := range ps {
 			sess.parts[topicPartition{topic, part}] = true
@@ -282,6 +287,9 @@ func (s *bridge) EndTransaction(ctx context.Context, p kafkaproto.TxnProducer, c
 			s.log.Info("transaction not committed", slog.String("transactional_id", p.TransactionalID), slog.Any("err", err))
 		}
 		return err
+	}
+	if pos.begin != nil && t.view != nil {
+		t.view.ended(txnRef{p.TransactionalID, pos.claim.key.claim, pos.n})
 	}
 	if !commit {
 		t.m.outcomes.WithLabelValues("abort").Inc()

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -48,14 +49,11 @@ func (s *bridge) describeTransaction(ctx context.Context, id string) kafkaproto.
 	switch {
 	case pos.begin != nil:
 		d.State, d.StartMs = "Ongoing", pos.begin.writtenAtMs
-		t.mu.Lock()
-		if sess := t.added[id]; sess != nil && sess.producer.ProducerID == claim.producerID && sess.producer.Epoch == claim.epoch {
-			d.Partitions = map[string][]int32{}
-			for tp := range sess.parts {
-				d.Partitions[tp.topic] = append(d.Partitions[tp.topic], tp.partition)
-			}
+		parts := t.partitionsOf(txnRef{id, claim.key.claim, pos.n}, claim.producerID, claim.epoch, pos.begin)
+		d.Partitions = map[string][]int32{}
+		for tp := range parts {
+			d.Partitions[tp.topic] = append(d.Partitions[tp.topic], tp.partition)
 		}
-		t.mu.Unlock()
 	case pos.last == nil:
 		d.State = "Empty"
 	case pos.last.outcome == outcomeCommit:
@@ -80,26 +78,101 @@ func (s *bridge) ListTransactions(context.Context) ([]kafkaproto.TxnListing, err
 	return v.list()
 }
 
+// partitionsOf is what an open transaction is known to write: the
+// partitions its begin row names (those of its first AddPartitionsToTxn,
+// known to every instance) and those its AddPartitionsToTxn requests
+// added on this instance. Partitions added later on another instance are
+// not known here (docs/transactions.md, "Admin APIs").
+func (t *transactions) partitionsOf(ref txnRef, producerID int64, epoch int16, begin *txnRow) map[topicPartition]bool {
+	parts := map[topicPartition]bool{}
+	beginPartitions(begin, parts)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if sess := t.added[ref.id]; sess != nil && sess.begun && sess.claim == ref.claim && sess.n == ref.n &&
+		sess.producer.ProducerID == producerID && sess.producer.Epoch == epoch {
+		for tp := range sess.parts {
+			parts[tp] = true
+		}
+	}
+	return parts
+}
+
+// DescribeProducers implements kafkaproto.TransactionsViewer: the open
+// transactions of the sweeper's last sweep, and those begun here since,
+// on the partitions they are known to write (partitionsOf).
+func (s *bridge) DescribeProducers(_ context.Context, topic string, partitions []int32) (map[int32][]kafkaproto.ProducerState, error) {
+	t := s.txn
+	if t.view == nil {
+		return nil, fmt.Errorf("%w: the transaction sweeper has not run yet", kafkaproto.ErrNotLeaderOrFollower)
+	}
+	open, readFromMs, err := t.view.ongoing()
+	if err != nil {
+		return nil, err
+	}
+	seen := make(map[txnRef]bool, len(open))
+	for _, o := range open {
+		seen[o.ref] = true
+	}
+	// Begun here after the last sweep read: the begin row is only in the
+	// session. (An older session the sweep did not list has ended, on
+	// another instance; the margin covers clocks and the write's time.)
+	t.mu.Lock()
+	for id, sess := range t.added {
+		ref := txnRef{id, sess.claim, sess.n}
+		if sess.begun && !seen[ref] && sess.beganAtMs >= readFromMs-sessionMarginMs {
+			open = append(open, openTxn{ref: ref, producerID: sess.producer.ProducerID, epoch: sess.producer.Epoch,
+				startMs: sess.beganAtMs, stagingOffset: sess.stagingOffset})
+		}
+	}
+	t.mu.Unlock()
+	asked := make(map[int32]bool, len(partitions))
+	for _, p := range partitions {
+		asked[p] = true
+	}
+	out := make(map[int32][]kafkaproto.ProducerState, len(partitions))
+	for _, o := range open {
+		for tp := range t.partitionsOf(o.ref, o.producerID, o.epoch, o.begin) {
+			if tp.topic == topic && asked[tp.partition] {
+				out[tp.partition] = append(out[tp.partition], kafkaproto.ProducerState{ProducerID: o.producerID, Epoch: o.epoch,
+					LastTimestampMs: o.startMs, TxnStartOffset: o.stagingOffset})
+			}
+		}
+	}
+	for _, ps := range out {
+		slices.SortFunc(ps, func(a, b kafkaproto.ProducerState) int { return cmp.Compare(a.ProducerID, b.ProducerID) })
+	}
+	return out, nil
+}
+
+// sessionMarginMs: a session begun this long before a sweep began reading
+// may still be missing from it.
+const sessionMarginMs = 2000
+
 // txnView is the sweeper's list of open transactions, refreshed after
 // each sweep.
 type txnView struct {
-	mu    sync.Mutex
-	ready bool
-	open  []kafkaproto.TxnListing
+	mu      sync.Mutex
+	ready   bool
+	open    []kafkaproto.TxnListing
+	running []openTxn // the Ongoing ones of open
+	// readFromMs: the sweep read every row written before it.
+	readFromMs int64
 }
 
-func (v *txnView) set(open []kafkaproto.TxnListing) {
-	slices.SortFunc(open, func(a, b kafkaproto.TxnListing) int {
-		if a.TransactionalID < b.TransactionalID {
-			return -1
-		}
-		if a.TransactionalID > b.TransactionalID {
-			return 1
-		}
-		return 0
-	})
+// openTxn is an open transaction as the sweeper last saw it.
+type openTxn struct {
+	ref           txnRef
+	producerID    int64
+	epoch         int16
+	startMs       int64
+	stagingOffset int64
+	begin         *txnRow // nil when only this instance's session knows it
+}
+
+func (v *txnView) set(open []kafkaproto.TxnListing, running []openTxn, readFromMs int64) {
+	slices.SortFunc(open, func(a, b kafkaproto.TxnListing) int { return cmp.Compare(a.TransactionalID, b.TransactionalID) })
 	v.mu.Lock()
-	v.open, v.ready = open, true
+	v.open, v.running, v.readFromMs, v.ready = open, running, readFromMs, true
 	v.mu.Unlock()
 }
 
@@ -110,6 +183,29 @@ func (v *txnView) list() ([]kafkaproto.TxnListing, error) {
 		return nil, fmt.Errorf("%w: the transaction sweeper has not read the transactions table yet", kafkaproto.ErrCoordinatorLoadInProgress)
 	}
 	return slices.Clone(v.open), nil
+}
+
+// ended drops a transaction this instance just ended from the view, which
+// the next sweep would do: Admin answers here see the end at once. A
+// commit not yet applied is listed again by that sweep.
+func (v *txnView) ended(ref txnRef) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.running = slices.DeleteFunc(v.running, func(o openTxn) bool { return o.ref == ref })
+	v.open = slices.DeleteFunc(v.open, func(l kafkaproto.TxnListing) bool {
+		return l.TransactionalID == ref.id && l.State == "Ongoing" && !slices.ContainsFunc(v.running, func(o openTxn) bool { return o.ref.id == ref.id })
+	})
+}
+
+// ongoing returns the Ongoing transactions and when the sweep that saw
+// them began reading.
+func (v *txnView) ongoing() ([]openTxn, int64, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !v.ready {
+		return nil, 0, fmt.Errorf("%w: the transaction sweeper has not read the transactions table yet", kafkaproto.ErrNotLeaderOrFollower)
+	}
+	return slices.Clone(v.running), v.readFromMs, nil
 }
 
 var _ kafkaproto.TransactionsViewer = (*bridge)(nil)

@@ -169,7 +169,7 @@ func TestIntegrationTxnOutcomeRace(t *testing.T) {
 		pid, epoch, err := claims[0].init(ctx, id, 60_000, -1, -1)
 		require.NoError(t, err)
 		p := kafkaproto.TxnProducer{TransactionalID: id, ProducerID: pid, Epoch: epoch}
-		_, err = a.begin(ctx, p, noStaging)
+		_, err = a.begin(ctx, p, nil, noStaging)
 		require.NoError(t, err)
 		old, err := claims[1].current(ctx, id)
 		require.NoError(t, err)

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -37,6 +38,36 @@ const (
 	reasonTimeout = "timeout"
 	reasonFenced  = "fenced_by_new_producer"
 )
+
+// encodeTxnPartitions is the reason column of a begin row: the partitions
+// that began the transaction, as JSON ({"topic":[0,1]}).
+func encodeTxnPartitions(parts map[string][]int32) string {
+	if len(parts) == 0 {
+		return ""
+	}
+	b, err := json.Marshal(parts)
+	if err != nil {
+		return "" // a map of strings to ints always marshals
+	}
+	return string(b)
+}
+
+// beginPartitions adds the partitions a begin row names to into; a row
+// without them (or written by an older version) adds none.
+func beginPartitions(begin *txnRow, into map[topicPartition]bool) {
+	if begin == nil || begin.reason == "" {
+		return
+	}
+	var parts map[string][]int32
+	if json.Unmarshal([]byte(begin.reason), &parts) != nil {
+		return
+	}
+	for topic, ps := range parts {
+		for _, p := range ps {
+			into[topicPartition{topic, p}] = true
+		}
+	}
+}
 
 func beginKey(claim, n int64) txnKey   { return txnKey{claim: claim, txn: 2 * n} }
 func outcomeKey(claim, n int64) txnKey { return txnKey{claim: claim, txn: 2*n + 1} }
@@ -92,11 +123,13 @@ func (l *txnLedger) expired(pos *txnPosition) bool {
 }
 
 // begin makes sure the producer's open transaction has begun (AddPartitionsToTxn).
+// The begin row names the partitions of the AddPartitionsToTxn that began
+// the transaction, so every instance's Admin answers know them.
 // A transaction past its timeout is aborted instead, and the producer
 // fenced, as Kafka bumps the epoch when it aborts one. stagingEnd gives the
 // begin row's staging offset, read before the row is written: every batch
 // of the transaction is staged after it.
-func (l *txnLedger) begin(ctx context.Context, p kafkaproto.TxnProducer, stagingEnd func(context.Context) (int64, error)) (*txnPosition, error) {
+func (l *txnLedger) begin(ctx context.Context, p kafkaproto.TxnProducer, parts map[string][]int32, stagingEnd func(context.Context) (int64, error)) (*txnPosition, error) {
 	pos, err := l.position(ctx, p)
 	if err != nil {
 		return nil, err
@@ -112,7 +145,8 @@ func (l *txnLedger) begin(ctx context.Context, p kafkaproto.TxnProducer, staging
 		return nil, fmt.Errorf("%w: %w", kafkaproto.ErrCoordinatorLoadInProgress, err)
 	}
 	row := &txnRow{id: p.TransactionalID, key: beginKey(pos.claim.key.claim, pos.n), producerID: p.ProducerID, epoch: p.Epoch,
-		timeoutMs: pos.claim.timeoutMs, writtenBy: randomInt63(), writtenAtMs: l.now().UnixMilli(), stagingOffset: from}
+		timeoutMs: pos.claim.timeoutMs, writtenBy: randomInt63(), writtenAtMs: l.now().UnixMilli(), stagingOffset: from,
+		reason: encodeTxnPartitions(parts)}
 	if err := l.rows.insert(ctx, row); err != nil {
 		return nil, fmt.Errorf("%w: %w", kafkaproto.ErrCoordinatorLoadInProgress, err)
 	}

@@ -89,10 +89,11 @@ func (w *txnSweeper) sweep(ctx context.Context) error {
 	if err := tab.open(ctx); err != nil {
 		return err
 	}
+	readFrom := w.now().UnixMilli()
 	if err := w.read(ctx, tab); err != nil {
 		return err
 	}
-	defer w.publish()
+	defer w.publish(readFrom)
 	// One transaction that cannot be finished (its topic has no route
 	// here, Fluss refuses) does not hold the others back.
 	now := w.now().UnixMilli()
@@ -236,9 +237,11 @@ func (w *txnSweeper) apply(ctx context.Context, ref txnRef, st *sweptTxn) error 
 	return nil
 }
 
-// publish hands the open transactions to ListTransactions.
-func (w *txnSweeper) publish() {
+// publish hands the open transactions to ListTransactions and
+// DescribeProducers: the changelog was read up to at least readFromMs.
+func (w *txnSweeper) publish(readFromMs int64) {
 	open := make([]kafkaproto.TxnListing, 0, len(w.pending))
+	var running []openTxn
 	for ref, st := range w.pending {
 		l := kafkaproto.TxnListing{TransactionalID: ref.id, StartMs: -1, ProducerID: -1}
 		switch {
@@ -246,10 +249,12 @@ func (w *txnSweeper) publish() {
 			l.State, l.ProducerID = "PrepareCommit", st.outcome.producerID
 		case st.begin != nil:
 			l.State, l.ProducerID, l.StartMs = "Ongoing", st.begin.producerID, st.begin.writtenAtMs
+			running = append(running, openTxn{ref: ref, producerID: st.begin.producerID, epoch: st.begin.epoch,
+				startMs: st.begin.writtenAtMs, stagingOffset: st.begin.stagingOffset, begin: st.begin})
 		default:
 			continue
 		}
 		open = append(open, l)
 	}
-	w.b.txn.view.set(open)
+	w.b.txn.view.set(open, running, readFromMs)
 }

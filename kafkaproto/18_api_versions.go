@@ -17,8 +17,9 @@ package kafkaproto
 //   - AddPartitionsToTxn, AddOffsetsToTxn and EndTxn 0-3 only while the
 //     backend serves transactions (transactions.go); no transaction.version
 //     feature is advertised, so Kafka 4 clients keep to the classic
-//     protocol. DescribeTransactions 0 and ListTransactions 0-1 also need a
-//     TransactionsViewer (65_describe_transactions.go).
+//     protocol. DescribeProducers 0, DescribeTransactions 0 and
+//     ListTransactions 0-1 also need a TransactionsViewer
+//     (65_describe_transactions.go).
 //   - Telemetry (71/72) is not advertised, so clients skip it quietly.
 //
 // An ApiVersions request newer than v4 is answered, unparsed, with the v0
@@ -53,6 +54,7 @@ const (
 	keyAddPartitionsTxn int16 = 24
 	keyAddOffsetsToTxn  int16 = 25
 	keyEndTxn           int16 = 26
+	keyDescribeProds    int16 = 61
 	keyDescribeTxns     int16 = 65
 	keyListTxns         int16 = 66
 	keySASLAuthenticate int16 = 36
@@ -76,6 +78,7 @@ var advertisedAPIs = []apiRange{
 	{key: keyAddPartitionsTxn, min: 0, max: 3, name: "add_partitions_to_txn", txnOnly: true},
 	{key: keyAddOffsetsToTxn, min: 0, max: 3, name: "add_offsets_to_txn", txnOnly: true},
 	{key: keyEndTxn, min: 0, max: 3, name: "end_txn", txnOnly: true},
+	{key: keyDescribeProds, min: 0, max: 0, name: "describe_producers", txnOnly: true, txnView: true},
 	{key: keyDescribeTxns, min: 0, max: 0, name: "describe_transactions", txnOnly: true, txnView: true},
 	{key: keyListTxns, min: 0, max: 1, name: "list_transactions", txnOnly: true, txnView: true},
 	{key: keySASLAuthenticate, min: 0, max: 2, name: "sasl_authenticate", saslOnly: true},

@@ -22,6 +22,9 @@ type TransactionsViewer interface {
 	// ListTransactions lists the transactions the backend knows to be
 	// open (Ongoing, PrepareCommit, PrepareAbort).
 	ListTransactions(ctx context.Context) ([]TxnListing, error)
+	// DescribeProducers reports, per partition of topic asked, the
+	// producers with an open transaction on it (61_describe_producers.go).
+	DescribeProducers(ctx context.Context, topic string, partitions []int32) (map[int32][]ProducerState, error)
 }
 
 // TxnDescription is one transactional id as DescribeTransactions reports

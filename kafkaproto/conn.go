@@ -796,6 +796,8 @@ func (c *conn) handleFrame(frame []byte) (*response, bool) {
 		r.msg = c.handleAddOffsetsToTxn(req)
 	case *kmsg.EndTxnRequest:
 		r.msg = c.handleEndTxn(req)
+	case *kmsg.DescribeProducersRequest:
+		r.msg = c.handleDescribeProducers(req)
 	case *kmsg.DescribeTransactionsRequest:
 		r.msg = c.handleDescribeTransactions(req)
 	case *kmsg.ListTransactionsRequest:
