@@ -71,11 +71,47 @@ func (s *bridge) describeTransaction(ctx context.Context, id string) kafkaproto.
 // transactions (Ongoing) and the commits not yet applied (PrepareCommit)
 // this instance's sweeper knows of, as of its last sweep.
 func (s *bridge) ListTransactions(context.Context) ([]kafkaproto.TxnListing, error) {
-	v := s.txn.view
-	if v == nil {
+	t := s.txn
+	if t.view == nil {
 		return nil, errors.New("the transaction sweeper has not run yet")
 	}
-	return v.list()
+	list, err := t.view.list()
+	if err != nil {
+		return nil, err
+	}
+	_, readFromMs, err := t.view.ongoing()
+	if err != nil {
+		return nil, err
+	}
+	listed := make(map[string]bool, len(list))
+	for _, l := range list {
+		listed[l.TransactionalID] = true
+	}
+	for _, o := range t.begunHereSince(readFromMs, nil) {
+		if !listed[o.ref.id] {
+			list = append(list, kafkaproto.TxnListing{TransactionalID: o.ref.id, ProducerID: o.producerID, State: "Ongoing", StartMs: o.startMs})
+		}
+	}
+	return list, nil
+}
+
+// begunHereSince returns the transactions begun on this instance that the
+// sweep which began reading at readFromMs may not have seen (the begin
+// row is then only in the session), except those in seen. A session the
+// sweep did not list and that began well before it has ended, on another
+// instance; the margin covers clocks and the write's time.
+func (t *transactions) begunHereSince(readFromMs int64, seen map[txnRef]bool) []openTxn {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []openTxn
+	for id, sess := range t.added {
+		ref := txnRef{id, sess.claim, sess.n}
+		if sess.begun && !seen[ref] && sess.beganAtMs >= readFromMs-sessionMarginMs {
+			out = append(out, openTxn{ref: ref, producerID: sess.producer.ProducerID, epoch: sess.producer.Epoch,
+				startMs: sess.beganAtMs, stagingOffset: sess.stagingOffset})
+		}
+	}
+	return out
 }
 
 // partitionsOf is what an open transaction is known to write: the
@@ -113,18 +149,7 @@ func (s *bridge) DescribeProducers(_ context.Context, topic string, partitions [
 	for _, o := range open {
 		seen[o.ref] = true
 	}
-	// Begun here after the last sweep read: the begin row is only in the
-	// session. (An older session the sweep did not list has ended, on
-	// another instance; the margin covers clocks and the write's time.)
-	t.mu.Lock()
-	for id, sess := range t.added {
-		ref := txnRef{id, sess.claim, sess.n}
-		if sess.begun && !seen[ref] && sess.beganAtMs >= readFromMs-sessionMarginMs {
-			open = append(open, openTxn{ref: ref, producerID: sess.producer.ProducerID, epoch: sess.producer.Epoch,
-				startMs: sess.beganAtMs, stagingOffset: sess.stagingOffset})
-		}
-	}
-	t.mu.Unlock()
+	open = append(open, t.begunHereSince(readFromMs, seen)...)
 	asked := make(map[int32]bool, len(partitions))
 	for _, p := range partitions {
 		asked[p] = true

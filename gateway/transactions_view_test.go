@@ -58,6 +58,16 @@ func TestDescribeProducersAndTransactionsAgree(t *testing.T) {
 	require.Len(t, got[2], 1, "a partition added after the begin, on this instance")
 	assert.Empty(t, got[3])
 
+	// ListTransactions agrees: the local one is listed before any sweep
+	// saw it (Flink's listing strategy may run right after a failure).
+	list, err := b.ListTransactions(ctx)
+	require.NoError(t, err)
+	var ids []string
+	for _, l := range list {
+		ids = append(ids, l.TransactionalID+"/"+l.State)
+	}
+	assert.ElementsMatch(t, []string{"remote/Ongoing", "local/Ongoing"}, ids)
+
 	descs := b.DescribeTransactions(ctx, []string{"remote", "local", "nobody"})
 	assert.Equal(t, map[string][]int32{"t": {0}, "u": {3}}, sortedParts(descs[0].Partitions))
 	assert.Equal(t, map[string][]int32{"t": {1, 2}}, sortedParts(descs[1].Partitions))
