@@ -539,8 +539,11 @@ func TestTransactionsKafkaTool(t *testing.T) {
 	require.NoError(t, err)
 	run := func(g *gatewaytest.Process, args ...string) string {
 		t.Helper()
-		out, err := exec.CommandContext(ctx, tool[0], append(tool[1:], append([]string{"--bootstrap-server", g.KafkaAddr}, args...)...)...).CombinedOutput()
-		require.NoError(t, err, "kafka-transactions.sh %v:\n%s", args, out)
+		cmd := exec.CommandContext(ctx, tool[0], append(tool[1:], append([]string{"--bootstrap-server", g.KafkaAddr}, args...)...)...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr // the tools' log lines (slf4j-simple)
+		out, err := cmd.Output()
+		require.NoError(t, err, "kafka-transactions.sh %v:\n%s\n%s", args, out, stderr.String())
 		return string(out)
 	}
 	// rows returns the output's table rows (after the header) as fields.
@@ -607,4 +610,180 @@ func TestTransactionsKafkaTool(t *testing.T) {
 	}
 	got := readIDs(t, e, tbl)
 	assert.Len(t, got, 10)
+}
+
+// TestTransactionsFlink2Listing: Flink 2.0's KafkaSink EXACTLY_ONCE with
+// TransactionNamingStrategy.POOLING (flink-connector-kafka 4.0.1-2.0,
+// internal/gatewaytest/flink2/Flink2TxnJob.java), whose recovery lists
+// lingering transactions through Admin (describeTopics, DescribeProducers,
+// ListTransactions filtered by those producer ids and Ongoing) and aborts
+// the ones it owns, other than the restored checkpoint's (which its
+// committer commits), by InitProducerId on their ids. Checkpoints every
+// second; the first run's process dies (halt, as a lost TaskManager: an
+// in-JVM task failure would not do, the 4.0 writer aborts its transaction
+// when closed) after a completed checkpoint with its sink's transactions
+// open in the gateway; a second run restores that checkpoint. Between the
+// runs the gateway's DescribeProducers and ListTransactions show the
+// lingering transactions; the second run sends DescribeProducers and
+// ListTransactions, its listing finds all of them, those after the
+// checkpoint are aborted (fenced by a new claim of their ids, as the
+// gateway logs), none is left open, and every id lands exactly once.
+func TestTransactionsFlink2Listing(t *testing.T) {
+	ctx, cancel := context.WithTimeout(testContext(t), 10*time.Minute)
+	defer cancel()
+	cmd, err := gatewaytest.Flink2TxnJob(ctx)
+	require.NoError(t, err)
+	e := newEnv(t)
+	tbl := e.createTable(t, loadTable("txn_flink2", 2))
+	topic := "txn-flink2-" + uniqueName("t")
+	g := startGateway(t, gatewayConfig{Bootstrap: e.Bootstrap, Routes: jsonRoute(topic, tbl)})
+	prefix := uniqueName("flink2")
+	checkpoints := "file://" + t.TempDir()
+
+	const records = 20_000
+	run := func(restore ...string) (string, error) {
+		args := append(append([]string(nil), cmd[1:]...), g.KafkaAddr, topic, prefix, strconv.Itoa(records), "2", checkpoints)
+		args = append(args, restore...)
+		out, err := exec.CommandContext(ctx, cmd[0], args...).CombinedOutput()
+		return string(out), err
+	}
+
+	// The first run dies after its first completed checkpoint.
+	out, err := run()
+	var exit *exec.ExitError
+	require.True(t, errors.As(err, &exit) && exit.ExitCode() == 3, "the first run halts (exit 3): %v\n%s", err, tailString(out, 4000))
+	var restore string
+	for line := range strings.Lines(out) {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "HALT-AFTER-CHECKPOINT "); ok {
+			restore = rest
+		}
+	}
+	require.NotEmpty(t, restore, "the checkpoint to restore:\n%s", tailString(out, 4000))
+
+	// What the listing strategy will see: the producers with an open
+	// transaction on the topic's partitions, and those producers' ongoing
+	// transactions, the sink's (ids prefix-<subtask>-<n>).
+	cl, err := kgo.NewClient(kgo.SeedBrokers(g.KafkaAddr))
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	ongoing := func(pids []int64) map[string]int64 {
+		req := kmsg.NewPtrListTransactionsRequest()
+		req.StateFilters = []string{"Ongoing"}
+		req.ProducerIDFilters = pids
+		txns := make(map[string]int64)
+		for _, sh := range cl.RequestSharded(ctx, req) {
+			require.NoError(t, sh.Err)
+			resp := sh.Resp.(*kmsg.ListTransactionsResponse)
+			require.Zero(t, resp.ErrorCode, "ListTransactions")
+			for _, ts := range resp.TransactionStates {
+				if strings.HasPrefix(ts.TransactionalID, prefix+"-") {
+					txns[ts.TransactionalID] = ts.ProducerID
+				}
+			}
+		}
+		return txns
+	}
+	dp := kmsg.NewPtrDescribeProducersRequest()
+	dt := kmsg.NewDescribeProducersRequestTopic()
+	dt.Topic, dt.Partitions = topic, []int32{0, 1}
+	dp.Topics = append(dp.Topics, dt)
+	var pids []int64
+	epochs := make(map[int64]int32) // producer id → its epoch at the crash
+	for _, sh := range cl.RequestSharded(ctx, dp) {
+		require.NoError(t, sh.Err)
+		for _, rt := range sh.Resp.(*kmsg.DescribeProducersResponse).Topics {
+			for _, rp := range rt.Partitions {
+				require.Zero(t, rp.ErrorCode, "DescribeProducers %s-%d: %v", rt.Topic, rp.Partition, rp.ErrorMessage)
+				for _, ap := range rp.ActiveProducers {
+					pids = append(pids, ap.ProducerID)
+					epochs[ap.ProducerID] = ap.ProducerEpoch
+				}
+			}
+		}
+	}
+	require.NotEmpty(t, pids, "DescribeProducers lists the dead run's producers")
+	// ListTransactions answers from the gateway's sweeper (every 5 s), so a
+	// transaction begun since its last sweep is listed a little later.
+	var lingering map[string]int64
+	crashed := time.Now()
+	require.NoError(t, waitFor(ctx, 30*time.Second, func() bool {
+		lingering = ongoing(pids)
+		return len(lingering) > 0
+	}), "ListTransactions(producer ids %v, Ongoing) lists the dead run's transactions; unfiltered: %v", pids, ongoing(nil))
+	t.Logf("after the crash: active producers %v, lingering transactions %v (listed after %v); restoring %s",
+		pids, lingering, time.Since(crashed).Round(time.Millisecond), restore)
+
+	// The second run recovers from the checkpoint and finishes.
+	before := g.RequireMetrics(t)
+	out, err = run(restore)
+	require.NoError(t, err, "the recovered run:\n%s", tailString(out, 8000))
+	require.Contains(t, out, "DONE")
+	after := g.RequireMetrics(t)
+	delta := func(name string, labels ...string) float64 {
+		return after.Sum(name, labels...) - before.Sum(name, labels...)
+	}
+	const requests = "fluss_gateway_kafka_requests_total"
+	describeProducers, listTxns := delta(requests, `api="describe_producers"`), delta(requests, `api="list_transactions"`)
+	fenced := delta("fluss_gateway_transactions_total", `outcome="fenced"`)
+	found := 0
+	precommitted := make(map[string]bool) // the restored checkpoint's transactions: committed, not aborted
+	for line := range strings.Lines(out) {
+		// ExactlyOnceKafkaWriter: "Aborting lingering transactions from previous execution. Recovered
+		// states: [KafkaWriterState{..., precommittedTransactionalIds=[CheckpointTransaction{transactionalId='<id>', ...".
+		if _, states, ok := strings.Cut(line, "precommittedTransactionalIds="); ok {
+			for _, part := range strings.Split(states, "transactionalId='")[1:] {
+				id, _, _ := strings.Cut(part, "'")
+				precommitted[id] = true
+			}
+		}
+		// TransactionAbortStrategyImpl.LISTING: "Found N open transactions for subtask S: [...]".
+		if _, rest, ok := strings.Cut(line, "Found "); ok {
+			if f := strings.Fields(rest); len(f) > 4 && f[1] == "open" && f[2] == "transactions" {
+				n, err := strconv.Atoi(f[0])
+				require.NoError(t, err, line)
+				found += n
+				t.Logf("flink: %s", strings.TrimSpace(line))
+			}
+		}
+	}
+	t.Logf("recovery: %v DescribeProducers and %v ListTransactions requests, %d open transactions found by the sink, %v transactions fenced; precommitted in the checkpoint: %v",
+		describeProducers, listTxns, found, fenced, precommitted)
+	assert.Positive(t, describeProducers, "the recovery sent DescribeProducers")
+	assert.Positive(t, listTxns, "the recovery sent ListTransactions")
+	assert.Equal(t, len(lingering), found, "the sink's listing found every lingering transaction (%v)", lingering)
+	// Each lingering transaction that is not one of the checkpoint's (which
+	// the committer commits) was aborted: a new claim of its id settled it.
+	logs := g.Logs()
+	aborted := 0
+	for id, pid := range lingering {
+		line := fmt.Sprintf("transaction aborted: a new producer with the same transactional id started\" component=bridge transactional_id=%s producer_id=%d epoch=%d",
+			id, pid, epochs[pid])
+		t.Logf("lingering %s: producer %d epoch %d, in the checkpoint %v, aborted by a new claim %v",
+			id, pid, epochs[pid], precommitted[id], strings.Contains(logs, line))
+		if precommitted[id] {
+			continue
+		}
+		if assert.Contains(t, logs, line, "the lingering transaction %s (producer %d) was aborted", id, pid) {
+			aborted++
+		}
+	}
+	t.Logf("%d lingering transactions aborted on recovery", aborted)
+	assert.Positive(t, aborted, "a lingering transaction after the checkpoint was aborted")
+	assert.GreaterOrEqual(t, fenced, float64(aborted), "fenced transactions")
+	assert.Empty(t, ongoing(nil), "no transaction of the sink is left open")
+
+	got := readIDs(t, e, tbl)
+	lost, dup := 0, 0
+	for i := range int64(records) {
+		switch n := got[rowID{"flink2", i}]; {
+		case n == 0:
+			lost++
+		case n > 1:
+			dup += n - 1
+		}
+	}
+	t.Logf("flink 2 exactly once (POOLING, LISTING) across a crash: %d rows read back for %d ids, %d lost, %d duplicated", len(got), records, lost, dup)
+	assert.Zero(t, lost, "lost ids")
+	assert.Zero(t, dup, "duplicated rows")
+	assert.Len(t, got, records, "no row outside the ids")
 }
