@@ -144,7 +144,7 @@ routes:
 		Name:     "orders",
 		Topic:    "orders",
 		Table:    fluss.TablePath{Database: "shop", Table: "orders"},
-		Value:    mapping.ValueSpec{Format: mapping.ValueJSON, UnknownFields: mapping.FieldIgnore, MissingFields: mapping.FieldNull},
+		Value:    mapping.ValueSpec{Format: mapping.ValueJSON, UnknownFields: mapping.FieldIgnore, MissingFields: mapping.FieldNull, EmptyRows: mapping.FieldReject},
 		Key:      mapping.KeySpec{Format: mapping.KeyNone},
 		Metadata: mapping.MetadataSpec{HeadersFormat: mapping.HeadersJSON},
 		Errors:   mapping.ErrorSpec{Mode: mapping.ErrorsReject},
@@ -152,7 +152,7 @@ routes:
 	r := cfg.Routes[1]
 	assert.Equal(t, `logs\..*`, r.Name)
 	assert.Equal(t, fluss.TablePath{Database: "ops", Table: "logs"}, r.Table)
-	assert.Equal(t, mapping.ValueSpec{Format: mapping.ValueRaw, Column: "payload", UnknownFields: mapping.FieldIgnore, MissingFields: mapping.FieldNull}, r.Value)
+	assert.Equal(t, mapping.ValueSpec{Format: mapping.ValueRaw, Column: "payload", UnknownFields: mapping.FieldIgnore, MissingFields: mapping.FieldNull, EmptyRows: mapping.FieldReject}, r.Value)
 	assert.Equal(t, []mapping.PartitionSpec{
 		{Column: "dt", From: mapping.PartitionFromTimestamp, Format: "yyyyMMdd", TimeZone: "UTC"},
 		{Column: "region", From: mapping.PartitionFromField},
@@ -187,7 +187,7 @@ routes:
 		Topic: "orders",
 		Table: fluss.TablePath{Database: "shop", Table: "orders"},
 		Value: mapping.ValueSpec{Format: mapping.ValueJSON, Paths: map[string]string{"customer": "customer.name"},
-			UnknownFields: mapping.FieldReject, MissingFields: mapping.FieldReject},
+			UnknownFields: mapping.FieldReject, MissingFields: mapping.FieldReject, EmptyRows: mapping.FieldReject},
 		Key: mapping.KeySpec{Format: mapping.KeyJSON, Paths: map[string]string{"id": "$.id"}},
 		Metadata: mapping.MetadataSpec{Key: "k", Headers: "h", HeadersFormat: mapping.HeadersJSON, Timestamp: "ts",
 			Partition: "p", Offset: "o", Topic: "tp"},

@@ -164,6 +164,7 @@ func wiringChanges(t *testing.T) map[string]keyChange {
 		"routes[].value.columns":            {change: route("value.columns", map[string]any{"c": "a.b"})},
 		"routes[].value.unknown_fields":     {change: route("value.unknown_fields", "reject")},
 		"routes[].value.missing_fields":     {change: route("value.missing_fields", "reject")},
+		"routes[].value.empty_rows":         {change: route("value.empty_rows", "allow")},
 		"routes[].value.framing":            {base: append(route("value", map[string]any{"format": "avro"}), registry...), change: route("value.framing", "apicurio")},
 		"routes[].value.subject":            {base: append(route("value", map[string]any{"format": "avro"}), registry...), change: route("value.subject", "events-value")},
 		"routes[].key.framing":              {base: append(route("key", map[string]any{"format": "avro"}), registry...), change: route("key.framing", "apicurio")},

@@ -29,6 +29,8 @@ type Converter struct {
 	valueDec      registryDecoder // registry formats
 	rejectUnknown bool
 	rejectMissing bool
+	rejectEmpty   bool // value.empty_rows: reject
+	valueCols     int  // how many columns are read from the value
 
 	keyFormat  KeyFormat
 	keyCol     int
@@ -92,7 +94,16 @@ func (c *Converter) Convert(rec *Record, out *Converted) error {
 	out.reset(n)
 	row, seen := out.Row, out.seen
 
-	if rec.Value == nil {
+	tombstone := rec.Value == nil
+	if !tombstone && c.valueFormat == ValueConnectJSON {
+		s := jsonScanner{data: rec.Value}
+		null, col, reason := c.walkEnvelope(&s, out)
+		if reason != "" {
+			return c.recordError(rec, col, "value: "+reason)
+		}
+		tombstone = null
+	}
+	if tombstone {
 		if !c.tombstoneDelete {
 			if c.pk {
 				return c.recordError(rec, "", "null value (tombstone) rejected by the route's tombstone policy")
@@ -157,6 +168,10 @@ func (c *Converter) Convert(rec *Record, out *Converted) error {
 		}
 	}
 
+	// Checked after the key, whose errors say more.
+	if !tombstone && c.rejectEmpty && c.valueCols > 0 && !c.filledFromValue(out) {
+		return c.recordError(rec, "", c.emptyValueReason(rec))
+	}
 	if reason := c.fillMetadata(rec, out); reason != "" {
 		return c.recordError(rec, "", reason)
 	}

@@ -300,7 +300,7 @@ func TestConvertPartitions(t *testing.T) {
 		{"time field", []fluss.Column{col("t", fluss.Time(3))}, []string{"t"}, RouteSpec{}, `{"t": "01:02:03.004"}`, "01-02-03_004", "", nil},
 		{"timestamp field", []fluss.Column{col("t", fluss.Timestamp(6))}, []string{"t"}, RouteSpec{}, `{"t": "2024-01-02T03:04:05.120300Z"}`, "2024-01-02-03-04-05_1203", "", nil},
 		{"timestamp field whole second", []fluss.Column{col("t", fluss.TimestampLTZ(3))}, []string{"t"}, RouteSpec{}, `{"t": "2024-01-02T03:04:05Z"}`, "2024-01-02-03-04-05_", "", nil},
-		{"null partition", []fluss.Column{col("region", fluss.String())}, []string{"region"}, RouteSpec{}, `{}`, "", `column "region": primary key or partition column has no value`, nil},
+		{"null partition", []fluss.Column{col("region", fluss.String()), col("v", fluss.String())}, []string{"region"}, RouteSpec{}, `{"v": "x"}`, "", `column "region": primary key or partition column has no value`, nil},
 		{"explicit null partition", []fluss.Column{col("region", fluss.String())}, []string{"region"}, RouteSpec{}, `{"region": null}`, "", `column "region": primary key or partition column is null`, nil},
 		{"invalid partition value", []fluss.Column{col("region", fluss.String())}, []string{"region"}, RouteSpec{}, `{"region": "a b"}`, "", `partition value "a b" is not`, nil},
 		{"reserved partition prefix", []fluss.Column{col("region", fluss.String())}, []string{"region"}, RouteSpec{}, `{"region": "__x"}`, "", `partition value "__x" is not`, nil},

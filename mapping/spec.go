@@ -79,6 +79,10 @@ const (
 	ValueAvro       ValueFormat = "avro"
 	ValueProtobuf   ValueFormat = "protobuf"
 	ValueJSONSchema ValueFormat = "json_schema"
+	// ValueConnectJSON is Kafka Connect's JsonConverter with
+	// schemas.enable=true: {"schema": ..., "payload": ...}; the payload
+	// fills columns as a json value does, a null payload is a tombstone.
+	ValueConnectJSON ValueFormat = "connect_json"
 )
 
 // FieldPolicy is what an unknown or a missing JSON field does.
@@ -90,6 +94,7 @@ const (
 	FieldIgnore FieldPolicy = "ignore"
 	FieldReject FieldPolicy = "reject"
 	FieldNull   FieldPolicy = "null"
+	FieldAllow  FieldPolicy = "allow"
 )
 
 // ValueSpec is the value mapping of a route.
@@ -107,6 +112,11 @@ type ValueSpec struct {
 	// MissingFields is FieldNull (default) or FieldReject; NOT NULL columns
 	// always reject.
 	MissingFields FieldPolicy `yaml:"missing_fields"`
+	// EmptyRows is what a value that fills none of the columns read from
+	// it does: FieldReject (default; a bad record whose reason names the
+	// fields it had) or FieldAllow (a row of nulls there). Formats that
+	// fill columns by name only.
+	EmptyRows FieldPolicy `yaml:"empty_rows"`
 	// Framing is how a schema-registry format's producers mark the schema
 	// (FramingConfluent by default); only for avro, protobuf, json_schema.
 	Framing Framing `yaml:"framing"`
@@ -249,6 +259,9 @@ func (s RouteSpec) WithDefaults() RouteSpec {
 	if s.Value.MissingFields == "" {
 		s.Value.MissingFields = FieldNull
 	}
+	if s.Value.EmptyRows == "" {
+		s.Value.EmptyRows = FieldReject
+	}
 	if s.Key.Format == "" {
 		s.Key.Format = KeyNone
 	}
@@ -368,9 +381,9 @@ func (s *RouteSpec) check(add func(field, format string, args ...any)) {
 			add("value.column", "required for value.format %s", v.Format)
 		}
 		if len(v.Paths) > 0 {
-			add("value.columns", "only applies to value.format json, avro, protobuf and json_schema")
+			add("value.columns", "only applies to value.format json, connect_json, avro, protobuf and json_schema")
 		}
-	case ValueJSON, ValueAvro, ValueProtobuf, ValueJSONSchema:
+	case ValueJSON, ValueConnectJSON, ValueAvro, ValueProtobuf, ValueJSONSchema:
 		if v.Column != "" {
 			add("value.column", "only applies to value.format raw and string; %s fills columns by name", v.Format)
 		}
@@ -380,7 +393,7 @@ func (s *RouteSpec) check(add func(field, format string, args ...any)) {
 			}
 		}
 	default:
-		add("value.format", "%q is not one of raw, string, json, avro, protobuf, json_schema", v.Format)
+		add("value.format", "%q is not one of raw, string, json, connect_json, avro, protobuf, json_schema", v.Format)
 	}
 	checkRegistry("value", string(v.Format), v.Framing, v.Subject, add)
 	if v.UnknownFields != FieldIgnore && v.UnknownFields != FieldReject {
@@ -388,6 +401,9 @@ func (s *RouteSpec) check(add func(field, format string, args ...any)) {
 	}
 	if v.MissingFields != FieldNull && v.MissingFields != FieldReject {
 		add("value.missing_fields", "%q is not one of null, reject", v.MissingFields)
+	}
+	if v.EmptyRows != FieldReject && v.EmptyRows != FieldAllow {
+		add("value.empty_rows", "%q is not one of reject, allow", v.EmptyRows)
 	}
 
 	k := s.Key

@@ -325,6 +325,7 @@ func buildPlan(r *Route, info *fluss.TableInfo) (*Converter, []error) {
 	c.valueFormat = s.Value.Format
 	c.rejectUnknown = s.Value.UnknownFields == FieldReject
 	c.rejectMissing = s.Value.MissingFields == FieldReject
+	c.rejectEmpty = s.Value.EmptyRows == FieldReject
 	switch s.Value.Format {
 	case ValueRaw, ValueString:
 		if i := p.column(s.Value.Column, "value.column"); i >= 0 && p.claim(i, srcValue) {
@@ -335,8 +336,8 @@ func buildPlan(r *Route, info *fluss.TableInfo) (*Converter, []error) {
 			}
 			c.valueCol = i
 		}
-	case ValueJSON, ValueAvro, ValueProtobuf, ValueJSONSchema:
-		registry := s.Value.Format != ValueJSON
+	case ValueJSON, ValueConnectJSON, ValueAvro, ValueProtobuf, ValueJSONSchema:
+		registry := s.Value.Format != ValueJSON && s.Value.Format != ValueConnectJSON
 		c.valueTree = &jsonNode{fields: map[string]*jsonField{}}
 		for _, name := range sortedKeys(s.Value.Paths) {
 			i := p.column(name, "value.columns")
@@ -357,6 +358,7 @@ func buildPlan(r *Route, info *fluss.TableInfo) (*Converter, []error) {
 			}
 			c.valueTree.add(path, i)
 			c.fromValue[i] = true
+			c.valueCols++
 			if c.source[i] == srcNone {
 				c.source[i] = srcValue
 			}
