@@ -40,6 +40,7 @@ const (
 	apiCreatePartition int16 = 1036
 	apiDropPartition   int16 = 1037
 	apiAuthenticate    int16 = 1038
+	apiAlterTable      int16 = 1044
 )
 
 // Server types in ApiVersionsResponse.server_type (ServerType.java).
@@ -63,6 +64,7 @@ var clientVersions = map[int16][2]int16{
 	apiDropDatabase:    {0, 0},
 	apiDatabaseExists:  {0, 0},
 	apiCreateTable:     {0, 0},
+	apiAlterTable:      {0, 0},
 	apiDropTable:       {0, 0},
 	apiGetTableInfo:    {0, 0},
 	apiListTables:      {0, 0},

@@ -204,6 +204,7 @@ var (
 	ErrInvalidConfig                = newError(39)
 	ErrPartitionAlreadyExists       = newError(42)
 	ErrLeaderNotAvailable           = newError(44)
+	ErrInvalidAlterTable            = newError(56)
 	ErrAuthenticate                 = newError(46)
 	ErrAuthorization                = newError(48)
 	ErrRetriableAuthenticate        = newError(51)

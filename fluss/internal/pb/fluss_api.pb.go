@@ -735,6 +735,241 @@ func (*CreateTableResponse) Descriptor() ([]byte, []int) {
 	return file_fluss_api_proto_rawDescGZIP(), []int{13}
 }
 
+// ALTER_TABLE (1044). A 0.9.1 server accepts only added columns, nullable,
+// at the last position; drop, rename and modify (fields 5-7, not declared
+// here) are refused.
+type AlterTableRequest struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	TablePath         *PbTablePath           `protobuf:"bytes,1,req,name=table_path,json=tablePath" json:"table_path,omitempty"`
+	IgnoreIfNotExists *bool                  `protobuf:"varint,2,req,name=ignore_if_not_exists,json=ignoreIfNotExists" json:"ignore_if_not_exists,omitempty"`
+	ConfigChanges     []*PbAlterConfig       `protobuf:"bytes,3,rep,name=config_changes,json=configChanges" json:"config_changes,omitempty"`
+	AddColumns        []*PbAddColumn         `protobuf:"bytes,4,rep,name=add_columns,json=addColumns" json:"add_columns,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *AlterTableRequest) Reset() {
+	*x = AlterTableRequest{}
+	mi := &file_fluss_api_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AlterTableRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AlterTableRequest) ProtoMessage() {}
+
+func (x *AlterTableRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fluss_api_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AlterTableRequest.ProtoReflect.Descriptor instead.
+func (*AlterTableRequest) Descriptor() ([]byte, []int) {
+	return file_fluss_api_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *AlterTableRequest) GetTablePath() *PbTablePath {
+	if x != nil {
+		return x.TablePath
+	}
+	return nil
+}
+
+func (x *AlterTableRequest) GetIgnoreIfNotExists() bool {
+	if x != nil && x.IgnoreIfNotExists != nil {
+		return *x.IgnoreIfNotExists
+	}
+	return false
+}
+
+func (x *AlterTableRequest) GetConfigChanges() []*PbAlterConfig {
+	if x != nil {
+		return x.ConfigChanges
+	}
+	return nil
+}
+
+func (x *AlterTableRequest) GetAddColumns() []*PbAddColumn {
+	if x != nil {
+		return x.AddColumns
+	}
+	return nil
+}
+
+type AlterTableResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AlterTableResponse) Reset() {
+	*x = AlterTableResponse{}
+	mi := &file_fluss_api_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AlterTableResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AlterTableResponse) ProtoMessage() {}
+
+func (x *AlterTableResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_fluss_api_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AlterTableResponse.ProtoReflect.Descriptor instead.
+func (*AlterTableResponse) Descriptor() ([]byte, []int) {
+	return file_fluss_api_proto_rawDescGZIP(), []int{15}
+}
+
+type PbAlterConfig struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ConfigKey     *string                `protobuf:"bytes,1,req,name=config_key,json=configKey" json:"config_key,omitempty"`
+	ConfigValue   *string                `protobuf:"bytes,2,opt,name=config_value,json=configValue" json:"config_value,omitempty"`
+	OpType        *int32                 `protobuf:"varint,3,req,name=op_type,json=opType" json:"op_type,omitempty"` // SET=0, DELETE=1, APPEND=2, SUBTRACT=3
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PbAlterConfig) Reset() {
+	*x = PbAlterConfig{}
+	mi := &file_fluss_api_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PbAlterConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PbAlterConfig) ProtoMessage() {}
+
+func (x *PbAlterConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_fluss_api_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PbAlterConfig.ProtoReflect.Descriptor instead.
+func (*PbAlterConfig) Descriptor() ([]byte, []int) {
+	return file_fluss_api_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *PbAlterConfig) GetConfigKey() string {
+	if x != nil && x.ConfigKey != nil {
+		return *x.ConfigKey
+	}
+	return ""
+}
+
+func (x *PbAlterConfig) GetConfigValue() string {
+	if x != nil && x.ConfigValue != nil {
+		return *x.ConfigValue
+	}
+	return ""
+}
+
+func (x *PbAlterConfig) GetOpType() int32 {
+	if x != nil && x.OpType != nil {
+		return *x.OpType
+	}
+	return 0
+}
+
+type PbAddColumn struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	ColumnName         *string                `protobuf:"bytes,1,req,name=column_name,json=columnName" json:"column_name,omitempty"`
+	DataTypeJson       []byte                 `protobuf:"bytes,2,req,name=data_type_json,json=dataTypeJson" json:"data_type_json,omitempty"`
+	Comment            *string                `protobuf:"bytes,3,opt,name=comment" json:"comment,omitempty"`
+	ColumnPositionType *int32                 `protobuf:"varint,4,req,name=column_position_type,json=columnPositionType" json:"column_position_type,omitempty"` // LAST=0, FIRST=1, AFTER=3
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *PbAddColumn) Reset() {
+	*x = PbAddColumn{}
+	mi := &file_fluss_api_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PbAddColumn) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PbAddColumn) ProtoMessage() {}
+
+func (x *PbAddColumn) ProtoReflect() protoreflect.Message {
+	mi := &file_fluss_api_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PbAddColumn.ProtoReflect.Descriptor instead.
+func (*PbAddColumn) Descriptor() ([]byte, []int) {
+	return file_fluss_api_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *PbAddColumn) GetColumnName() string {
+	if x != nil && x.ColumnName != nil {
+		return *x.ColumnName
+	}
+	return ""
+}
+
+func (x *PbAddColumn) GetDataTypeJson() []byte {
+	if x != nil {
+		return x.DataTypeJson
+	}
+	return nil
+}
+
+func (x *PbAddColumn) GetComment() string {
+	if x != nil && x.Comment != nil {
+		return *x.Comment
+	}
+	return ""
+}
+
+func (x *PbAddColumn) GetColumnPositionType() int32 {
+	if x != nil && x.ColumnPositionType != nil {
+		return *x.ColumnPositionType
+	}
+	return 0
+}
+
 // 1006
 type DropTableRequest struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
@@ -746,7 +981,7 @@ type DropTableRequest struct {
 
 func (x *DropTableRequest) Reset() {
 	*x = DropTableRequest{}
-	mi := &file_fluss_api_proto_msgTypes[14]
+	mi := &file_fluss_api_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -758,7 +993,7 @@ func (x *DropTableRequest) String() string {
 func (*DropTableRequest) ProtoMessage() {}
 
 func (x *DropTableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[14]
+	mi := &file_fluss_api_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -771,7 +1006,7 @@ func (x *DropTableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropTableRequest.ProtoReflect.Descriptor instead.
 func (*DropTableRequest) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{14}
+	return file_fluss_api_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DropTableRequest) GetTablePath() *PbTablePath {
@@ -796,7 +1031,7 @@ type DropTableResponse struct {
 
 func (x *DropTableResponse) Reset() {
 	*x = DropTableResponse{}
-	mi := &file_fluss_api_proto_msgTypes[15]
+	mi := &file_fluss_api_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -808,7 +1043,7 @@ func (x *DropTableResponse) String() string {
 func (*DropTableResponse) ProtoMessage() {}
 
 func (x *DropTableResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[15]
+	mi := &file_fluss_api_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -821,7 +1056,7 @@ func (x *DropTableResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropTableResponse.ProtoReflect.Descriptor instead.
 func (*DropTableResponse) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{15}
+	return file_fluss_api_proto_rawDescGZIP(), []int{19}
 }
 
 // 1007
@@ -834,7 +1069,7 @@ type GetTableInfoRequest struct {
 
 func (x *GetTableInfoRequest) Reset() {
 	*x = GetTableInfoRequest{}
-	mi := &file_fluss_api_proto_msgTypes[16]
+	mi := &file_fluss_api_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -846,7 +1081,7 @@ func (x *GetTableInfoRequest) String() string {
 func (*GetTableInfoRequest) ProtoMessage() {}
 
 func (x *GetTableInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[16]
+	mi := &file_fluss_api_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -859,7 +1094,7 @@ func (x *GetTableInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTableInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetTableInfoRequest) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{16}
+	return file_fluss_api_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetTableInfoRequest) GetTablePath() *PbTablePath {
@@ -882,7 +1117,7 @@ type GetTableInfoResponse struct {
 
 func (x *GetTableInfoResponse) Reset() {
 	*x = GetTableInfoResponse{}
-	mi := &file_fluss_api_proto_msgTypes[17]
+	mi := &file_fluss_api_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -894,7 +1129,7 @@ func (x *GetTableInfoResponse) String() string {
 func (*GetTableInfoResponse) ProtoMessage() {}
 
 func (x *GetTableInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[17]
+	mi := &file_fluss_api_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -907,7 +1142,7 @@ func (x *GetTableInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTableInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetTableInfoResponse) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{17}
+	return file_fluss_api_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetTableInfoResponse) GetTableId() int64 {
@@ -955,7 +1190,7 @@ type ListTablesRequest struct {
 
 func (x *ListTablesRequest) Reset() {
 	*x = ListTablesRequest{}
-	mi := &file_fluss_api_proto_msgTypes[18]
+	mi := &file_fluss_api_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -967,7 +1202,7 @@ func (x *ListTablesRequest) String() string {
 func (*ListTablesRequest) ProtoMessage() {}
 
 func (x *ListTablesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[18]
+	mi := &file_fluss_api_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -980,7 +1215,7 @@ func (x *ListTablesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTablesRequest.ProtoReflect.Descriptor instead.
 func (*ListTablesRequest) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{18}
+	return file_fluss_api_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListTablesRequest) GetDatabaseName() string {
@@ -999,7 +1234,7 @@ type ListTablesResponse struct {
 
 func (x *ListTablesResponse) Reset() {
 	*x = ListTablesResponse{}
-	mi := &file_fluss_api_proto_msgTypes[19]
+	mi := &file_fluss_api_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1011,7 +1246,7 @@ func (x *ListTablesResponse) String() string {
 func (*ListTablesResponse) ProtoMessage() {}
 
 func (x *ListTablesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[19]
+	mi := &file_fluss_api_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1024,7 +1259,7 @@ func (x *ListTablesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTablesResponse.ProtoReflect.Descriptor instead.
 func (*ListTablesResponse) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{19}
+	return file_fluss_api_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListTablesResponse) GetTableName() []string {
@@ -1044,7 +1279,7 @@ type TableExistsRequest struct {
 
 func (x *TableExistsRequest) Reset() {
 	*x = TableExistsRequest{}
-	mi := &file_fluss_api_proto_msgTypes[20]
+	mi := &file_fluss_api_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1056,7 +1291,7 @@ func (x *TableExistsRequest) String() string {
 func (*TableExistsRequest) ProtoMessage() {}
 
 func (x *TableExistsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[20]
+	mi := &file_fluss_api_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1069,7 +1304,7 @@ func (x *TableExistsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableExistsRequest.ProtoReflect.Descriptor instead.
 func (*TableExistsRequest) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{20}
+	return file_fluss_api_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *TableExistsRequest) GetTablePath() *PbTablePath {
@@ -1088,7 +1323,7 @@ type TableExistsResponse struct {
 
 func (x *TableExistsResponse) Reset() {
 	*x = TableExistsResponse{}
-	mi := &file_fluss_api_proto_msgTypes[21]
+	mi := &file_fluss_api_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1100,7 +1335,7 @@ func (x *TableExistsResponse) String() string {
 func (*TableExistsResponse) ProtoMessage() {}
 
 func (x *TableExistsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[21]
+	mi := &file_fluss_api_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1113,7 +1348,7 @@ func (x *TableExistsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableExistsResponse.ProtoReflect.Descriptor instead.
 func (*TableExistsResponse) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{21}
+	return file_fluss_api_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *TableExistsResponse) GetExists() bool {
@@ -1135,7 +1370,7 @@ type GetTableSchemaRequest struct {
 
 func (x *GetTableSchemaRequest) Reset() {
 	*x = GetTableSchemaRequest{}
-	mi := &file_fluss_api_proto_msgTypes[22]
+	mi := &file_fluss_api_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1147,7 +1382,7 @@ func (x *GetTableSchemaRequest) String() string {
 func (*GetTableSchemaRequest) ProtoMessage() {}
 
 func (x *GetTableSchemaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[22]
+	mi := &file_fluss_api_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1160,7 +1395,7 @@ func (x *GetTableSchemaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTableSchemaRequest.ProtoReflect.Descriptor instead.
 func (*GetTableSchemaRequest) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{22}
+	return file_fluss_api_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetTableSchemaRequest) GetTablePath() *PbTablePath {
@@ -1187,7 +1422,7 @@ type GetTableSchemaResponse struct {
 
 func (x *GetTableSchemaResponse) Reset() {
 	*x = GetTableSchemaResponse{}
-	mi := &file_fluss_api_proto_msgTypes[23]
+	mi := &file_fluss_api_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1199,7 +1434,7 @@ func (x *GetTableSchemaResponse) String() string {
 func (*GetTableSchemaResponse) ProtoMessage() {}
 
 func (x *GetTableSchemaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[23]
+	mi := &file_fluss_api_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1212,7 +1447,7 @@ func (x *GetTableSchemaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTableSchemaResponse.ProtoReflect.Descriptor instead.
 func (*GetTableSchemaResponse) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{23}
+	return file_fluss_api_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetTableSchemaResponse) GetSchemaId() int32 {
@@ -1241,7 +1476,7 @@ type MetadataRequest struct {
 
 func (x *MetadataRequest) Reset() {
 	*x = MetadataRequest{}
-	mi := &file_fluss_api_proto_msgTypes[24]
+	mi := &file_fluss_api_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1253,7 +1488,7 @@ func (x *MetadataRequest) String() string {
 func (*MetadataRequest) ProtoMessage() {}
 
 func (x *MetadataRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[24]
+	mi := &file_fluss_api_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1266,7 +1501,7 @@ func (x *MetadataRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetadataRequest.ProtoReflect.Descriptor instead.
 func (*MetadataRequest) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{24}
+	return file_fluss_api_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *MetadataRequest) GetTablePath() []*PbTablePath {
@@ -1302,7 +1537,7 @@ type MetadataResponse struct {
 
 func (x *MetadataResponse) Reset() {
 	*x = MetadataResponse{}
-	mi := &file_fluss_api_proto_msgTypes[25]
+	mi := &file_fluss_api_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1314,7 +1549,7 @@ func (x *MetadataResponse) String() string {
 func (*MetadataResponse) ProtoMessage() {}
 
 func (x *MetadataResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[25]
+	mi := &file_fluss_api_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1327,7 +1562,7 @@ func (x *MetadataResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetadataResponse.ProtoReflect.Descriptor instead.
 func (*MetadataResponse) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{25}
+	return file_fluss_api_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *MetadataResponse) GetCoordinatorServer() *PbServerNode {
@@ -1369,7 +1604,7 @@ type ListPartitionInfosRequest struct {
 
 func (x *ListPartitionInfosRequest) Reset() {
 	*x = ListPartitionInfosRequest{}
-	mi := &file_fluss_api_proto_msgTypes[26]
+	mi := &file_fluss_api_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1381,7 +1616,7 @@ func (x *ListPartitionInfosRequest) String() string {
 func (*ListPartitionInfosRequest) ProtoMessage() {}
 
 func (x *ListPartitionInfosRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[26]
+	mi := &file_fluss_api_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1394,7 +1629,7 @@ func (x *ListPartitionInfosRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPartitionInfosRequest.ProtoReflect.Descriptor instead.
 func (*ListPartitionInfosRequest) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{26}
+	return file_fluss_api_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListPartitionInfosRequest) GetTablePath() *PbTablePath {
@@ -1420,7 +1655,7 @@ type ListPartitionInfosResponse struct {
 
 func (x *ListPartitionInfosResponse) Reset() {
 	*x = ListPartitionInfosResponse{}
-	mi := &file_fluss_api_proto_msgTypes[27]
+	mi := &file_fluss_api_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1432,7 +1667,7 @@ func (x *ListPartitionInfosResponse) String() string {
 func (*ListPartitionInfosResponse) ProtoMessage() {}
 
 func (x *ListPartitionInfosResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[27]
+	mi := &file_fluss_api_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1445,7 +1680,7 @@ func (x *ListPartitionInfosResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPartitionInfosResponse.ProtoReflect.Descriptor instead.
 func (*ListPartitionInfosResponse) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{27}
+	return file_fluss_api_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListPartitionInfosResponse) GetPartitionsInfo() []*PbPartitionInfo {
@@ -1468,7 +1703,7 @@ type CreatePartitionRequest struct {
 
 func (x *CreatePartitionRequest) Reset() {
 	*x = CreatePartitionRequest{}
-	mi := &file_fluss_api_proto_msgTypes[28]
+	mi := &file_fluss_api_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1480,7 +1715,7 @@ func (x *CreatePartitionRequest) String() string {
 func (*CreatePartitionRequest) ProtoMessage() {}
 
 func (x *CreatePartitionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[28]
+	mi := &file_fluss_api_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1493,7 +1728,7 @@ func (x *CreatePartitionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreatePartitionRequest.ProtoReflect.Descriptor instead.
 func (*CreatePartitionRequest) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{28}
+	return file_fluss_api_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CreatePartitionRequest) GetTablePath() *PbTablePath {
@@ -1525,7 +1760,7 @@ type CreatePartitionResponse struct {
 
 func (x *CreatePartitionResponse) Reset() {
 	*x = CreatePartitionResponse{}
-	mi := &file_fluss_api_proto_msgTypes[29]
+	mi := &file_fluss_api_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1537,7 +1772,7 @@ func (x *CreatePartitionResponse) String() string {
 func (*CreatePartitionResponse) ProtoMessage() {}
 
 func (x *CreatePartitionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[29]
+	mi := &file_fluss_api_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1550,7 +1785,7 @@ func (x *CreatePartitionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreatePartitionResponse.ProtoReflect.Descriptor instead.
 func (*CreatePartitionResponse) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{29}
+	return file_fluss_api_proto_rawDescGZIP(), []int{33}
 }
 
 // 1037
@@ -1565,7 +1800,7 @@ type DropPartitionRequest struct {
 
 func (x *DropPartitionRequest) Reset() {
 	*x = DropPartitionRequest{}
-	mi := &file_fluss_api_proto_msgTypes[30]
+	mi := &file_fluss_api_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1577,7 +1812,7 @@ func (x *DropPartitionRequest) String() string {
 func (*DropPartitionRequest) ProtoMessage() {}
 
 func (x *DropPartitionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[30]
+	mi := &file_fluss_api_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1590,7 +1825,7 @@ func (x *DropPartitionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropPartitionRequest.ProtoReflect.Descriptor instead.
 func (*DropPartitionRequest) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{30}
+	return file_fluss_api_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *DropPartitionRequest) GetTablePath() *PbTablePath {
@@ -1622,7 +1857,7 @@ type DropPartitionResponse struct {
 
 func (x *DropPartitionResponse) Reset() {
 	*x = DropPartitionResponse{}
-	mi := &file_fluss_api_proto_msgTypes[31]
+	mi := &file_fluss_api_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1634,7 +1869,7 @@ func (x *DropPartitionResponse) String() string {
 func (*DropPartitionResponse) ProtoMessage() {}
 
 func (x *DropPartitionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[31]
+	mi := &file_fluss_api_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1647,7 +1882,7 @@ func (x *DropPartitionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropPartitionResponse.ProtoReflect.Descriptor instead.
 func (*DropPartitionResponse) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{31}
+	return file_fluss_api_proto_rawDescGZIP(), []int{35}
 }
 
 type ProduceLogRequest struct {
@@ -1663,7 +1898,7 @@ type ProduceLogRequest struct {
 
 func (x *ProduceLogRequest) Reset() {
 	*x = ProduceLogRequest{}
-	mi := &file_fluss_api_proto_msgTypes[32]
+	mi := &file_fluss_api_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1675,7 +1910,7 @@ func (x *ProduceLogRequest) String() string {
 func (*ProduceLogRequest) ProtoMessage() {}
 
 func (x *ProduceLogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[32]
+	mi := &file_fluss_api_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1688,7 +1923,7 @@ func (x *ProduceLogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProduceLogRequest.ProtoReflect.Descriptor instead.
 func (*ProduceLogRequest) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{32}
+	return file_fluss_api_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ProduceLogRequest) GetAcks() int32 {
@@ -1728,7 +1963,7 @@ type ProduceLogResponse struct {
 
 func (x *ProduceLogResponse) Reset() {
 	*x = ProduceLogResponse{}
-	mi := &file_fluss_api_proto_msgTypes[33]
+	mi := &file_fluss_api_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1740,7 +1975,7 @@ func (x *ProduceLogResponse) String() string {
 func (*ProduceLogResponse) ProtoMessage() {}
 
 func (x *ProduceLogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[33]
+	mi := &file_fluss_api_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1753,7 +1988,7 @@ func (x *ProduceLogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProduceLogResponse.ProtoReflect.Descriptor instead.
 func (*ProduceLogResponse) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{33}
+	return file_fluss_api_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ProduceLogResponse) GetBucketsResp() []*PbProduceLogRespForBucket {
@@ -1780,7 +2015,7 @@ type PbProduceLogReqForBucket struct {
 
 func (x *PbProduceLogReqForBucket) Reset() {
 	*x = PbProduceLogReqForBucket{}
-	mi := &file_fluss_api_proto_msgTypes[34]
+	mi := &file_fluss_api_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1792,7 +2027,7 @@ func (x *PbProduceLogReqForBucket) String() string {
 func (*PbProduceLogReqForBucket) ProtoMessage() {}
 
 func (x *PbProduceLogReqForBucket) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[34]
+	mi := &file_fluss_api_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1805,7 +2040,7 @@ func (x *PbProduceLogReqForBucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PbProduceLogReqForBucket.ProtoReflect.Descriptor instead.
 func (*PbProduceLogReqForBucket) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{34}
+	return file_fluss_api_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *PbProduceLogReqForBucket) GetPartitionId() int64 {
@@ -1858,7 +2093,7 @@ type PbProduceLogRespForBucket struct {
 
 func (x *PbProduceLogRespForBucket) Reset() {
 	*x = PbProduceLogRespForBucket{}
-	mi := &file_fluss_api_proto_msgTypes[35]
+	mi := &file_fluss_api_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1870,7 +2105,7 @@ func (x *PbProduceLogRespForBucket) String() string {
 func (*PbProduceLogRespForBucket) ProtoMessage() {}
 
 func (x *PbProduceLogRespForBucket) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[35]
+	mi := &file_fluss_api_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1883,7 +2118,7 @@ func (x *PbProduceLogRespForBucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PbProduceLogRespForBucket.ProtoReflect.Descriptor instead.
 func (*PbProduceLogRespForBucket) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{35}
+	return file_fluss_api_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *PbProduceLogRespForBucket) GetPartitionId() int64 {
@@ -1942,7 +2177,7 @@ type FetchLogRequest struct {
 
 func (x *FetchLogRequest) Reset() {
 	*x = FetchLogRequest{}
-	mi := &file_fluss_api_proto_msgTypes[36]
+	mi := &file_fluss_api_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1954,7 +2189,7 @@ func (x *FetchLogRequest) String() string {
 func (*FetchLogRequest) ProtoMessage() {}
 
 func (x *FetchLogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[36]
+	mi := &file_fluss_api_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1967,7 +2202,7 @@ func (x *FetchLogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchLogRequest.ProtoReflect.Descriptor instead.
 func (*FetchLogRequest) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{36}
+	return file_fluss_api_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *FetchLogRequest) GetFollowerServerId() int32 {
@@ -2014,7 +2249,7 @@ type FetchLogResponse struct {
 
 func (x *FetchLogResponse) Reset() {
 	*x = FetchLogResponse{}
-	mi := &file_fluss_api_proto_msgTypes[37]
+	mi := &file_fluss_api_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2026,7 +2261,7 @@ func (x *FetchLogResponse) String() string {
 func (*FetchLogResponse) ProtoMessage() {}
 
 func (x *FetchLogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[37]
+	mi := &file_fluss_api_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2039,7 +2274,7 @@ func (x *FetchLogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchLogResponse.ProtoReflect.Descriptor instead.
 func (*FetchLogResponse) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{37}
+	return file_fluss_api_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *FetchLogResponse) GetTablesResp() []*PbFetchLogRespForTable {
@@ -2061,7 +2296,7 @@ type PbFetchLogReqForTable struct {
 
 func (x *PbFetchLogReqForTable) Reset() {
 	*x = PbFetchLogReqForTable{}
-	mi := &file_fluss_api_proto_msgTypes[38]
+	mi := &file_fluss_api_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2073,7 +2308,7 @@ func (x *PbFetchLogReqForTable) String() string {
 func (*PbFetchLogReqForTable) ProtoMessage() {}
 
 func (x *PbFetchLogReqForTable) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[38]
+	mi := &file_fluss_api_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2086,7 +2321,7 @@ func (x *PbFetchLogReqForTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PbFetchLogReqForTable.ProtoReflect.Descriptor instead.
 func (*PbFetchLogReqForTable) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{38}
+	return file_fluss_api_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *PbFetchLogReqForTable) GetTableId() int64 {
@@ -2129,7 +2364,7 @@ type PbFetchLogReqForBucket struct {
 
 func (x *PbFetchLogReqForBucket) Reset() {
 	*x = PbFetchLogReqForBucket{}
-	mi := &file_fluss_api_proto_msgTypes[39]
+	mi := &file_fluss_api_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2141,7 +2376,7 @@ func (x *PbFetchLogReqForBucket) String() string {
 func (*PbFetchLogReqForBucket) ProtoMessage() {}
 
 func (x *PbFetchLogReqForBucket) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[39]
+	mi := &file_fluss_api_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2154,7 +2389,7 @@ func (x *PbFetchLogReqForBucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PbFetchLogReqForBucket.ProtoReflect.Descriptor instead.
 func (*PbFetchLogReqForBucket) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{39}
+	return file_fluss_api_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *PbFetchLogReqForBucket) GetPartitionId() int64 {
@@ -2195,7 +2430,7 @@ type PbFetchLogRespForTable struct {
 
 func (x *PbFetchLogRespForTable) Reset() {
 	*x = PbFetchLogRespForTable{}
-	mi := &file_fluss_api_proto_msgTypes[40]
+	mi := &file_fluss_api_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2207,7 +2442,7 @@ func (x *PbFetchLogRespForTable) String() string {
 func (*PbFetchLogRespForTable) ProtoMessage() {}
 
 func (x *PbFetchLogRespForTable) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[40]
+	mi := &file_fluss_api_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2220,7 +2455,7 @@ func (x *PbFetchLogRespForTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PbFetchLogRespForTable.ProtoReflect.Descriptor instead.
 func (*PbFetchLogRespForTable) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{40}
+	return file_fluss_api_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *PbFetchLogRespForTable) GetTableId() int64 {
@@ -2253,7 +2488,7 @@ type PbFetchLogRespForBucket struct {
 
 func (x *PbFetchLogRespForBucket) Reset() {
 	*x = PbFetchLogRespForBucket{}
-	mi := &file_fluss_api_proto_msgTypes[41]
+	mi := &file_fluss_api_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2265,7 +2500,7 @@ func (x *PbFetchLogRespForBucket) String() string {
 func (*PbFetchLogRespForBucket) ProtoMessage() {}
 
 func (x *PbFetchLogRespForBucket) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[41]
+	mi := &file_fluss_api_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2278,7 +2513,7 @@ func (x *PbFetchLogRespForBucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PbFetchLogRespForBucket.ProtoReflect.Descriptor instead.
 func (*PbFetchLogRespForBucket) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{41}
+	return file_fluss_api_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *PbFetchLogRespForBucket) GetPartitionId() int64 {
@@ -2349,7 +2584,7 @@ type PbRemoteLogFetchInfo struct {
 
 func (x *PbRemoteLogFetchInfo) Reset() {
 	*x = PbRemoteLogFetchInfo{}
-	mi := &file_fluss_api_proto_msgTypes[42]
+	mi := &file_fluss_api_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2361,7 +2596,7 @@ func (x *PbRemoteLogFetchInfo) String() string {
 func (*PbRemoteLogFetchInfo) ProtoMessage() {}
 
 func (x *PbRemoteLogFetchInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[42]
+	mi := &file_fluss_api_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2374,7 +2609,7 @@ func (x *PbRemoteLogFetchInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PbRemoteLogFetchInfo.ProtoReflect.Descriptor instead.
 func (*PbRemoteLogFetchInfo) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{42}
+	return file_fluss_api_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *PbRemoteLogFetchInfo) GetRemoteLogTabletDir() string {
@@ -2418,7 +2653,7 @@ type PbRemoteLogSegment struct {
 
 func (x *PbRemoteLogSegment) Reset() {
 	*x = PbRemoteLogSegment{}
-	mi := &file_fluss_api_proto_msgTypes[43]
+	mi := &file_fluss_api_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2430,7 +2665,7 @@ func (x *PbRemoteLogSegment) String() string {
 func (*PbRemoteLogSegment) ProtoMessage() {}
 
 func (x *PbRemoteLogSegment) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[43]
+	mi := &file_fluss_api_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2443,7 +2678,7 @@ func (x *PbRemoteLogSegment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PbRemoteLogSegment.ProtoReflect.Descriptor instead.
 func (*PbRemoteLogSegment) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{43}
+	return file_fluss_api_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *PbRemoteLogSegment) GetRemoteLogSegmentId() string {
@@ -2497,7 +2732,7 @@ type PutKvRequest struct {
 
 func (x *PutKvRequest) Reset() {
 	*x = PutKvRequest{}
-	mi := &file_fluss_api_proto_msgTypes[44]
+	mi := &file_fluss_api_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2509,7 +2744,7 @@ func (x *PutKvRequest) String() string {
 func (*PutKvRequest) ProtoMessage() {}
 
 func (x *PutKvRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[44]
+	mi := &file_fluss_api_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2522,7 +2757,7 @@ func (x *PutKvRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutKvRequest.ProtoReflect.Descriptor instead.
 func (*PutKvRequest) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{44}
+	return file_fluss_api_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *PutKvRequest) GetAcks() int32 {
@@ -2576,7 +2811,7 @@ type PutKvResponse struct {
 
 func (x *PutKvResponse) Reset() {
 	*x = PutKvResponse{}
-	mi := &file_fluss_api_proto_msgTypes[45]
+	mi := &file_fluss_api_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2588,7 +2823,7 @@ func (x *PutKvResponse) String() string {
 func (*PutKvResponse) ProtoMessage() {}
 
 func (x *PutKvResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[45]
+	mi := &file_fluss_api_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2601,7 +2836,7 @@ func (x *PutKvResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutKvResponse.ProtoReflect.Descriptor instead.
 func (*PutKvResponse) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{45}
+	return file_fluss_api_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *PutKvResponse) GetBucketsResp() []*PbPutKvRespForBucket {
@@ -2626,7 +2861,7 @@ type PbPutKvReqForBucket struct {
 
 func (x *PbPutKvReqForBucket) Reset() {
 	*x = PbPutKvReqForBucket{}
-	mi := &file_fluss_api_proto_msgTypes[46]
+	mi := &file_fluss_api_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2638,7 +2873,7 @@ func (x *PbPutKvReqForBucket) String() string {
 func (*PbPutKvReqForBucket) ProtoMessage() {}
 
 func (x *PbPutKvReqForBucket) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[46]
+	mi := &file_fluss_api_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2651,7 +2886,7 @@ func (x *PbPutKvReqForBucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PbPutKvReqForBucket.ProtoReflect.Descriptor instead.
 func (*PbPutKvReqForBucket) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{46}
+	return file_fluss_api_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *PbPutKvReqForBucket) GetPartitionId() int64 {
@@ -2708,7 +2943,7 @@ type PbPutKvRespForBucket struct {
 
 func (x *PbPutKvRespForBucket) Reset() {
 	*x = PbPutKvRespForBucket{}
-	mi := &file_fluss_api_proto_msgTypes[47]
+	mi := &file_fluss_api_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2720,7 +2955,7 @@ func (x *PbPutKvRespForBucket) String() string {
 func (*PbPutKvRespForBucket) ProtoMessage() {}
 
 func (x *PbPutKvRespForBucket) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[47]
+	mi := &file_fluss_api_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2733,7 +2968,7 @@ func (x *PbPutKvRespForBucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PbPutKvRespForBucket.ProtoReflect.Descriptor instead.
 func (*PbPutKvRespForBucket) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{47}
+	return file_fluss_api_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *PbPutKvRespForBucket) GetPartitionId() int64 {
@@ -2798,7 +3033,7 @@ type LookupRequest struct {
 
 func (x *LookupRequest) Reset() {
 	*x = LookupRequest{}
-	mi := &file_fluss_api_proto_msgTypes[48]
+	mi := &file_fluss_api_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2810,7 +3045,7 @@ func (x *LookupRequest) String() string {
 func (*LookupRequest) ProtoMessage() {}
 
 func (x *LookupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[48]
+	mi := &file_fluss_api_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2823,7 +3058,7 @@ func (x *LookupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LookupRequest.ProtoReflect.Descriptor instead.
 func (*LookupRequest) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{48}
+	return file_fluss_api_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *LookupRequest) GetTableId() int64 {
@@ -2870,7 +3105,7 @@ type LookupResponse struct {
 
 func (x *LookupResponse) Reset() {
 	*x = LookupResponse{}
-	mi := &file_fluss_api_proto_msgTypes[49]
+	mi := &file_fluss_api_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2882,7 +3117,7 @@ func (x *LookupResponse) String() string {
 func (*LookupResponse) ProtoMessage() {}
 
 func (x *LookupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[49]
+	mi := &file_fluss_api_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2895,7 +3130,7 @@ func (x *LookupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LookupResponse.ProtoReflect.Descriptor instead.
 func (*LookupResponse) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{49}
+	return file_fluss_api_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *LookupResponse) GetBucketsResp() []*PbLookupRespForBucket {
@@ -2920,7 +3155,7 @@ type PbLookupReqForBucket struct {
 
 func (x *PbLookupReqForBucket) Reset() {
 	*x = PbLookupReqForBucket{}
-	mi := &file_fluss_api_proto_msgTypes[50]
+	mi := &file_fluss_api_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2932,7 +3167,7 @@ func (x *PbLookupReqForBucket) String() string {
 func (*PbLookupReqForBucket) ProtoMessage() {}
 
 func (x *PbLookupReqForBucket) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[50]
+	mi := &file_fluss_api_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2945,7 +3180,7 @@ func (x *PbLookupReqForBucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PbLookupReqForBucket.ProtoReflect.Descriptor instead.
 func (*PbLookupReqForBucket) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{50}
+	return file_fluss_api_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *PbLookupReqForBucket) GetPartitionId() int64 {
@@ -2998,7 +3233,7 @@ type PbLookupRespForBucket struct {
 
 func (x *PbLookupRespForBucket) Reset() {
 	*x = PbLookupRespForBucket{}
-	mi := &file_fluss_api_proto_msgTypes[51]
+	mi := &file_fluss_api_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3010,7 +3245,7 @@ func (x *PbLookupRespForBucket) String() string {
 func (*PbLookupRespForBucket) ProtoMessage() {}
 
 func (x *PbLookupRespForBucket) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[51]
+	mi := &file_fluss_api_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3023,7 +3258,7 @@ func (x *PbLookupRespForBucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PbLookupRespForBucket.ProtoReflect.Descriptor instead.
 func (*PbLookupRespForBucket) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{51}
+	return file_fluss_api_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *PbLookupRespForBucket) GetPartitionId() int64 {
@@ -3078,7 +3313,7 @@ type PbValue struct {
 
 func (x *PbValue) Reset() {
 	*x = PbValue{}
-	mi := &file_fluss_api_proto_msgTypes[52]
+	mi := &file_fluss_api_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3090,7 +3325,7 @@ func (x *PbValue) String() string {
 func (*PbValue) ProtoMessage() {}
 
 func (x *PbValue) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[52]
+	mi := &file_fluss_api_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3103,7 +3338,7 @@ func (x *PbValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PbValue.ProtoReflect.Descriptor instead.
 func (*PbValue) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{52}
+	return file_fluss_api_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *PbValue) GetValues() []byte {
@@ -3129,7 +3364,7 @@ type ListOffsetsRequest struct {
 
 func (x *ListOffsetsRequest) Reset() {
 	*x = ListOffsetsRequest{}
-	mi := &file_fluss_api_proto_msgTypes[53]
+	mi := &file_fluss_api_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3141,7 +3376,7 @@ func (x *ListOffsetsRequest) String() string {
 func (*ListOffsetsRequest) ProtoMessage() {}
 
 func (x *ListOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[53]
+	mi := &file_fluss_api_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3154,7 +3389,7 @@ func (x *ListOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*ListOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{53}
+	return file_fluss_api_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ListOffsetsRequest) GetFollowerServerId() int32 {
@@ -3208,7 +3443,7 @@ type ListOffsetsResponse struct {
 
 func (x *ListOffsetsResponse) Reset() {
 	*x = ListOffsetsResponse{}
-	mi := &file_fluss_api_proto_msgTypes[54]
+	mi := &file_fluss_api_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3220,7 +3455,7 @@ func (x *ListOffsetsResponse) String() string {
 func (*ListOffsetsResponse) ProtoMessage() {}
 
 func (x *ListOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[54]
+	mi := &file_fluss_api_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3233,7 +3468,7 @@ func (x *ListOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*ListOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{54}
+	return file_fluss_api_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ListOffsetsResponse) GetBucketsResp() []*PbListOffsetsRespForBucket {
@@ -3255,7 +3490,7 @@ type PbListOffsetsRespForBucket struct {
 
 func (x *PbListOffsetsRespForBucket) Reset() {
 	*x = PbListOffsetsRespForBucket{}
-	mi := &file_fluss_api_proto_msgTypes[55]
+	mi := &file_fluss_api_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3267,7 +3502,7 @@ func (x *PbListOffsetsRespForBucket) String() string {
 func (*PbListOffsetsRespForBucket) ProtoMessage() {}
 
 func (x *PbListOffsetsRespForBucket) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[55]
+	mi := &file_fluss_api_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3280,7 +3515,7 @@ func (x *PbListOffsetsRespForBucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PbListOffsetsRespForBucket.ProtoReflect.Descriptor instead.
 func (*PbListOffsetsRespForBucket) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{55}
+	return file_fluss_api_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *PbListOffsetsRespForBucket) GetBucketId() int32 {
@@ -3320,7 +3555,7 @@ type InitWriterRequest struct {
 
 func (x *InitWriterRequest) Reset() {
 	*x = InitWriterRequest{}
-	mi := &file_fluss_api_proto_msgTypes[56]
+	mi := &file_fluss_api_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3332,7 +3567,7 @@ func (x *InitWriterRequest) String() string {
 func (*InitWriterRequest) ProtoMessage() {}
 
 func (x *InitWriterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[56]
+	mi := &file_fluss_api_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3345,7 +3580,7 @@ func (x *InitWriterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitWriterRequest.ProtoReflect.Descriptor instead.
 func (*InitWriterRequest) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{56}
+	return file_fluss_api_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *InitWriterRequest) GetTablePath() []*PbTablePath {
@@ -3364,7 +3599,7 @@ type InitWriterResponse struct {
 
 func (x *InitWriterResponse) Reset() {
 	*x = InitWriterResponse{}
-	mi := &file_fluss_api_proto_msgTypes[57]
+	mi := &file_fluss_api_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3376,7 +3611,7 @@ func (x *InitWriterResponse) String() string {
 func (*InitWriterResponse) ProtoMessage() {}
 
 func (x *InitWriterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[57]
+	mi := &file_fluss_api_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3389,7 +3624,7 @@ func (x *InitWriterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitWriterResponse.ProtoReflect.Descriptor instead.
 func (*InitWriterResponse) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{57}
+	return file_fluss_api_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *InitWriterResponse) GetWriterId() int64 {
@@ -3409,7 +3644,7 @@ type PbTablePath struct {
 
 func (x *PbTablePath) Reset() {
 	*x = PbTablePath{}
-	mi := &file_fluss_api_proto_msgTypes[58]
+	mi := &file_fluss_api_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3421,7 +3656,7 @@ func (x *PbTablePath) String() string {
 func (*PbTablePath) ProtoMessage() {}
 
 func (x *PbTablePath) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[58]
+	mi := &file_fluss_api_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3434,7 +3669,7 @@ func (x *PbTablePath) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PbTablePath.ProtoReflect.Descriptor instead.
 func (*PbTablePath) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{58}
+	return file_fluss_api_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *PbTablePath) GetDatabaseName() string {
@@ -3462,7 +3697,7 @@ type PbPhysicalTablePath struct {
 
 func (x *PbPhysicalTablePath) Reset() {
 	*x = PbPhysicalTablePath{}
-	mi := &file_fluss_api_proto_msgTypes[59]
+	mi := &file_fluss_api_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3474,7 +3709,7 @@ func (x *PbPhysicalTablePath) String() string {
 func (*PbPhysicalTablePath) ProtoMessage() {}
 
 func (x *PbPhysicalTablePath) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[59]
+	mi := &file_fluss_api_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3487,7 +3722,7 @@ func (x *PbPhysicalTablePath) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PbPhysicalTablePath.ProtoReflect.Descriptor instead.
 func (*PbPhysicalTablePath) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{59}
+	return file_fluss_api_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *PbPhysicalTablePath) GetDatabaseName() string {
@@ -3524,7 +3759,7 @@ type PbServerNode struct {
 
 func (x *PbServerNode) Reset() {
 	*x = PbServerNode{}
-	mi := &file_fluss_api_proto_msgTypes[60]
+	mi := &file_fluss_api_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3536,7 +3771,7 @@ func (x *PbServerNode) String() string {
 func (*PbServerNode) ProtoMessage() {}
 
 func (x *PbServerNode) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[60]
+	mi := &file_fluss_api_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3549,7 +3784,7 @@ func (x *PbServerNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PbServerNode.ProtoReflect.Descriptor instead.
 func (*PbServerNode) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{60}
+	return file_fluss_api_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *PbServerNode) GetNodeId() int32 {
@@ -3606,7 +3841,7 @@ type PbTableMetadata struct {
 
 func (x *PbTableMetadata) Reset() {
 	*x = PbTableMetadata{}
-	mi := &file_fluss_api_proto_msgTypes[61]
+	mi := &file_fluss_api_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3618,7 +3853,7 @@ func (x *PbTableMetadata) String() string {
 func (*PbTableMetadata) ProtoMessage() {}
 
 func (x *PbTableMetadata) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[61]
+	mi := &file_fluss_api_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3631,7 +3866,7 @@ func (x *PbTableMetadata) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PbTableMetadata.ProtoReflect.Descriptor instead.
 func (*PbTableMetadata) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{61}
+	return file_fluss_api_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *PbTableMetadata) GetTablePath() *PbTablePath {
@@ -3711,7 +3946,7 @@ type PbPartitionMetadata struct {
 
 func (x *PbPartitionMetadata) Reset() {
 	*x = PbPartitionMetadata{}
-	mi := &file_fluss_api_proto_msgTypes[62]
+	mi := &file_fluss_api_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3723,7 +3958,7 @@ func (x *PbPartitionMetadata) String() string {
 func (*PbPartitionMetadata) ProtoMessage() {}
 
 func (x *PbPartitionMetadata) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[62]
+	mi := &file_fluss_api_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3736,7 +3971,7 @@ func (x *PbPartitionMetadata) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PbPartitionMetadata.ProtoReflect.Descriptor instead.
 func (*PbPartitionMetadata) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{62}
+	return file_fluss_api_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *PbPartitionMetadata) GetTableId() int64 {
@@ -3791,7 +4026,7 @@ type PbBucketMetadata struct {
 
 func (x *PbBucketMetadata) Reset() {
 	*x = PbBucketMetadata{}
-	mi := &file_fluss_api_proto_msgTypes[63]
+	mi := &file_fluss_api_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3803,7 +4038,7 @@ func (x *PbBucketMetadata) String() string {
 func (*PbBucketMetadata) ProtoMessage() {}
 
 func (x *PbBucketMetadata) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[63]
+	mi := &file_fluss_api_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3816,7 +4051,7 @@ func (x *PbBucketMetadata) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PbBucketMetadata.ProtoReflect.Descriptor instead.
 func (*PbBucketMetadata) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{63}
+	return file_fluss_api_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *PbBucketMetadata) GetBucketId() int32 {
@@ -3871,7 +4106,7 @@ type PbKeyValue struct {
 
 func (x *PbKeyValue) Reset() {
 	*x = PbKeyValue{}
-	mi := &file_fluss_api_proto_msgTypes[64]
+	mi := &file_fluss_api_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3883,7 +4118,7 @@ func (x *PbKeyValue) String() string {
 func (*PbKeyValue) ProtoMessage() {}
 
 func (x *PbKeyValue) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[64]
+	mi := &file_fluss_api_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3896,7 +4131,7 @@ func (x *PbKeyValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PbKeyValue.ProtoReflect.Descriptor instead.
 func (*PbKeyValue) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{64}
+	return file_fluss_api_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *PbKeyValue) GetKey() string {
@@ -3922,7 +4157,7 @@ type PbPartitionSpec struct {
 
 func (x *PbPartitionSpec) Reset() {
 	*x = PbPartitionSpec{}
-	mi := &file_fluss_api_proto_msgTypes[65]
+	mi := &file_fluss_api_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3934,7 +4169,7 @@ func (x *PbPartitionSpec) String() string {
 func (*PbPartitionSpec) ProtoMessage() {}
 
 func (x *PbPartitionSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[65]
+	mi := &file_fluss_api_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3947,7 +4182,7 @@ func (x *PbPartitionSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PbPartitionSpec.ProtoReflect.Descriptor instead.
 func (*PbPartitionSpec) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{65}
+	return file_fluss_api_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *PbPartitionSpec) GetPartitionKeyValues() []*PbKeyValue {
@@ -3971,7 +4206,7 @@ type PbPartitionInfo struct {
 
 func (x *PbPartitionInfo) Reset() {
 	*x = PbPartitionInfo{}
-	mi := &file_fluss_api_proto_msgTypes[66]
+	mi := &file_fluss_api_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3983,7 +4218,7 @@ func (x *PbPartitionInfo) String() string {
 func (*PbPartitionInfo) ProtoMessage() {}
 
 func (x *PbPartitionInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_fluss_api_proto_msgTypes[66]
+	mi := &file_fluss_api_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3996,7 +4231,7 @@ func (x *PbPartitionInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PbPartitionInfo.ProtoReflect.Descriptor instead.
 func (*PbPartitionInfo) Descriptor() ([]byte, []int) {
-	return file_fluss_api_proto_rawDescGZIP(), []int{66}
+	return file_fluss_api_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *PbPartitionInfo) GetPartitionId() int64 {
@@ -4074,7 +4309,26 @@ const file_fluss_api_proto_rawDesc = "" +
 	"\n" +
 	"table_json\x18\x02 \x02(\fR\ttableJson\x12(\n" +
 	"\x10ignore_if_exists\x18\x03 \x02(\bR\x0eignoreIfExists\"\x15\n" +
-	"\x13CreateTableResponse\"\x81\x01\n" +
+	"\x13CreateTableResponse\"\x8a\x02\n" +
+	"\x11AlterTableRequest\x12<\n" +
+	"\n" +
+	"table_path\x18\x01 \x02(\v2\x1d.fluss.gateway.pb.PbTablePathR\ttablePath\x12/\n" +
+	"\x14ignore_if_not_exists\x18\x02 \x02(\bR\x11ignoreIfNotExists\x12F\n" +
+	"\x0econfig_changes\x18\x03 \x03(\v2\x1f.fluss.gateway.pb.PbAlterConfigR\rconfigChanges\x12>\n" +
+	"\vadd_columns\x18\x04 \x03(\v2\x1d.fluss.gateway.pb.PbAddColumnR\n" +
+	"addColumns\"\x14\n" +
+	"\x12AlterTableResponse\"j\n" +
+	"\rPbAlterConfig\x12\x1d\n" +
+	"\n" +
+	"config_key\x18\x01 \x02(\tR\tconfigKey\x12!\n" +
+	"\fconfig_value\x18\x02 \x01(\tR\vconfigValue\x12\x17\n" +
+	"\aop_type\x18\x03 \x02(\x05R\x06opType\"\xa0\x01\n" +
+	"\vPbAddColumn\x12\x1f\n" +
+	"\vcolumn_name\x18\x01 \x02(\tR\n" +
+	"columnName\x12$\n" +
+	"\x0edata_type_json\x18\x02 \x02(\fR\fdataTypeJson\x12\x18\n" +
+	"\acomment\x18\x03 \x01(\tR\acomment\x120\n" +
+	"\x14column_position_type\x18\x04 \x02(\x05R\x12columnPositionType\"\x81\x01\n" +
 	"\x10DropTableRequest\x12<\n" +
 	"\n" +
 	"table_path\x18\x01 \x02(\v2\x1d.fluss.gateway.pb.PbTablePathR\ttablePath\x12/\n" +
@@ -4343,7 +4597,7 @@ func file_fluss_api_proto_rawDescGZIP() []byte {
 	return file_fluss_api_proto_rawDescData
 }
 
-var file_fluss_api_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
+var file_fluss_api_proto_msgTypes = make([]protoimpl.MessageInfo, 71)
 var file_fluss_api_proto_goTypes = []any{
 	(*ErrorResponse)(nil),              // 0: fluss.gateway.pb.ErrorResponse
 	(*ApiVersionsRequest)(nil),         // 1: fluss.gateway.pb.ApiVersionsRequest
@@ -4359,105 +4613,112 @@ var file_fluss_api_proto_goTypes = []any{
 	(*DatabaseExistsResponse)(nil),     // 11: fluss.gateway.pb.DatabaseExistsResponse
 	(*CreateTableRequest)(nil),         // 12: fluss.gateway.pb.CreateTableRequest
 	(*CreateTableResponse)(nil),        // 13: fluss.gateway.pb.CreateTableResponse
-	(*DropTableRequest)(nil),           // 14: fluss.gateway.pb.DropTableRequest
-	(*DropTableResponse)(nil),          // 15: fluss.gateway.pb.DropTableResponse
-	(*GetTableInfoRequest)(nil),        // 16: fluss.gateway.pb.GetTableInfoRequest
-	(*GetTableInfoResponse)(nil),       // 17: fluss.gateway.pb.GetTableInfoResponse
-	(*ListTablesRequest)(nil),          // 18: fluss.gateway.pb.ListTablesRequest
-	(*ListTablesResponse)(nil),         // 19: fluss.gateway.pb.ListTablesResponse
-	(*TableExistsRequest)(nil),         // 20: fluss.gateway.pb.TableExistsRequest
-	(*TableExistsResponse)(nil),        // 21: fluss.gateway.pb.TableExistsResponse
-	(*GetTableSchemaRequest)(nil),      // 22: fluss.gateway.pb.GetTableSchemaRequest
-	(*GetTableSchemaResponse)(nil),     // 23: fluss.gateway.pb.GetTableSchemaResponse
-	(*MetadataRequest)(nil),            // 24: fluss.gateway.pb.MetadataRequest
-	(*MetadataResponse)(nil),           // 25: fluss.gateway.pb.MetadataResponse
-	(*ListPartitionInfosRequest)(nil),  // 26: fluss.gateway.pb.ListPartitionInfosRequest
-	(*ListPartitionInfosResponse)(nil), // 27: fluss.gateway.pb.ListPartitionInfosResponse
-	(*CreatePartitionRequest)(nil),     // 28: fluss.gateway.pb.CreatePartitionRequest
-	(*CreatePartitionResponse)(nil),    // 29: fluss.gateway.pb.CreatePartitionResponse
-	(*DropPartitionRequest)(nil),       // 30: fluss.gateway.pb.DropPartitionRequest
-	(*DropPartitionResponse)(nil),      // 31: fluss.gateway.pb.DropPartitionResponse
-	(*ProduceLogRequest)(nil),          // 32: fluss.gateway.pb.ProduceLogRequest
-	(*ProduceLogResponse)(nil),         // 33: fluss.gateway.pb.ProduceLogResponse
-	(*PbProduceLogReqForBucket)(nil),   // 34: fluss.gateway.pb.PbProduceLogReqForBucket
-	(*PbProduceLogRespForBucket)(nil),  // 35: fluss.gateway.pb.PbProduceLogRespForBucket
-	(*FetchLogRequest)(nil),            // 36: fluss.gateway.pb.FetchLogRequest
-	(*FetchLogResponse)(nil),           // 37: fluss.gateway.pb.FetchLogResponse
-	(*PbFetchLogReqForTable)(nil),      // 38: fluss.gateway.pb.PbFetchLogReqForTable
-	(*PbFetchLogReqForBucket)(nil),     // 39: fluss.gateway.pb.PbFetchLogReqForBucket
-	(*PbFetchLogRespForTable)(nil),     // 40: fluss.gateway.pb.PbFetchLogRespForTable
-	(*PbFetchLogRespForBucket)(nil),    // 41: fluss.gateway.pb.PbFetchLogRespForBucket
-	(*PbRemoteLogFetchInfo)(nil),       // 42: fluss.gateway.pb.PbRemoteLogFetchInfo
-	(*PbRemoteLogSegment)(nil),         // 43: fluss.gateway.pb.PbRemoteLogSegment
-	(*PutKvRequest)(nil),               // 44: fluss.gateway.pb.PutKvRequest
-	(*PutKvResponse)(nil),              // 45: fluss.gateway.pb.PutKvResponse
-	(*PbPutKvReqForBucket)(nil),        // 46: fluss.gateway.pb.PbPutKvReqForBucket
-	(*PbPutKvRespForBucket)(nil),       // 47: fluss.gateway.pb.PbPutKvRespForBucket
-	(*LookupRequest)(nil),              // 48: fluss.gateway.pb.LookupRequest
-	(*LookupResponse)(nil),             // 49: fluss.gateway.pb.LookupResponse
-	(*PbLookupReqForBucket)(nil),       // 50: fluss.gateway.pb.PbLookupReqForBucket
-	(*PbLookupRespForBucket)(nil),      // 51: fluss.gateway.pb.PbLookupRespForBucket
-	(*PbValue)(nil),                    // 52: fluss.gateway.pb.PbValue
-	(*ListOffsetsRequest)(nil),         // 53: fluss.gateway.pb.ListOffsetsRequest
-	(*ListOffsetsResponse)(nil),        // 54: fluss.gateway.pb.ListOffsetsResponse
-	(*PbListOffsetsRespForBucket)(nil), // 55: fluss.gateway.pb.PbListOffsetsRespForBucket
-	(*InitWriterRequest)(nil),          // 56: fluss.gateway.pb.InitWriterRequest
-	(*InitWriterResponse)(nil),         // 57: fluss.gateway.pb.InitWriterResponse
-	(*PbTablePath)(nil),                // 58: fluss.gateway.pb.PbTablePath
-	(*PbPhysicalTablePath)(nil),        // 59: fluss.gateway.pb.PbPhysicalTablePath
-	(*PbServerNode)(nil),               // 60: fluss.gateway.pb.PbServerNode
-	(*PbTableMetadata)(nil),            // 61: fluss.gateway.pb.PbTableMetadata
-	(*PbPartitionMetadata)(nil),        // 62: fluss.gateway.pb.PbPartitionMetadata
-	(*PbBucketMetadata)(nil),           // 63: fluss.gateway.pb.PbBucketMetadata
-	(*PbKeyValue)(nil),                 // 64: fluss.gateway.pb.PbKeyValue
-	(*PbPartitionSpec)(nil),            // 65: fluss.gateway.pb.PbPartitionSpec
-	(*PbPartitionInfo)(nil),            // 66: fluss.gateway.pb.PbPartitionInfo
+	(*AlterTableRequest)(nil),          // 14: fluss.gateway.pb.AlterTableRequest
+	(*AlterTableResponse)(nil),         // 15: fluss.gateway.pb.AlterTableResponse
+	(*PbAlterConfig)(nil),              // 16: fluss.gateway.pb.PbAlterConfig
+	(*PbAddColumn)(nil),                // 17: fluss.gateway.pb.PbAddColumn
+	(*DropTableRequest)(nil),           // 18: fluss.gateway.pb.DropTableRequest
+	(*DropTableResponse)(nil),          // 19: fluss.gateway.pb.DropTableResponse
+	(*GetTableInfoRequest)(nil),        // 20: fluss.gateway.pb.GetTableInfoRequest
+	(*GetTableInfoResponse)(nil),       // 21: fluss.gateway.pb.GetTableInfoResponse
+	(*ListTablesRequest)(nil),          // 22: fluss.gateway.pb.ListTablesRequest
+	(*ListTablesResponse)(nil),         // 23: fluss.gateway.pb.ListTablesResponse
+	(*TableExistsRequest)(nil),         // 24: fluss.gateway.pb.TableExistsRequest
+	(*TableExistsResponse)(nil),        // 25: fluss.gateway.pb.TableExistsResponse
+	(*GetTableSchemaRequest)(nil),      // 26: fluss.gateway.pb.GetTableSchemaRequest
+	(*GetTableSchemaResponse)(nil),     // 27: fluss.gateway.pb.GetTableSchemaResponse
+	(*MetadataRequest)(nil),            // 28: fluss.gateway.pb.MetadataRequest
+	(*MetadataResponse)(nil),           // 29: fluss.gateway.pb.MetadataResponse
+	(*ListPartitionInfosRequest)(nil),  // 30: fluss.gateway.pb.ListPartitionInfosRequest
+	(*ListPartitionInfosResponse)(nil), // 31: fluss.gateway.pb.ListPartitionInfosResponse
+	(*CreatePartitionRequest)(nil),     // 32: fluss.gateway.pb.CreatePartitionRequest
+	(*CreatePartitionResponse)(nil),    // 33: fluss.gateway.pb.CreatePartitionResponse
+	(*DropPartitionRequest)(nil),       // 34: fluss.gateway.pb.DropPartitionRequest
+	(*DropPartitionResponse)(nil),      // 35: fluss.gateway.pb.DropPartitionResponse
+	(*ProduceLogRequest)(nil),          // 36: fluss.gateway.pb.ProduceLogRequest
+	(*ProduceLogResponse)(nil),         // 37: fluss.gateway.pb.ProduceLogResponse
+	(*PbProduceLogReqForBucket)(nil),   // 38: fluss.gateway.pb.PbProduceLogReqForBucket
+	(*PbProduceLogRespForBucket)(nil),  // 39: fluss.gateway.pb.PbProduceLogRespForBucket
+	(*FetchLogRequest)(nil),            // 40: fluss.gateway.pb.FetchLogRequest
+	(*FetchLogResponse)(nil),           // 41: fluss.gateway.pb.FetchLogResponse
+	(*PbFetchLogReqForTable)(nil),      // 42: fluss.gateway.pb.PbFetchLogReqForTable
+	(*PbFetchLogReqForBucket)(nil),     // 43: fluss.gateway.pb.PbFetchLogReqForBucket
+	(*PbFetchLogRespForTable)(nil),     // 44: fluss.gateway.pb.PbFetchLogRespForTable
+	(*PbFetchLogRespForBucket)(nil),    // 45: fluss.gateway.pb.PbFetchLogRespForBucket
+	(*PbRemoteLogFetchInfo)(nil),       // 46: fluss.gateway.pb.PbRemoteLogFetchInfo
+	(*PbRemoteLogSegment)(nil),         // 47: fluss.gateway.pb.PbRemoteLogSegment
+	(*PutKvRequest)(nil),               // 48: fluss.gateway.pb.PutKvRequest
+	(*PutKvResponse)(nil),              // 49: fluss.gateway.pb.PutKvResponse
+	(*PbPutKvReqForBucket)(nil),        // 50: fluss.gateway.pb.PbPutKvReqForBucket
+	(*PbPutKvRespForBucket)(nil),       // 51: fluss.gateway.pb.PbPutKvRespForBucket
+	(*LookupRequest)(nil),              // 52: fluss.gateway.pb.LookupRequest
+	(*LookupResponse)(nil),             // 53: fluss.gateway.pb.LookupResponse
+	(*PbLookupReqForBucket)(nil),       // 54: fluss.gateway.pb.PbLookupReqForBucket
+	(*PbLookupRespForBucket)(nil),      // 55: fluss.gateway.pb.PbLookupRespForBucket
+	(*PbValue)(nil),                    // 56: fluss.gateway.pb.PbValue
+	(*ListOffsetsRequest)(nil),         // 57: fluss.gateway.pb.ListOffsetsRequest
+	(*ListOffsetsResponse)(nil),        // 58: fluss.gateway.pb.ListOffsetsResponse
+	(*PbListOffsetsRespForBucket)(nil), // 59: fluss.gateway.pb.PbListOffsetsRespForBucket
+	(*InitWriterRequest)(nil),          // 60: fluss.gateway.pb.InitWriterRequest
+	(*InitWriterResponse)(nil),         // 61: fluss.gateway.pb.InitWriterResponse
+	(*PbTablePath)(nil),                // 62: fluss.gateway.pb.PbTablePath
+	(*PbPhysicalTablePath)(nil),        // 63: fluss.gateway.pb.PbPhysicalTablePath
+	(*PbServerNode)(nil),               // 64: fluss.gateway.pb.PbServerNode
+	(*PbTableMetadata)(nil),            // 65: fluss.gateway.pb.PbTableMetadata
+	(*PbPartitionMetadata)(nil),        // 66: fluss.gateway.pb.PbPartitionMetadata
+	(*PbBucketMetadata)(nil),           // 67: fluss.gateway.pb.PbBucketMetadata
+	(*PbKeyValue)(nil),                 // 68: fluss.gateway.pb.PbKeyValue
+	(*PbPartitionSpec)(nil),            // 69: fluss.gateway.pb.PbPartitionSpec
+	(*PbPartitionInfo)(nil),            // 70: fluss.gateway.pb.PbPartitionInfo
 }
 var file_fluss_api_proto_depIdxs = []int32{
 	3,  // 0: fluss.gateway.pb.ApiVersionsResponse.api_versions:type_name -> fluss.gateway.pb.PbApiVersion
-	58, // 1: fluss.gateway.pb.CreateTableRequest.table_path:type_name -> fluss.gateway.pb.PbTablePath
-	58, // 2: fluss.gateway.pb.DropTableRequest.table_path:type_name -> fluss.gateway.pb.PbTablePath
-	58, // 3: fluss.gateway.pb.GetTableInfoRequest.table_path:type_name -> fluss.gateway.pb.PbTablePath
-	58, // 4: fluss.gateway.pb.TableExistsRequest.table_path:type_name -> fluss.gateway.pb.PbTablePath
-	58, // 5: fluss.gateway.pb.GetTableSchemaRequest.table_path:type_name -> fluss.gateway.pb.PbTablePath
-	58, // 6: fluss.gateway.pb.MetadataRequest.table_path:type_name -> fluss.gateway.pb.PbTablePath
-	59, // 7: fluss.gateway.pb.MetadataRequest.partitions_path:type_name -> fluss.gateway.pb.PbPhysicalTablePath
-	60, // 8: fluss.gateway.pb.MetadataResponse.coordinator_server:type_name -> fluss.gateway.pb.PbServerNode
-	60, // 9: fluss.gateway.pb.MetadataResponse.tablet_servers:type_name -> fluss.gateway.pb.PbServerNode
-	61, // 10: fluss.gateway.pb.MetadataResponse.table_metadata:type_name -> fluss.gateway.pb.PbTableMetadata
-	62, // 11: fluss.gateway.pb.MetadataResponse.partition_metadata:type_name -> fluss.gateway.pb.PbPartitionMetadata
-	58, // 12: fluss.gateway.pb.ListPartitionInfosRequest.table_path:type_name -> fluss.gateway.pb.PbTablePath
-	65, // 13: fluss.gateway.pb.ListPartitionInfosRequest.partial_partition_spec:type_name -> fluss.gateway.pb.PbPartitionSpec
-	66, // 14: fluss.gateway.pb.ListPartitionInfosResponse.partitions_info:type_name -> fluss.gateway.pb.PbPartitionInfo
-	58, // 15: fluss.gateway.pb.CreatePartitionRequest.table_path:type_name -> fluss.gateway.pb.PbTablePath
-	65, // 16: fluss.gateway.pb.CreatePartitionRequest.partition_spec:type_name -> fluss.gateway.pb.PbPartitionSpec
-	58, // 17: fluss.gateway.pb.DropPartitionRequest.table_path:type_name -> fluss.gateway.pb.PbTablePath
-	65, // 18: fluss.gateway.pb.DropPartitionRequest.partition_spec:type_name -> fluss.gateway.pb.PbPartitionSpec
-	34, // 19: fluss.gateway.pb.ProduceLogRequest.buckets_req:type_name -> fluss.gateway.pb.PbProduceLogReqForBucket
-	35, // 20: fluss.gateway.pb.ProduceLogResponse.buckets_resp:type_name -> fluss.gateway.pb.PbProduceLogRespForBucket
-	38, // 21: fluss.gateway.pb.FetchLogRequest.tables_req:type_name -> fluss.gateway.pb.PbFetchLogReqForTable
-	40, // 22: fluss.gateway.pb.FetchLogResponse.tables_resp:type_name -> fluss.gateway.pb.PbFetchLogRespForTable
-	39, // 23: fluss.gateway.pb.PbFetchLogReqForTable.buckets_req:type_name -> fluss.gateway.pb.PbFetchLogReqForBucket
-	41, // 24: fluss.gateway.pb.PbFetchLogRespForTable.buckets_resp:type_name -> fluss.gateway.pb.PbFetchLogRespForBucket
-	42, // 25: fluss.gateway.pb.PbFetchLogRespForBucket.remote_log_fetch_info:type_name -> fluss.gateway.pb.PbRemoteLogFetchInfo
-	43, // 26: fluss.gateway.pb.PbRemoteLogFetchInfo.remote_log_segments:type_name -> fluss.gateway.pb.PbRemoteLogSegment
-	46, // 27: fluss.gateway.pb.PutKvRequest.buckets_req:type_name -> fluss.gateway.pb.PbPutKvReqForBucket
-	47, // 28: fluss.gateway.pb.PutKvResponse.buckets_resp:type_name -> fluss.gateway.pb.PbPutKvRespForBucket
-	50, // 29: fluss.gateway.pb.LookupRequest.buckets_req:type_name -> fluss.gateway.pb.PbLookupReqForBucket
-	51, // 30: fluss.gateway.pb.LookupResponse.buckets_resp:type_name -> fluss.gateway.pb.PbLookupRespForBucket
-	52, // 31: fluss.gateway.pb.PbLookupRespForBucket.values:type_name -> fluss.gateway.pb.PbValue
-	55, // 32: fluss.gateway.pb.ListOffsetsResponse.buckets_resp:type_name -> fluss.gateway.pb.PbListOffsetsRespForBucket
-	58, // 33: fluss.gateway.pb.InitWriterRequest.table_path:type_name -> fluss.gateway.pb.PbTablePath
-	58, // 34: fluss.gateway.pb.PbTableMetadata.table_path:type_name -> fluss.gateway.pb.PbTablePath
-	63, // 35: fluss.gateway.pb.PbTableMetadata.bucket_metadata:type_name -> fluss.gateway.pb.PbBucketMetadata
-	63, // 36: fluss.gateway.pb.PbPartitionMetadata.bucket_metadata:type_name -> fluss.gateway.pb.PbBucketMetadata
-	64, // 37: fluss.gateway.pb.PbPartitionSpec.partition_key_values:type_name -> fluss.gateway.pb.PbKeyValue
-	65, // 38: fluss.gateway.pb.PbPartitionInfo.partition_spec:type_name -> fluss.gateway.pb.PbPartitionSpec
-	39, // [39:39] is the sub-list for method output_type
-	39, // [39:39] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	62, // 1: fluss.gateway.pb.CreateTableRequest.table_path:type_name -> fluss.gateway.pb.PbTablePath
+	62, // 2: fluss.gateway.pb.AlterTableRequest.table_path:type_name -> fluss.gateway.pb.PbTablePath
+	16, // 3: fluss.gateway.pb.AlterTableRequest.config_changes:type_name -> fluss.gateway.pb.PbAlterConfig
+	17, // 4: fluss.gateway.pb.AlterTableRequest.add_columns:type_name -> fluss.gateway.pb.PbAddColumn
+	62, // 5: fluss.gateway.pb.DropTableRequest.table_path:type_name -> fluss.gateway.pb.PbTablePath
+	62, // 6: fluss.gateway.pb.GetTableInfoRequest.table_path:type_name -> fluss.gateway.pb.PbTablePath
+	62, // 7: fluss.gateway.pb.TableExistsRequest.table_path:type_name -> fluss.gateway.pb.PbTablePath
+	62, // 8: fluss.gateway.pb.GetTableSchemaRequest.table_path:type_name -> fluss.gateway.pb.PbTablePath
+	62, // 9: fluss.gateway.pb.MetadataRequest.table_path:type_name -> fluss.gateway.pb.PbTablePath
+	63, // 10: fluss.gateway.pb.MetadataRequest.partitions_path:type_name -> fluss.gateway.pb.PbPhysicalTablePath
+	64, // 11: fluss.gateway.pb.MetadataResponse.coordinator_server:type_name -> fluss.gateway.pb.PbServerNode
+	64, // 12: fluss.gateway.pb.MetadataResponse.tablet_servers:type_name -> fluss.gateway.pb.PbServerNode
+	65, // 13: fluss.gateway.pb.MetadataResponse.table_metadata:type_name -> fluss.gateway.pb.PbTableMetadata
+	66, // 14: fluss.gateway.pb.MetadataResponse.partition_metadata:type_name -> fluss.gateway.pb.PbPartitionMetadata
+	62, // 15: fluss.gateway.pb.ListPartitionInfosRequest.table_path:type_name -> fluss.gateway.pb.PbTablePath
+	69, // 16: fluss.gateway.pb.ListPartitionInfosRequest.partial_partition_spec:type_name -> fluss.gateway.pb.PbPartitionSpec
+	70, // 17: fluss.gateway.pb.ListPartitionInfosResponse.partitions_info:type_name -> fluss.gateway.pb.PbPartitionInfo
+	62, // 18: fluss.gateway.pb.CreatePartitionRequest.table_path:type_name -> fluss.gateway.pb.PbTablePath
+	69, // 19: fluss.gateway.pb.CreatePartitionRequest.partition_spec:type_name -> fluss.gateway.pb.PbPartitionSpec
+	62, // 20: fluss.gateway.pb.DropPartitionRequest.table_path:type_name -> fluss.gateway.pb.PbTablePath
+	69, // 21: fluss.gateway.pb.DropPartitionRequest.partition_spec:type_name -> fluss.gateway.pb.PbPartitionSpec
+	38, // 22: fluss.gateway.pb.ProduceLogRequest.buckets_req:type_name -> fluss.gateway.pb.PbProduceLogReqForBucket
+	39, // 23: fluss.gateway.pb.ProduceLogResponse.buckets_resp:type_name -> fluss.gateway.pb.PbProduceLogRespForBucket
+	42, // 24: fluss.gateway.pb.FetchLogRequest.tables_req:type_name -> fluss.gateway.pb.PbFetchLogReqForTable
+	44, // 25: fluss.gateway.pb.FetchLogResponse.tables_resp:type_name -> fluss.gateway.pb.PbFetchLogRespForTable
+	43, // 26: fluss.gateway.pb.PbFetchLogReqForTable.buckets_req:type_name -> fluss.gateway.pb.PbFetchLogReqForBucket
+	45, // 27: fluss.gateway.pb.PbFetchLogRespForTable.buckets_resp:type_name -> fluss.gateway.pb.PbFetchLogRespForBucket
+	46, // 28: fluss.gateway.pb.PbFetchLogRespForBucket.remote_log_fetch_info:type_name -> fluss.gateway.pb.PbRemoteLogFetchInfo
+	47, // 29: fluss.gateway.pb.PbRemoteLogFetchInfo.remote_log_segments:type_name -> fluss.gateway.pb.PbRemoteLogSegment
+	50, // 30: fluss.gateway.pb.PutKvRequest.buckets_req:type_name -> fluss.gateway.pb.PbPutKvReqForBucket
+	51, // 31: fluss.gateway.pb.PutKvResponse.buckets_resp:type_name -> fluss.gateway.pb.PbPutKvRespForBucket
+	54, // 32: fluss.gateway.pb.LookupRequest.buckets_req:type_name -> fluss.gateway.pb.PbLookupReqForBucket
+	55, // 33: fluss.gateway.pb.LookupResponse.buckets_resp:type_name -> fluss.gateway.pb.PbLookupRespForBucket
+	56, // 34: fluss.gateway.pb.PbLookupRespForBucket.values:type_name -> fluss.gateway.pb.PbValue
+	59, // 35: fluss.gateway.pb.ListOffsetsResponse.buckets_resp:type_name -> fluss.gateway.pb.PbListOffsetsRespForBucket
+	62, // 36: fluss.gateway.pb.InitWriterRequest.table_path:type_name -> fluss.gateway.pb.PbTablePath
+	62, // 37: fluss.gateway.pb.PbTableMetadata.table_path:type_name -> fluss.gateway.pb.PbTablePath
+	67, // 38: fluss.gateway.pb.PbTableMetadata.bucket_metadata:type_name -> fluss.gateway.pb.PbBucketMetadata
+	67, // 39: fluss.gateway.pb.PbPartitionMetadata.bucket_metadata:type_name -> fluss.gateway.pb.PbBucketMetadata
+	68, // 40: fluss.gateway.pb.PbPartitionSpec.partition_key_values:type_name -> fluss.gateway.pb.PbKeyValue
+	69, // 41: fluss.gateway.pb.PbPartitionInfo.partition_spec:type_name -> fluss.gateway.pb.PbPartitionSpec
+	42, // [42:42] is the sub-list for method output_type
+	42, // [42:42] is the sub-list for method input_type
+	42, // [42:42] is the sub-list for extension type_name
+	42, // [42:42] is the sub-list for extension extendee
+	0,  // [0:42] is the sub-list for field type_name
 }
 
 func init() { file_fluss_api_proto_init() }
@@ -4471,7 +4732,7 @@ func file_fluss_api_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fluss_api_proto_rawDesc), len(file_fluss_api_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   67,
+			NumMessages:   71,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
