@@ -94,7 +94,8 @@ func (a *Accumulator) AddTable(spec TableSpec) (*Table, error) {
 			spec.SetWriter = fluss.SetLogBatchWriter
 		}
 	}
-	t := &Table{acc: a, spec: spec, kv: spec.NewKvBuilder != nil, builders: make(chan BatchBuilder, 4)}
+	t := &Table{acc: a, spec: spec, kv: spec.NewKvBuilder != nil, builders: make(chan pooledBuilder, 4)}
+	t.schema.Store(&tableSchema{id: spec.SchemaID, width: spec.Columns, newLog: spec.NewLogBuilder, newKv: spec.NewKvBuilder})
 	empty := map[int64]*partitionQueues{}
 	t.partitions.Store(&empty)
 	a.qmu.Lock()

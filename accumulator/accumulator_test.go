@@ -443,3 +443,71 @@ func TestNoLingerTableIsReadyAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// widthBuilder is the toy format for one schema: it refuses a row that is
+// not exactly its width, as Fluss's builders do, and keeps what it got.
+type widthBuilder struct {
+	*testBuilder
+	width int
+	rows  []fluss.Row
+}
+
+func (b *widthBuilder) Append(r fluss.Row) error {
+	if len(r) != b.width {
+		return fmt.Errorf("row of %d columns for a schema of %d", len(r), b.width)
+	}
+	b.rows = append(b.rows, r)
+	return b.testBuilder.Append(r[:1])
+}
+
+// After Reschema (columns added, a new schema id), the open batch takes no
+// more rows, new batches are built for the new schema, rows converted for
+// the old one are padded with nulls, and builders of the old schema are
+// not reused.
+func TestReschemaStartsBatchesOfTheNewSchema(t *testing.T) {
+	t.Parallel()
+	a, err := newTestAccumulator(func(c *Config) { c.Linger = time.Hour })
+	require.NoError(t, err)
+	var mu sync.Mutex
+	spec := func(schemaID int32, width int) TableSpec {
+		return TableSpec{ID: 1, Path: fluss.TablePath{Database: "db", Table: "t"}, NumBuckets: 1, SchemaID: schemaID, Columns: width,
+			NewLogBuilder: func() (LogBuilder, error) { return &widthBuilder{testBuilder: &testBuilder{Mu: &mu}, width: width}, nil },
+			SetWriter:     testSetWriter}
+	}
+	tbl, err := a.AddTable(spec(1, 1))
+	require.NoError(t, err)
+	ctx := context.Background()
+	h1, err := a.testAppend(ctx, tbl, NoPartition, 0, row(1))
+	require.NoError(t, err)
+	old := h1.Batch()
+
+	require.NoError(t, tbl.Reschema(spec(2, 2)))
+	assert.Equal(t, int32(2), tbl.SchemaID())
+	h2, err := a.testAppend(ctx, tbl, NoPartition, 0, row(2)) // converted for schema 1
+	require.NoError(t, err)
+	h3, err := a.testAppend(ctx, tbl, NoPartition, 0, fluss.Row{fluss.IntDatum(3), fluss.IntDatum(30)})
+	require.NoError(t, err)
+	assert.NotSame(t, old, h2.Batch(), "the open batch of schema 1 took no more rows")
+	assert.Same(t, h2.Batch(), h3.Batch())
+	assert.Same(t, h2.Batch().schema, tbl.schema.Load())
+	got := h2.Batch().builder.(*widthBuilder).rows
+	require.Len(t, got, 2)
+	assert.True(t, got[0][1].Null, "the short row is padded with null")
+	assert.Equal(t, int64(30), got[1][1].I)
+	q := a.Queues()[0]
+	b, _, readyAt := q.Peek(false)
+	assert.Same(t, old, b)
+	assert.True(t, readyAt.IsZero(), "the closed batch is ready")
+
+	// The old batch's builder comes back after its send: not reused.
+	require.True(t, q.Pop(old))
+	_, err = old.Build(NoSequence, NoSequence)
+	require.NoError(t, err)
+	require.True(t, old.Complete(0, nil))
+	bld, s, err := tbl.getBuilder()
+	require.NoError(t, err)
+	assert.Equal(t, 2, bld.(*widthBuilder).width)
+	assert.Same(t, tbl.schema.Load(), s)
+
+	assert.Error(t, tbl.Reschema(TableSpec{ID: 2, NewLogBuilder: spec(3, 3).NewLogBuilder}), "another table")
+}

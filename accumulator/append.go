@@ -87,15 +87,15 @@ func (a *Accumulator) AppendSealed(ctx context.Context, t *Table, partitionID in
 		return Handle{}, fmt.Errorf("accumulator: table %s partition %d has %d buckets, not bucket %d", t.spec.Path, partitionID, len(sealed), bucket)
 	}
 	q := sealed[bucket]
-	bld, err := t.getBuilder()
+	bld, schema, err := t.getBuilder()
 	if err != nil {
 		return Handle{}, fmt.Errorf("append to table %s: new batch builder: %w", t.spec.Path, err)
 	}
-	b := newBatch(q, bld)
+	b := newBatch(q, bld, schema)
 	b.sealedID, b.sealedSeq, b.sealedFresh = writerID, sequence, seal.Fresh
 	fail := func(err error) (Handle, error) {
 		a.mem.release(&t.mem, b.reserved.Swap(0))
-		t.putBuilder(bld)
+		t.putBuilder(bld, schema)
 		return Handle{}, err
 	}
 	for _, op := range ops {
@@ -185,7 +185,7 @@ func (a *Accumulator) append(ctx context.Context, t *Table, partitionID int64, b
 		}
 
 		// A new batch: reserve its memory and get a builder outside the lock.
-		bld, size, err := a.newBatchBuilder(ctx, t)
+		bld, schema, size, err := a.newBatchBuilder(ctx, t)
 		if err != nil {
 			return Handle{}, err
 		}
@@ -193,23 +193,27 @@ func (a *Accumulator) append(ctx context.Context, t *Table, partitionID int64, b
 		if a.closed.Load() {
 			q.mu.Unlock()
 			a.mem.release(&t.mem, size)
-			t.putBuilder(bld)
+			t.putBuilder(bld, schema)
 			return Handle{}, ErrClosed
 		}
-		if h, ok, err := q.tryAppendLocked(r); ok || err != nil {
-			// Someone else opened a batch meanwhile.
+		if h, ok, err := q.tryAppendLocked(r); ok || err != nil || schema != t.schema.Load() {
+			// Someone else opened a batch meanwhile, or the schema
+			// changed: try again with the current one.
 			q.mu.Unlock()
 			a.mem.release(&t.mem, size)
-			t.putBuilder(bld)
-			return h, err
+			t.putBuilder(bld, schema)
+			if ok || err != nil {
+				return h, err
+			}
+			continue
 		}
-		b := newBatch(q, bld)
+		b := newBatch(q, bld, schema)
 		b.reserved.Store(size)
 		h, err := b.addLocked(r, a.cfg.BatchSize)
 		if err != nil {
 			q.mu.Unlock()
 			a.mem.release(&t.mem, size)
-			t.putBuilder(bld)
+			t.putBuilder(bld, schema)
 			return Handle{}, err
 		}
 		// Count the batch, then check closed again: the sender stops once
@@ -265,20 +269,20 @@ func (a *Accumulator) prebuild(b *Batch) {
 
 // newBatchBuilder reserves a new batch's memory (waiting up to
 // BufferWaitTimeout) and gets it a builder.
-func (a *Accumulator) newBatchBuilder(ctx context.Context, t *Table) (BatchBuilder, int64, error) {
+func (a *Accumulator) newBatchBuilder(ctx context.Context, t *Table) (BatchBuilder, *tableSchema, int64, error) {
 	size := int64(a.cfg.BatchSize)
 	if err := a.mem.acquire(ctx, &t.mem, size, a.cfg.BufferWaitTimeout, a.wake); err != nil {
 		if errors.Is(err, ErrBufferFull) {
 			a.metrics.bufferFull.Inc()
 		}
-		return nil, 0, fmt.Errorf("append to table %s: %w", t.spec.Path, err)
+		return nil, nil, 0, fmt.Errorf("append to table %s: %w", t.spec.Path, err)
 	}
-	bld, err := t.getBuilder()
+	bld, schema, err := t.getBuilder()
 	if err != nil {
 		a.mem.release(&t.mem, size)
-		return nil, 0, fmt.Errorf("append to table %s: new batch builder: %w", t.spec.Path, err)
+		return nil, nil, 0, fmt.Errorf("append to table %s: new batch builder: %w", t.spec.Path, err)
 	}
-	return bld, size, nil
+	return bld, schema, size, nil
 }
 
 // tryAppendLocked appends to the last open batch. ok is false when there is
@@ -288,6 +292,12 @@ func (q *Queue) tryAppendLocked(r record) (Handle, bool, error) {
 		return Handle{}, false, nil
 	}
 	b := q.batches[len(q.batches)-1]
+	if !b.full && b.schema != q.table.schema.Load() {
+		// Built for a schema replaced since: closed, so that rows of the
+		// new schema go to a batch of it.
+		b.full = true
+		q.acc.filled(b)
+	}
 	if b.full {
 		return Handle{}, false, nil
 	}
@@ -304,6 +314,9 @@ func (q *Queue) tryAppendLocked(r record) (Handle, bool, error) {
 }
 
 func (b *Batch) addLocked(r record, batchSize int) (Handle, error) {
+	if w := b.schema.width; r.row != nil && len(r.row) < w {
+		r.row = padRow(r.row, w)
+	}
 	var err error
 	switch r.op {
 	case fluss.WriteAppend:
@@ -332,4 +345,15 @@ func (b *Batch) addLocked(r record, batchSize int) (Handle, error) {
 		b.full = true
 	}
 	return Handle{b: b, idx: int32(idx)}, nil
+}
+
+// padRow returns row widened to width columns with nulls: a row converted
+// for the schema before columns were added (Table.Reschema).
+func padRow(row fluss.Row, width int) fluss.Row {
+	out := make(fluss.Row, width)
+	copy(out, row)
+	for i := len(row); i < width; i++ {
+		out[i] = fluss.Datum{Null: true}
+	}
+	return out
 }

@@ -75,6 +75,7 @@ type Batch struct {
 	queue   *Queue
 	created time.Time
 	builder BatchBuilder
+	schema  *tableSchema // what builder builds
 
 	// The caller's stamp of a sealed batch (AppendSealed); NoSequence
 	// otherwise. Set before the batch is queued.
@@ -108,8 +109,9 @@ type Batch struct {
 	err    error // valid after done
 }
 
-func newBatch(q *Queue, bld BatchBuilder) *Batch {
+func newBatch(q *Queue, bld BatchBuilder, s *tableSchema) *Batch {
 	return &Batch{
+		schema:    s,
 		buildLock: make(chan struct{}, 1),
 		queue:     q,
 		created:   time.Now(),
@@ -204,7 +206,7 @@ func (b *Batch) encode() error {
 	t := b.queue.table
 	buf := make([]byte, 0, b.estimated+64)
 	out, err := b.builder.AppendTo(buf)
-	t.putBuilder(b.builder)
+	t.putBuilder(b.builder, b.schema)
 	b.builder = nil
 	if err != nil {
 		b.buildFailed = fmt.Errorf("build batch for table %s bucket %d: %w", t.spec.Path, b.queue.bucket, err)
@@ -249,7 +251,7 @@ func (b *Batch) Complete(offset int64, err error) bool {
 	acc := b.queue.acc
 	b.lockBuild() // after an encoding under way, whose charge it returns
 	if b.builder != nil {
-		b.queue.table.putBuilder(b.builder)
+		b.queue.table.putBuilder(b.builder, b.schema)
 		b.builder = nil
 	}
 	// Its handles live on until the Kafka answers are written (a request

@@ -236,12 +236,13 @@ func TestLargeBuildersAreNotKept(t *testing.T) {
 		}
 		return b
 	}
-	tbl.putBuilder(fill(4)) // 1.2 MiB held
+	cur := tbl.schema.Load()
+	tbl.putBuilder(fill(4), cur) // 1.2 MiB held
 	assert.Empty(t, tbl.builders, "a builder holding more than BatchSize is dropped")
 	small := fill(3) // 0.9 MiB
-	tbl.putBuilder(small)
+	tbl.putBuilder(small, cur)
 	require.Len(t, tbl.builders, 1)
-	got, err := tbl.getBuilder()
+	got, _, err := tbl.getBuilder()
 	require.NoError(t, err)
 	assert.Same(t, small, got)
 	assert.Zero(t, got.Len(), "kept reset")

@@ -1,6 +1,7 @@
 package accumulator
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -40,6 +41,12 @@ type TableSpec struct {
 	// called when the accumulator first sees a partition (or again after
 	// ForgetPartition), on the write path: it must not block.
 	PartitionBuckets func(partitionID int64) int
+	// SchemaID and Columns are the Fluss schema the builders write (its id
+	// and row width): a row with fewer columns (converted for the schema
+	// before a Reschema added some) is padded with nulls. Columns 0: no
+	// padding.
+	SchemaID int32
+	Columns  int
 	// NoLinger makes the table's batches ready at once, whatever
 	// Config.Linger says: for tables whose writes someone waits on one at
 	// a time (the gateway's transaction rows and staged Kafka batches,
@@ -53,7 +60,9 @@ type Table struct {
 	spec TableSpec
 	kv   bool
 
-	builders chan BatchBuilder // bounded free list of reset builders
+	builders chan pooledBuilder // bounded free list of reset builders
+	// schema is what new batches are built for (Reschema replaces it).
+	schema atomic.Pointer[tableSchema]
 
 	mu         sync.Mutex
 	partitions atomic.Pointer[map[int64]*partitionQueues] // copy on write under mu
@@ -61,6 +70,37 @@ type Table struct {
 	throttledUntil atomic.Int64 // Unix ns: a bucket held back by KV storage pressure
 
 	mem tableMemory // the table's part of the buffer memory
+}
+
+// tableSchema is one schema of a table: new batches are built for the
+// current one; a batch keeps the one it was built for.
+type tableSchema struct {
+	id     int32
+	width  int
+	newLog func() (LogBuilder, error)
+	newKv  func() (KvBuilder, error)
+}
+
+// pooledBuilder is a reset builder and the schema it builds.
+type pooledBuilder struct {
+	b BatchBuilder
+	s *tableSchema
+}
+
+// SchemaID returns the id of the schema new batches are built for.
+func (t *Table) SchemaID() int32 { return t.schema.Load().id }
+
+// Reschema makes new batches of the table use spec's schema and builders
+// (Fluss added columns to the table: a new schema id). Batches already
+// open keep their schema and take no more rows; rows converted for the
+// older, narrower schema that still arrive are padded with nulls. spec
+// must be of the same table and kind.
+func (t *Table) Reschema(spec TableSpec) error {
+	if spec.ID != t.spec.ID || (spec.NewKvBuilder != nil) != t.kv || (spec.NewLogBuilder == nil) == (spec.NewKvBuilder == nil) {
+		return fmt.Errorf("accumulator: reschema table %s: not the same table and kind", t.spec.Path)
+	}
+	t.schema.Store(&tableSchema{id: spec.SchemaID, width: spec.Columns, newLog: spec.NewLogBuilder, newKv: spec.NewKvBuilder})
+	return nil
 }
 
 // Throttle returns how much longer a bucket of the table is held back
@@ -141,16 +181,25 @@ func (t *Table) bucketsOf(partitionID int64) int {
 	return t.spec.NumBuckets
 }
 
-func (t *Table) getBuilder() (BatchBuilder, error) {
-	select {
-	case b := <-t.builders:
-		return b, nil
-	default:
+func (t *Table) getBuilder() (BatchBuilder, *tableSchema, error) {
+	s := t.schema.Load()
+	for {
+		select {
+		case p := <-t.builders:
+			if p.s != s {
+				continue // built for a schema replaced since
+			}
+			return p.b, s, nil
+		default:
+		}
+		break
 	}
 	if t.kv {
-		return t.spec.NewKvBuilder()
+		b, err := s.newKv()
+		return b, s, err
 	}
-	return t.spec.NewLogBuilder()
+	b, err := s.newLog()
+	return b, s, err
 }
 
 // putBuilder keeps b for the table's next batch, unless its buffers hold
@@ -160,13 +209,16 @@ func (t *Table) getBuilder() (BatchBuilder, error) {
 // that showed (builders come back at once since full batches are built
 // early; 50 producers of 1 KB: peak RSS 163-168 MiB without kept
 // builders, 163-185 MiB with four of any size).
-func (t *Table) putBuilder(b BatchBuilder) {
+func (t *Table) putBuilder(b BatchBuilder, s *tableSchema) {
+	if s != t.schema.Load() {
+		return
+	}
 	if hs, ok := b.(heldSizer); ok && hs.HeldBytes() > t.acc.cfg.BatchSize {
 		return
 	}
 	b.Reset()
 	select {
-	case t.builders <- b:
+	case t.builders <- pooledBuilder{b, s}:
 	default:
 	}
 }

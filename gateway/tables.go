@@ -99,6 +99,17 @@ func (r *tableRegistry) state(routes *mapping.Routes, infos map[fluss.TablePath]
 				return nil, fmt.Errorf("register table %s: %w", path, err)
 			}
 			r.byID[info.TableID] = t
+		} else if t.SchemaID() != info.SchemaID {
+			// Columns were added (Fluss changes a schema no other way): new
+			// batches are built for the new schema; rows converted for
+			// the old one are padded with nulls.
+			spec, err := tableSpec(info, r.encoders)
+			if err != nil {
+				return nil, err
+			}
+			if err := t.Reschema(spec); err != nil {
+				return nil, fmt.Errorf("table %s: schema %d: %w", path, info.SchemaID, err)
+			}
 		}
 		st.tables[path] = t
 	}
@@ -111,7 +122,7 @@ func (r *tableRegistry) state(routes *mapping.Routes, infos map[fluss.TablePath]
 func tableSpec(info *fluss.TableInfo, encoders *fluss.ArrowEncoders) (accumulator.TableSpec, error) {
 	d := &info.Descriptor
 	schema := &d.Schema
-	spec := accumulator.TableSpec{ID: info.TableID, Path: info.Path, NumBuckets: d.BucketCount}
+	spec := accumulator.TableSpec{ID: info.TableID, Path: info.Path, NumBuckets: d.BucketCount, SchemaID: info.SchemaID, Columns: len(schema.Columns)}
 	if spec.NumBuckets <= 0 {
 		return spec, fmt.Errorf("table %s: bucket count %d", info.Path, d.BucketCount)
 	}
