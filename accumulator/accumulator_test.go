@@ -471,8 +471,10 @@ func TestReschemaStartsBatchesOfTheNewSchema(t *testing.T) {
 	var mu sync.Mutex
 	spec := func(schemaID int32, width int) TableSpec {
 		return TableSpec{ID: 1, Path: fluss.TablePath{Database: "db", Table: "t"}, NumBuckets: 1, SchemaID: schemaID, Columns: width,
-			NewLogBuilder: func() (LogBuilder, error) { return &widthBuilder{testBuilder: &testBuilder{Mu: &mu}, width: width}, nil },
-			SetWriter:     testSetWriter}
+			NewLogBuilder: func() (LogBuilder, error) {
+				return &widthBuilder{testBuilder: &testBuilder{Mu: &mu}, width: width}, nil
+			},
+			SetWriter: testSetWriter}
 	}
 	tbl, err := a.AddTable(spec(1, 1))
 	require.NoError(t, err)
