@@ -1,7 +1,15 @@
 package e2e
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -13,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fluss-kafka/gateway/fluss"
+	"github.com/fluss-kafka/gateway/internal/registrytest"
 )
 
 // TestReloadPicksUpAddedColumns: a column added to a table (ALTER TABLE
@@ -89,4 +98,125 @@ func TestReloadPicksUpAddedColumns(t *testing.T) {
 	assert.GreaterOrEqual(t, null, 50, "rows before the change read null")
 	assert.GreaterOrEqual(t, filled, 50, "rows after the reload carry the new column")
 	t.Logf("%d records: %d with extra null, %d filled", total, null, filled)
+}
+
+// registerSchema registers an Avro schema under subject through the
+// registry's Confluent-compatible API and returns its id.
+func registerSchema(t *testing.T, registry, subject, schema string) int64 {
+	t.Helper()
+	body, err := json.Marshal(map[string]string{"schema": schema})
+	require.NoError(t, err)
+	req, err := http.NewRequestWithContext(testContext(t), http.MethodPost, registry+"/subjects/"+subject+"/versions", bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/vnd.schemaregistry.v1+json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "register %s: %s", subject, out)
+	var id struct{ ID int64 }
+	require.NoError(t, json.Unmarshal(out, &id))
+	return id.ID
+}
+
+// TestTablesPlanApplyFollowAvroSubject: `gateway tables plan|apply` against
+// real Apicurio and Fluss. With no table, plan prints the CREATE TABLE the
+// subject's latest Avro schema makes and apply creates it (the gateway's
+// route binds to it and every record lands); a new schema version adding a
+// field plans and applies an ADD COLUMN, picked up by a reload (v1 rows
+// null there, v2 rows carry the value); a field whose type changed is
+// reported, naming field and table, and nothing is applied.
+func TestTablesPlanApplyFollowAvroSubject(t *testing.T) {
+	e := newEnv(t)
+	registry := registrytest.URL(t)
+	topic := uniqueName("follow")
+	subject := topic + "-value"
+	table := e.Name + ".follow_orders"
+	cfg := gatewayConfig{Bootstrap: e.Bootstrap, Registry: registry, Routes: fmt.Sprintf(`
+  - topic: %s
+    table: %s
+    value: {format: avro, subject: %s}
+    metadata: {offset: kafka_offset}
+    follow_schema: {buckets: 2}
+`, topic, table, subject)}
+	dir := t.TempDir()
+	cfgFile := filepath.Join(dir, "gateway.yaml")
+	require.NoError(t, os.WriteFile(cfgFile, []byte(cfg.yaml(freePort(t), freePort(t))), 0o644))
+	bin, err := gatewayBinary()
+	require.NoError(t, err)
+	tables := func(cmd string) (string, error) {
+		var stdout, stderr bytes.Buffer
+		c := exec.CommandContext(testContext(t), bin, "tables", cmd, "-config", cfgFile)
+		c.Stdout, c.Stderr = &stdout, &stderr
+		err := c.Run()
+		return stdout.String() + stderr.String(), err
+	}
+
+	registerSchema(t, registry, subject, orderAvro)
+	out, err := tables("plan")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "CREATE TABLE "+table+" (")
+	assert.Contains(t, out, "amount DECIMAL(10, 2)")
+	assert.Contains(t, out, "ts TIMESTAMP_WITH_LOCAL_TIME_ZONE(3)")
+	assert.Contains(t, out, "kafka_offset BIGINT")
+	_, err = e.Client.GetTableInfo(testContext(t), fluss.TablePath{Database: e.Name, Table: "follow_orders"})
+	require.ErrorIs(t, err, fluss.ErrTableNotExist, "plan changes nothing")
+	out, err = tables("apply")
+	require.NoError(t, err, out)
+	info, err := e.Client.GetTableInfo(testContext(t), fluss.TablePath{Database: e.Name, Table: "follow_orders"})
+	require.NoError(t, err)
+	assert.Equal(t, 2, info.Descriptor.BucketCount)
+	out, err = tables("plan")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "nothing to do")
+
+	g := startGateway(t, cfg)
+	const n = 20
+	var recs []map[string]any
+	for i := range n {
+		recs = append(recs, avroOrder(i))
+	}
+	res := serdeProduce(t, g.KafkaAddr, registry, topic, "avro", orderAvro, recs)
+	require.Zero(t, res.ErrorCount, "%+v", res.Errors)
+
+	// v2: note gone, channel new.
+	registerSchema(t, registry, subject, orderAvroV2)
+	out, err = tables("plan")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "ALTER TABLE "+table+" ADD COLUMN channel STRING;")
+	out, err = tables("apply")
+	require.NoError(t, err, out)
+	g.RequireSignal(t, syscall.SIGHUP)
+	require.NoError(t, waitFor(testContext(t), 2*time.Minute, func() bool {
+		return g.RequireMetrics(t).Sum("fluss_gateway_config_reloads_total", `result="success"`) == 1
+	}), "reload not applied; log:\n%s", g.Logs())
+	v2 := []map[string]any{{"id": 100, "name": "v2", "amount": map[string]any{"$decimal": "7.50"}, "ts": 1_704_067_200_000,
+		"day": 19_723, "flag": true, "score": 1.5, "status": "PAID", "channel": "app"}}
+	res = serdeProduce(t, g.KafkaAddr, registry, topic, "avro", orderAvroV2, v2)
+	require.Zero(t, res.ErrorCount, "%+v", res.Errors)
+
+	rows := e.scanLog(t, table)
+	require.Len(t, rows, n+1)
+	for _, r := range rows {
+		id := num(t, r.Row, "id")
+		_, has := r.Row["channel"]
+		if id == 100 {
+			assert.Equal(t, "app", str(t, r.Row, "channel"))
+			continue
+		}
+		assert.True(t, !has || isNull(r.Row, "channel"), "v1 order %d has no channel", id)
+		assert.Equal(t, fmt.Sprintf("order-%d", id), str(t, r.Row, "name"))
+	}
+
+	// v3 changes a field's type: reported, nothing applied.
+	v3 := strings.Replace(orderAvroV2, `{"name": "score", "type": "double"}`, `{"name": "score", "type": "string"}`, 1)
+	require.NotEqual(t, orderAvroV2, v3)
+	registerSchema(t, registry, subject, v3)
+	out, err = tables("apply")
+	require.Error(t, err, out)
+	assert.Contains(t, out, "field score is STRING in the writer schema, but column score of "+table+" is DOUBLE")
+	info, err = e.Client.GetTableInfo(testContext(t), fluss.TablePath{Database: e.Name, Table: "follow_orders"})
+	require.NoError(t, err)
+	assert.Equal(t, "DOUBLE", info.Descriptor.Schema.Columns[slices.IndexFunc(info.Descriptor.Schema.Columns,
+		func(c fluss.Column) bool { return c.Name == "score" })].Type.Root.String())
 }

@@ -48,6 +48,23 @@ type RouteSpec struct {
 	// each answer; see docs/exactly-once.md). Unset: yes, when the gateway
 	// can keep producer states in Fluss.
 	ExactlyOnce ExactlyOnceMode `yaml:"exactly_once"`
+	// FollowSchema is the shape of a table made from the route's writer
+	// schema (value.subject's latest): `gateway tables plan` prints, and
+	// `gateway tables apply` issues, the CREATE TABLE or ADD COLUMN it
+	// needs (docs/configuration.md, "Tables from writer schemas").
+	FollowSchema FollowSchemaSpec `yaml:"follow_schema"`
+}
+
+// FollowSchemaSpec is what a writer schema does not say about a table.
+type FollowSchemaSpec struct {
+	// PrimaryKey makes a primary-key table of these columns.
+	PrimaryKey []string `yaml:"primary_key"`
+	// Buckets is the bucket count; 0 leaves it to the server's default.
+	Buckets int `yaml:"buckets"`
+	// PartitionKeys partitions the table by these columns.
+	PartitionKeys []string `yaml:"partition_keys"`
+	// Properties are the table's properties ("table.*" keys).
+	Properties map[string]string `yaml:"properties"`
 }
 
 // ExactlyOnceMode is a route's exactly_once setting, as written in YAML.
@@ -273,6 +290,9 @@ func (s RouteSpec) WithDefaults() RouteSpec {
 	s.Value.Paths = cloneMap(s.Value.Paths)
 	s.Key.Paths = cloneMap(s.Key.Paths)
 	s.Partition = slices.Clone(s.Partition)
+	s.FollowSchema.PrimaryKey = slices.Clone(s.FollowSchema.PrimaryKey)
+	s.FollowSchema.PartitionKeys = slices.Clone(s.FollowSchema.PartitionKeys)
+	s.FollowSchema.Properties = cloneMap(s.FollowSchema.Properties)
 	for i := range s.Partition {
 		p := &s.Partition[i]
 		if p.From == "" {

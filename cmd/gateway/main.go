@@ -33,6 +33,9 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 1 && args[0] == "tables" && (args[1] == "plan" || args[1] == "apply") {
+		return tables(args[1] == "apply", args[2:], stdout, stderr)
+	}
 	validateOnly := false
 	if len(args) > 0 && args[0] == "validate" {
 		validateOnly, args = true, args[1:]
@@ -148,6 +151,46 @@ func validate(cfg *configs.Config, stdout, stderr io.Writer) int {
 	// Accepted, but an operator should know: printed, not a failure.
 	for _, w := range v.Warnings {
 		fmt.Fprintln(stderr, "gateway validate: warning:", w)
+	}
+	return 0
+}
+
+// tables prints (and, with apply, issues) what each route's table needs
+// to hold its value subject's latest writer schema.
+func tables(apply bool, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("gateway tables", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "configs/gateway.yaml", "path of the YAML configuration file")
+	route := fs.String("route", "", "only this route (its name)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := configs.Load(*path)
+	if err != nil {
+		fmt.Fprintln(stderr, "gateway:", err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*(cfg.Fluss.RequestTimeout+cfg.Fluss.DialTimeout))
+	defer cancel()
+	plans, err := gateway.PlanTables(ctx, cfg, *route)
+	if err != nil {
+		fmt.Fprintln(stderr, "gateway tables:", err)
+		return 1
+	}
+	problems := false
+	for _, p := range plans {
+		fmt.Fprint(stdout, p.String())
+		problems = problems || len(p.Problems) > 0
+	}
+	if apply {
+		if err := gateway.ApplyTables(ctx, cfg, plans); err != nil {
+			fmt.Fprintln(stderr, "gateway tables apply:", err)
+			return 1
+		}
+		fmt.Fprintln(stdout, "-- applied")
+	}
+	if problems {
+		return 1
 	}
 	return 0
 }
