@@ -15,12 +15,20 @@ import (
 // and what a table that lacks some of them would add (docs/configuration.md,
 // "Tables from writer schemas"). Each column is nullable (Fluss adds only
 // nullable columns, and an absent field reads null). The type of each is
-// the first the format's type table lists for the writer type. Only Avro
-// so far: protobuf and json_schema are refused with a reason.
+// the first the format's type table lists for the writer type.
 func WriterColumns(format string, s *schemaregistry.Schema) ([]fluss.Column, error) {
-	if format != string(ValueAvro) {
-		return nil, fmt.Errorf("deriving columns from a %s writer schema is not implemented yet (only avro)", format)
+	switch format {
+	case string(ValueAvro):
+		return avroWriterColumns(s)
+	case string(ValueProtobuf):
+		return protobufWriterColumns(s)
+	case string(ValueJSONSchema):
+		return jsonSchemaWriterColumns(s)
 	}
+	return nil, fmt.Errorf("value.format %s has no writer schema to derive columns from", format)
+}
+
+func avroWriterColumns(s *schemaregistry.Schema) ([]fluss.Column, error) {
 	ws, err := parseAvroSchema(s)
 	if err != nil {
 		return nil, err
