@@ -76,6 +76,6 @@ func TestWriterColumnsRefused(t *testing.T) {
 		require.Error(t, err, c.name)
 		assert.Contains(t, err.Error(), c.reason, c.name)
 	}
-	_, err := WriterColumns("protobuf", &schemaregistry.Schema{Type: "PROTOBUF", Text: "syntax = \"proto3\";"})
-	assert.ErrorContains(t, err, "not implemented yet")
+	_, err := WriterColumns("json", &schemaregistry.Schema{Type: "JSON", Text: "{}"})
+	assert.ErrorContains(t, err, "has no writer schema")
 }
