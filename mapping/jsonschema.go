@@ -70,15 +70,9 @@ func compileJSONSchema(s *schemaregistry.Schema) compiledJSONSchema {
 		}
 		return comp.AddResource(url, doc)
 	}
-	const root = "registry:///writer-schema.json"
+	root := jsonSchemaRootURL
 	for name, text := range s.Deps {
-		// A reference name resolves against the writer schema's own URL,
-		// as a relative $ref does; an absolute one stays as it is.
-		url := name
-		if !strings.Contains(name, "://") {
-			url = "registry:///" + strings.TrimPrefix(name, "/")
-		}
-		if err := add(url, text); err != nil {
+		if err := add(jsonSchemaDepURL(name), text); err != nil {
 			return compiledJSONSchema{err: err}
 		}
 	}
