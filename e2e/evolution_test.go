@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fluss-kafka/gateway/fluss"
+	"github.com/fluss-kafka/gateway/internal/gatewaytest"
 	"github.com/fluss-kafka/gateway/internal/registrytest"
 )
 
@@ -219,4 +220,88 @@ func TestTablesPlanApplyFollowAvroSubject(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "DOUBLE", info.Descriptor.Schema.Columns[slices.IndexFunc(info.Descriptor.Schema.Columns,
 		func(c fluss.Column) bool { return c.Name == "score" })].Type.Root.String())
+}
+
+// TestFollowSchemaAddsColumnsTwoInstances: with follow_schema.add_columns,
+// two gateway instances (one exactly once, one at least once) receive records of a new Avro schema version (a
+// field the table lacks) at the same time, from Confluent's Python
+// serializer: both add or find the column, no record fails, v1 rows read
+// null there and every v2 row carries its value (read back with pyfluss).
+func TestFollowSchemaAddsColumnsTwoInstances(t *testing.T) {
+	e := newEnv(t)
+	registry := registrytest.URL(t)
+	spec := orderTable("follow_auto")
+	spec.columns = slices.DeleteFunc(slices.Clone(spec.columns), func(c fluss.Column) bool { return c.Name == "channel" })
+	table := e.createTable(t, spec)
+	topic := uniqueName("follow-auto")
+	cfg := gatewayConfig{Bootstrap: e.Bootstrap, Registry: registry, Routes: fmt.Sprintf(`
+  - topic: %s
+    table: %s
+    value: {format: avro}
+    follow_schema: {add_columns: true}
+`, topic, table)}
+	// The second instance writes at least once (the merged path), the
+	// first exactly once: both paths add columns.
+	merged := cfg
+	merged.Routes = strings.Replace(cfg.Routes, "follow_schema: {add_columns: true}", "follow_schema: {add_columns: true}\n    exactly_once: false", 1)
+	require.NotEqual(t, cfg.Routes, merged.Routes)
+	a, b := startGateway(t, cfg), startGateway(t, merged)
+
+	var v1 []map[string]any
+	for i := range 10 {
+		v1 = append(v1, avroOrder(i))
+	}
+	res := serdeProduce(t, a.KafkaAddr, registry, topic, "avro", orderAvro, v1)
+	require.Zero(t, res.ErrorCount, "%+v", res.Errors)
+
+	v2 := func(from int) []map[string]any {
+		var recs []map[string]any
+		for i := from; i < from+10; i++ {
+			recs = append(recs, map[string]any{"id": i, "name": fmt.Sprintf("order-%d", i), "amount": map[string]any{"$decimal": "7.50"},
+				"ts": 1_704_067_200_000, "day": 19_723, "flag": true, "score": 1.5, "status": "PAID", "channel": fmt.Sprintf("app-%d", i)})
+		}
+		return recs
+	}
+	results := make(chan serdeResult, 2)
+	for i, g := range []*gatewaytest.Process{a, b} {
+		go func() { results <- serdeProduce(t, g.KafkaAddr, registry, topic, "avro", orderAvroV2, v2(100*(i+1))) }()
+	}
+	for range 2 {
+		r := <-results
+		require.Zero(t, r.ErrorCount, "%+v", r.Errors)
+		require.Equal(t, 10, r.Delivered)
+	}
+
+	info, err := e.Client.GetTableInfo(testContext(t), fluss.TablePath{Database: e.Name, Table: "follow_auto"})
+	require.NoError(t, err)
+	names := make([]string, 0, len(info.Descriptor.Schema.Columns))
+	for _, c := range info.Descriptor.Schema.Columns {
+		names = append(names, c.Name)
+	}
+	assert.Equal(t, "channel", names[len(names)-1], "the new field, appended once: %v", names)
+	rows := e.scanLog(t, table)
+	require.Len(t, rows, 30)
+	for _, r := range rows {
+		id := num(t, r.Row, "id")
+		_, has := r.Row["channel"]
+		if id >= 100 {
+			assert.Equal(t, fmt.Sprintf("app-%d", id), str(t, r.Row, "channel"), "v2 order %d", id)
+		} else {
+			assert.True(t, !has || isNull(r.Row, "channel"), "v1 order %d", id)
+		}
+	}
+	added, found := 0, 0
+	for _, g := range []*gatewaytest.Process{a, b} {
+		if strings.Contains(g.Logs(), "columns added to follow a writer schema") {
+			added++
+		}
+		if strings.Contains(g.Logs(), "added by another writer") {
+			found++
+		}
+	}
+	assert.GreaterOrEqual(t, added, 1, "an instance added the column")
+	t.Logf("instances that added the column: %d, that found it added by the other: %d; table columns %v, schema id %d", added, found, names, info.SchemaID)
+	for _, g := range []*gatewaytest.Process{a, b} {
+		assert.NotContains(t, g.Logs(), "columns for a writer schema not added", "no batch failed for it")
+	}
 }

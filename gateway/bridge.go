@@ -31,8 +31,10 @@ type bridge struct {
 	reg     *schemaregistry.Client // nil: no schema_registry configured
 	eo      *exactlyOnce           // nil: no Fluss client to keep producer states in
 	txn     *transactions          // nil: transactional producers are refused
-	log     *slog.Logger
-	m       *gatewayMetrics
+	// follower adds the columns writer schemas need (nil: none added).
+	follower *schemaFollower
+	log      *slog.Logger
+	m        *gatewayMetrics
 
 	// stopped ends when a shutdown runs out of time: it bounds the appends
 	// that no longer follow the request's deadline (see appendAll).
@@ -207,7 +209,8 @@ func (s *bridge) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) 
 	cb := s.getBatch(len(req.Records))
 	schemasMissing := s.frame(route, req, cb)
 	queue := mergedQueue(topicPartition{req.Topic, req.Partition})
-	if !schemasMissing {
+	following := !schemasMissing && s.follower.needed(st, route, cb)
+	if !schemasMissing && !following {
 		if err := s.convert(route, req, cb); err != nil {
 			s.putBatch(cb)
 			s.m.rejected(route.Name(), len(req.Records))
@@ -236,9 +239,16 @@ func (s *bridge) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) 
 		defer cancel()
 		stop := context.AfterFunc(s.stopped, cancel)
 		defer stop()
-		if schemasMissing {
+		if schemasMissing || following {
 			if err := s.resolveSchemas(jctx, route.Name(), cb); err != nil {
 				s.log.Warn("produce: schema lookup failed; the producer will retry", slog.String("topic", req.Topic),
+					slog.Int("partition", int(req.Partition)), slog.Any("err", err))
+				c.Complete(failedResult(err))
+				return
+			}
+			var err error
+			if st, route, err = s.follow(jctx, st, route, req.Topic, cb); err != nil {
+				s.log.Warn("produce: columns for a writer schema not added; the producer will retry", slog.String("topic", req.Topic),
 					slog.Int("partition", int(req.Partition)), slog.Any("err", err))
 				c.Complete(failedResult(err))
 				return

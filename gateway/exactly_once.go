@@ -260,6 +260,15 @@ func (s *bridge) writeExactlyOnce(ctx context.Context, st *routeState, route *ma
 			return
 		}
 	}
+	if s.follower.needed(st, route, cb) {
+		var err error
+		if st, route, err = s.follow(ctx, st, route, req.Topic, cb); err != nil {
+			s.log.Warn("produce: columns for a writer schema not added; the producer will retry", slog.String("topic", req.Topic),
+				slog.Int("partition", int(req.Partition)), slog.Any("err", err))
+			c.Complete(failedResult(err))
+			return
+		}
+	}
 	// Converted before any sequence is assigned: a rejected batch uses
 	// none, and the producer's next batch reuses its sequence.
 	if err := s.convert(route, req, cb); err != nil {

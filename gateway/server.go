@@ -58,6 +58,8 @@ type Gateway struct {
 	mu       sync.Mutex // guards loadErr
 	loadErr  error
 	reloadMu sync.Mutex // one reload at a time
+	// specs are the routes in force (the last applied), under reloadMu.
+	specs []mapping.RouteSpec
 }
 
 func New(cfg *configs.Config, log *slog.Logger) (*Gateway, error) {
@@ -92,6 +94,7 @@ func New(cfg *configs.Config, log *slog.Logger) (*Gateway, error) {
 		newOutageLog(log, "fluss writer ids unavailable", "fluss writer ids available again", 0, nil), nil)
 	g.bridge = newBridge(acc, parts, ids, g.m, log.With(slog.String("component", "bridge")))
 	g.bridge.leaderless = snd.Leaderless
+	g.bridge.follower = &schemaFollower{tables: client, rebind: g.rebindRoutes, log: log.With(slog.String("component", "bridge"))}
 	// A table's batches waiting for Fluss may hold its share of the
 	// requests' part of the memory budget, as its rows may of the rest.
 	g.bridge.appending = newTableAppends(int64(float64(set.accumulator.RequestMemory)*set.accumulator.MaxTableShare),
@@ -423,6 +426,7 @@ func (g *Gateway) apply(ctx context.Context, specs []mapping.RouteSpec, fresh bo
 		return err
 	}
 	g.bridge.setState(st)
+	g.specs = specs
 	g.m.routes.Set(float64(len(routes.All())))
 	g.setLoadErr(nil)
 	for _, r := range routes.All() {
@@ -434,6 +438,14 @@ func (g *Gateway) apply(ctx context.Context, specs []mapping.RouteSpec, fresh bo
 		g.log.Warn(durabilityMessage, w.attrs()...)
 	}
 	return nil
+}
+
+// rebindRoutes binds the routes in force again with fresh table infos:
+// columns were added to a table (schemaFollower).
+func (g *Gateway) rebindRoutes(ctx context.Context) error {
+	g.reloadMu.Lock()
+	defer g.reloadMu.Unlock()
+	return g.apply(ctx, g.specs, true)
 }
 
 // errShuttingDown is the final readiness error: once shutdown began, no

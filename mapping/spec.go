@@ -57,6 +57,10 @@ type RouteSpec struct {
 
 // FollowSchemaSpec is what a writer schema does not say about a table.
 type FollowSchemaSpec struct {
+	// AddColumns: when a record's writer schema has top-level fields the
+	// table lacks, the gateway adds them (nullable, at the end) before
+	// writing the record.
+	AddColumns bool `yaml:"add_columns"`
 	// PrimaryKey makes a primary-key table of these columns.
 	PrimaryKey []string `yaml:"primary_key"`
 	// Buckets is the bucket count; 0 leaves it to the server's default.

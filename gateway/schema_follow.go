@@ -1,0 +1,172 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+
+	"github.com/fluss-kafka/gateway/fluss"
+	"github.com/fluss-kafka/gateway/kafkaproto"
+	"github.com/fluss-kafka/gateway/mapping"
+	"github.com/fluss-kafka/gateway/schemaregistry"
+)
+
+// Columns that follow writer schemas (routes[].follow_schema.add_columns;
+// docs/configuration.md, "Tables from writer schemas"): before a batch of
+// a registry format is converted, each writer schema it names that the
+// route has not checked against its table yet is compared with the table;
+// top-level fields the table lacks are added as nullable columns (the only
+// change Fluss makes to a schema) and the routes are bound again, so that
+// this batch and every later one fill them. Instances adding the same
+// columns at once all succeed: the first adds them, the others find them
+// added. A field of a type Fluss cannot hold, or whose type changed, is
+// left to the converter, which refuses the schema's records with a reason
+// naming field, column and types (or ignores an unknown field).
+
+// schemaFollower adds the columns; one bridge has one.
+type schemaFollower struct {
+	tables tableAlterer
+	// rebind binds every route again with fresh table infos (the
+	// gateway's reload of the routes in force).
+	rebind func(ctx context.Context) error
+	log    *slog.Logger
+
+	mu      sync.Mutex // one change at a time
+	checked sync.Map   // followKey -> struct{}: the table holds the schema's fields
+}
+
+// tableAlterer is what adding columns needs from Fluss.
+type tableAlterer interface {
+	AddColumns(ctx context.Context, path fluss.TablePath, cols []fluss.Column) error
+	GetTableInfo(ctx context.Context, path fluss.TablePath) (*fluss.TableInfo, error)
+}
+
+// followKey is a writer schema checked against one schema of a route's
+// table (a new table schema is checked again).
+type followKey struct {
+	route       string
+	tableSchema int32
+	writer      *schemaregistry.Schema // cached, so one pointer per schema
+}
+
+// follows reports whether the route adds columns for its writer schemas.
+func follows(route *mapping.Route) bool {
+	return route.Spec().FollowSchema.AddColumns && mapping.IsRegistryFormat(string(route.Spec().Value.Format))
+}
+
+// needed reports, without blocking, whether a writer schema of the batch
+// has not been checked against the route's table yet.
+func (f *schemaFollower) needed(st *routeState, route *mapping.Route, cb *convBatch) bool {
+	if f == nil || !follows(route) {
+		return false
+	}
+	info := st.infos[route.Table()]
+	var last *schemaregistry.Schema
+	for i := range cb.framing.values {
+		sc := cb.framing.values[i].Schema
+		if sc == nil || sc == last {
+			continue
+		}
+		last = sc
+		if _, ok := f.checked.Load(followKey{route.Name(), info.SchemaID, sc}); !ok {
+			return true
+		}
+	}
+	return false
+}
+
+// follow adds the columns the batch's writer schemas need and returns the
+// routes to convert it with (a new generation when columns were added).
+// A failure is retriable for the producer: nothing of the batch is written.
+func (s *bridge) follow(ctx context.Context, st *routeState, route *mapping.Route, topic string, cb *convBatch) (*routeState, *mapping.Route, error) {
+	f := s.follower
+	if f == nil || !follows(route) {
+		return st, route, nil
+	}
+	var last *schemaregistry.Schema
+	for i := range cb.framing.values {
+		sc := cb.framing.values[i].Schema
+		if sc == nil || sc == last {
+			continue
+		}
+		last = sc
+		info := st.infos[route.Table()]
+		key := followKey{route.Name(), info.SchemaID, sc}
+		if _, ok := f.checked.Load(key); ok {
+			continue
+		}
+		cols, err := mapping.WriterColumns(string(route.Spec().Value.Format), sc)
+		if err != nil {
+			// No columns to add; the converter says what is wrong with
+			// the schema's records.
+			f.log.Warn("writer schema not followed: no columns derived from it", slog.String("route", route.Name()),
+				slog.String("table", route.Table().String()), slog.Int64("schema_id", sc.ID), slog.Any("err", err))
+			f.checked.Store(key, struct{}{})
+			continue
+		}
+		missing := missingColumns(info, cols)
+		if len(missing) == 0 {
+			f.checked.Store(key, struct{}{})
+			continue
+		}
+		if err := f.add(ctx, route, sc, missing); err != nil {
+			return st, route, fmt.Errorf("%w: add columns %v to %s: %w", kafkaproto.ErrRequestTimedOut, columnNames(missing), route.Table(), err)
+		}
+		st = s.state.Load()
+		r, ok := st.routes.Resolve(topic)
+		if !ok {
+			return st, route, kafkaproto.ErrUnknownTopicOrPartition
+		}
+		route = r
+	}
+	return st, route, nil
+}
+
+// add appends missing to the route's table (unless another batch or
+// instance did meanwhile) and binds the routes again.
+func (f *schemaFollower) add(ctx context.Context, route *mapping.Route, sc *schemaregistry.Schema, missing []fluss.Column) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	info, err := f.tables.GetTableInfo(ctx, route.Table())
+	if err != nil {
+		return err
+	}
+	if missing = missingColumns(info, missing); len(missing) > 0 {
+		msg := "columns added to follow a writer schema"
+		err := f.tables.AddColumns(ctx, route.Table(), missing)
+		if err != nil && errors.Is(err, fluss.ErrInvalidAlterTable) {
+			// Another instance added some first.
+			if info, ierr := f.tables.GetTableInfo(ctx, route.Table()); ierr == nil && len(missingColumns(info, missing)) == 0 {
+				err, msg = nil, "columns a writer schema needs were added by another writer"
+			}
+		}
+		if err != nil {
+			return err
+		}
+		f.log.Info(msg, slog.String("route", route.Name()), slog.String("table", route.Table().String()),
+			slog.Int64("schema_id", sc.ID), slog.Any("columns", columnNames(missing)))
+	}
+	return f.rebind(ctx)
+}
+
+// missingColumns are the columns of cols that info's table lacks, by name.
+func missingColumns(info *fluss.TableInfo, cols []fluss.Column) []fluss.Column {
+	var out []fluss.Column
+	for _, c := range cols {
+		if !slices.ContainsFunc(info.Descriptor.Schema.Columns, func(h fluss.Column) bool { return h.Name == c.Name }) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func columnNames(cols []fluss.Column) []string {
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = c.Name
+	}
+	return names
+}
