@@ -290,6 +290,7 @@ func TestFollowSchemaAddsColumnsTwoInstances(t *testing.T) {
 			assert.True(t, !has || isNull(r.Row, "channel"), "v1 order %d", id)
 		}
 	}
+	assert.Contains(t, names, "ignored", "v1's field the table lacked was added too")
 	added, found := 0, 0
 	for _, g := range []*gatewaytest.Process{a, b} {
 		if strings.Contains(g.Logs(), "columns added to follow a writer schema") {
@@ -304,4 +305,25 @@ func TestFollowSchemaAddsColumnsTwoInstances(t *testing.T) {
 	for _, g := range []*gatewaytest.Process{a, b} {
 		assert.NotContains(t, g.Logs(), "columns for a writer schema not added", "no batch failed for it")
 	}
+
+	// v3 changes a field's type, which Fluss cannot follow: its records are
+	// refused with a reason naming the field and both types; nothing is
+	// added, and v2 records still land.
+	v3 := strings.Replace(orderAvroV2, `{"name": "score", "type": "double"}`, `{"name": "score", "type": "string"}`, 1)
+	require.NotEqual(t, orderAvroV2, v3)
+	bad := v2(300)
+	for _, r := range bad {
+		r["score"] = "high"
+	}
+	res = serdeProduce(t, a.KafkaAddr, registry, topic, "avro", v3, bad[:3])
+	assert.Equal(t, 3, res.ErrorCount, "v3 records refused: %+v", res)
+	assert.Contains(t, a.Logs(), "Avro string cannot fill DOUBLE", "the reason names the types")
+	assert.Contains(t, a.Logs(), "table="+table, "and the table")
+	assert.Regexp(t, `batch rejected.*column \\"score\\"`, a.Logs(), "and the field")
+	res = serdeProduce(t, b.KafkaAddr, registry, topic, "avro", orderAvroV2, v2(400)[:2])
+	require.Zero(t, res.ErrorCount, "%+v", res.Errors)
+	info, err = e.Client.GetTableInfo(testContext(t), fluss.TablePath{Database: e.Name, Table: "follow_auto"})
+	require.NoError(t, err)
+	assert.Len(t, info.Descriptor.Schema.Columns, len(names), "v3 added nothing")
+	assert.Len(t, e.scanLog(t, table), 32, "the two later v2 records, none of v3")
 }

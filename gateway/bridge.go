@@ -368,7 +368,7 @@ func (s *bridge) convert(route *mapping.Route, req *kafkaproto.PartitionProduce,
 		rejects = append(rejects, kafkaproto.RecordError{Index: kr.Index, Message: re.Message()})
 	}
 	if len(rejects) > 0 {
-		s.log.Info("batch rejected", slog.String("route", route.Name()), slog.String("topic", req.Topic),
+		s.log.Info("batch rejected", slog.String("route", route.Name()), slog.String("table", route.Table().String()), slog.String("topic", req.Topic),
 			slog.Int("partition", int(req.Partition)), slog.Int("rejected", len(rejects)),
 			slog.Int("first_index", int(rejects[0].Index)), slog.String("reason", rejects[0].Message))
 		return &kafkaproto.RecordsError{Records: rejects}

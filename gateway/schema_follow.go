@@ -135,21 +135,41 @@ func (f *schemaFollower) add(ctx context.Context, route *mapping.Route, sc *sche
 		return err
 	}
 	if missing = missingColumns(info, missing); len(missing) > 0 {
-		msg := "columns added to follow a writer schema"
-		err := f.tables.AddColumns(ctx, route.Table(), missing)
-		if err != nil && errors.Is(err, fluss.ErrInvalidAlterTable) {
-			// Another instance added some first.
-			if info, ierr := f.tables.GetTableInfo(ctx, route.Table()); ierr == nil && len(missingColumns(info, missing)) == 0 {
-				err, msg = nil, "columns a writer schema needs were added by another writer"
-			}
-		}
-		if err != nil {
+		if err := f.addRacing(ctx, route, sc, missing); err != nil {
 			return err
 		}
-		f.log.Info(msg, slog.String("route", route.Name()), slog.String("table", route.Table().String()),
-			slog.Int64("schema_id", sc.ID), slog.Any("columns", columnNames(missing)))
 	}
 	return f.rebind(ctx)
+}
+
+// addRacing adds missing, tolerating other writers adding columns at the
+// same moment: Fluss 0.9.1's coordinator does not serialize schema changes,
+// so of two concurrent adds one may fail (INVALID_ALTER_TABLE_EXCEPTION, or
+// an internal "NodeExists .../schemas/N"). After a failure the table is
+// read again: columns now there were added by the other writer; the rest
+// are added again, a few times.
+func (f *schemaFollower) addRacing(ctx context.Context, route *mapping.Route, sc *schemaregistry.Schema, missing []fluss.Column) error {
+	const attempts = 3
+	var err error
+	for range attempts {
+		if err = f.tables.AddColumns(ctx, route.Table(), missing); err == nil {
+			f.log.Info("columns added to follow a writer schema", slog.String("route", route.Name()), slog.String("table", route.Table().String()),
+				slog.Int64("schema_id", sc.ID), slog.Any("columns", columnNames(missing)))
+			return nil
+		}
+		info, ierr := f.tables.GetTableInfo(ctx, route.Table())
+		if ierr != nil {
+			return errors.Join(err, ierr)
+		}
+		still := missingColumns(info, missing)
+		if len(still) == 0 {
+			f.log.Info("columns a writer schema needs were added by another writer", slog.String("route", route.Name()),
+				slog.String("table", route.Table().String()), slog.Int64("schema_id", sc.ID), slog.Any("columns", columnNames(missing)))
+			return nil
+		}
+		missing = still
+	}
+	return err
 }
 
 // missingColumns are the columns of cols that info's table lacks, by name.
