@@ -19,8 +19,13 @@
 // Kafka listeners and the admin server (/metrics, /livez, /readyz) from a
 // configs.Config (settingsFrom is the one place that turns the file into
 // the components' configs); binds routes to tables (tables.go), reloads
-// them (reload.go) and shuts down in order. cmd/gateway only parses
-// flags, loads the file and turns signals into calls.
+// them (reload.go; a table whose columns were added gets a writer table of
+// the new schema) and shuts down in order. Tables follow writer schemas
+// in two ways: tables_plan.go computes and issues the CREATE TABLE / ADD
+// COLUMN a route's value subject needs (`gateway tables plan|apply`), and
+// schema_follow.go adds the columns a record's new writer schema needs
+// before its batch is converted (follow_schema.add_columns). cmd/gateway
+// only parses flags, loads the file and turns signals into calls.
 //
 // Imports point down: gateway may import kafkaproto, mapping, accumulator,
 // sender, schemaregistry, fluss and configs; none of them imports gateway, and no product package
