@@ -301,6 +301,8 @@ func TestFollowSchemaAddsColumnsTwoInstances(t *testing.T) {
 		}
 	}
 	assert.GreaterOrEqual(t, added, 1, "an instance added the column")
+	counted := a.RequireMetrics(t).Sum("fluss_gateway_route_columns_added_total") + b.RequireMetrics(t).Sum("fluss_gateway_route_columns_added_total")
+	assert.GreaterOrEqual(t, counted, float64(2), "ignored and channel added, and counted")
 	t.Logf("instances that added the column: %d, that found it added by the other: %d; table columns %v, schema id %d", added, found, names, info.SchemaID)
 	for _, g := range []*gatewaytest.Process{a, b} {
 		assert.NotContains(t, g.Logs(), "columns for a writer schema not added", "no batch failed for it")

@@ -18,6 +18,7 @@ type gatewayMetrics struct {
 	routeLatency  *prometheus.HistogramVec
 	reloads       *prometheus.CounterVec
 	registryDown  *prometheus.CounterVec
+	columnsAdded  *prometheus.CounterVec
 	routes        prometheus.Gauge
 }
 
@@ -44,6 +45,10 @@ func newGatewayMetrics(reg prometheus.Registerer) *gatewayMetrics {
 			Name: "fluss_gateway_route_schema_registry_unavailable_total",
 			Help: "Kafka batches refused with a retriable error because the schema registry could not be reached for a writer schema (nothing of them written; the producer retries).",
 		}, []string{"route"}),
+		columnsAdded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fluss_gateway_route_columns_added_total",
+			Help: "Columns this instance added to a route's table because a writer schema had fields the table lacked (follow_schema.add_columns).",
+		}, []string{"route"}),
 		routeBusy: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fluss_gateway_route_table_busy_batches_total",
 			Help: "Kafka batches refused with REQUEST_TIMED_OUT (retriable, nothing written) because the batches of their table waiting for Fluss already held the table's share of the memory budget.",
@@ -57,7 +62,7 @@ func newGatewayMetrics(reg prometheus.Registerer) *gatewayMetrics {
 			Help: "Routes currently bound to their tables.",
 		}),
 	}
-	reg.MustRegister(m.routeRecords, m.routeRejected, m.routeDLQ, m.routeLatency, m.reloads, m.registryDown, m.routes, m.routeBusy)
+	reg.MustRegister(m.routeRecords, m.routeRejected, m.routeDLQ, m.routeLatency, m.reloads, m.registryDown, m.routes, m.routeBusy, m.columnsAdded)
 	return m
 }
 

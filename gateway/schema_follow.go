@@ -33,6 +33,8 @@ type schemaFollower struct {
 	// gateway's reload of the routes in force).
 	rebind func(ctx context.Context) error
 	log    *slog.Logger
+	// added counts the columns this instance added, per route (nil: none).
+	added func(route string, n int)
 
 	mu      sync.Mutex // one change at a time
 	checked sync.Map   // followKey -> struct{}: the table holds the schema's fields
@@ -153,6 +155,9 @@ func (f *schemaFollower) addRacing(ctx context.Context, route *mapping.Route, sc
 	var err error
 	for range attempts {
 		if err = f.tables.AddColumns(ctx, route.Table(), missing); err == nil {
+			if f.added != nil {
+				f.added(route.Name(), len(missing))
+			}
 			f.log.Info("columns added to follow a writer schema", slog.String("route", route.Name()), slog.String("table", route.Table().String()),
 				slog.Int64("schema_id", sc.ID), slog.Any("columns", columnNames(missing)))
 			return nil

@@ -1,0 +1,104 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fluss-kafka/gateway/fluss"
+	"github.com/fluss-kafka/gateway/mapping"
+	"github.com/fluss-kafka/gateway/schemaregistry"
+)
+
+// raceTables is a table whose AddColumns fails the first failures times,
+// as Fluss 0.9.1 fails one of two concurrent adds; alsoAdded says whether
+// the failing add's columns were added by the other writer anyway.
+type raceTables struct {
+	mu        sync.Mutex
+	cols      []fluss.Column
+	schemaID  int32
+	failures  int
+	alsoAdded bool
+	adds      int
+}
+
+func (r *raceTables) AddColumns(_ context.Context, _ fluss.TablePath, cols []fluss.Column) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.adds++
+	if r.failures > 0 {
+		r.failures--
+		if r.alsoAdded {
+			r.cols, r.schemaID = append(r.cols, cols...), r.schemaID+1
+		}
+		return errors.New("fluss error -1 UNKNOWN_SERVER_ERROR: NodeExists for .../schemas/2")
+	}
+	r.cols, r.schemaID = append(r.cols, cols...), r.schemaID+1
+	return nil
+}
+
+func (r *raceTables) GetTableInfo(_ context.Context, path fluss.TablePath) (*fluss.TableInfo, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return &fluss.TableInfo{Path: path, SchemaID: r.schemaID, Descriptor: fluss.TableDescriptor{Schema: fluss.Schema{Columns: slices.Clone(r.cols)}}}, nil
+}
+
+func TestSchemaFollowerAddsThroughRaces(t *testing.T) {
+	route := mapping.RouteSpec{Topic: "t", Table: fluss.TablePath{Database: "db", Table: "t"},
+		Value: mapping.ValueSpec{Format: mapping.ValueAvro}, FollowSchema: mapping.FollowSchemaSpec{AddColumns: true}}
+	sc := &schemaregistry.Schema{Type: "AVRO", ID: 2, Text: `{"type": "record", "name": "R", "fields": [
+		{"name": "id", "type": "long"}, {"name": "extra", "type": ["null", "string"]}]}`}
+	for _, tc := range []struct {
+		name      string
+		failures  int
+		alsoAdded bool
+		wantErr   bool
+		wantAdds  int
+	}{
+		{"no race", 0, false, false, 1},
+		{"the other writer added it", 1, true, false, 1},
+		{"the other writer added something else", 1, false, false, 2},
+		{"Fluss keeps failing", 5, false, true, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tables := &raceTables{cols: []fluss.Column{{Name: "id", Type: fluss.BigInt()}}, schemaID: 1, failures: tc.failures, alsoAdded: tc.alsoAdded}
+			rebinds := 0
+			f := &schemaFollower{tables: tables, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+				rebind: func(context.Context) error { rebinds++; return nil }}
+			info, err := tables.GetTableInfo(t.Context(), route.Table)
+			require.NoError(t, err)
+			bound := bindForFollow(t, route, info)
+			err = f.add(t.Context(), bound, sc, []fluss.Column{{Name: "extra", Type: fluss.String()}})
+			assert.Equal(t, tc.wantAdds, tables.adds, "add attempts")
+			if tc.wantErr {
+				require.Error(t, err)
+				assert.Zero(t, rebinds, "nothing bound again after a failure")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, 1, rebinds)
+			got, _ := tables.GetTableInfo(t.Context(), route.Table)
+			assert.Equal(t, 1, slices.IndexFunc(got.Descriptor.Schema.Columns, func(c fluss.Column) bool { return c.Name == "extra" }), "extra, once, last")
+			assert.Len(t, got.Descriptor.Schema.Columns, 2)
+		})
+	}
+}
+
+// bindForFollow binds one route to info.
+func bindForFollow(t *testing.T, spec mapping.RouteSpec, info *fluss.TableInfo) *mapping.Route {
+	t.Helper()
+	rs, err := mapping.NewRoutes([]mapping.RouteSpec{spec})
+	require.NoError(t, err)
+	d := info.Descriptor
+	d.BucketCount = 1
+	bound, err := rs.Bind(map[fluss.TablePath]*fluss.TableInfo{spec.Table: {Path: spec.Table, SchemaID: info.SchemaID, Descriptor: d}})
+	require.NoError(t, err)
+	return bound.All()[0]
+}
