@@ -23,15 +23,24 @@ import (
 // records {id: int64, name: string} through Connect's own transforms
 // (HoistField, Cast, InsertField), the case: read as json, every
 // record filled no column; through a connect_json route every record lands
-// once with its columns filled (read back with pyfluss).
+// once with its columns filled (read back with pyfluss). With
+// follow_schema.add_columns, into a table that has only id, the gateway
+// adds name from the envelope's schema first.
 func TestKafkaConnectJSONEnvelope(t *testing.T) {
+	t.Run("table with every column", func(t *testing.T) {
+		testKafkaConnectJSONEnvelope(t, []fluss.Column{col("id", fluss.BigInt()), col("name", fluss.String())}, "")
+	})
+	t.Run("columns follow the envelope schema", func(t *testing.T) {
+		testKafkaConnectJSONEnvelope(t, []fluss.Column{col("id", fluss.BigInt())}, "    follow_schema: {add_columns: true}\n")
+	})
+}
+
+func testKafkaConnectJSONEnvelope(t *testing.T, cols []fluss.Column, follow string) {
 	const records = 2000
 	e := newEnv(t)
-	tbl := e.createTable(t, table{name: "connect_env", buckets: 2, columns: []fluss.Column{
-		col("id", fluss.BigInt()), col("name", fluss.String()),
-	}})
+	tbl := e.createTable(t, table{name: "connect_env", buckets: 2, columns: cols})
 	topic := "connect-" + uniqueName("t")
-	routes := fmt.Sprintf("  - topic: %s\n    table: %s\n    value: {format: connect_json}\n", topic, tbl)
+	routes := fmt.Sprintf("  - topic: %s\n    table: %s\n    value: {format: connect_json}\n%s", topic, tbl, follow)
 	g := startGateway(t, gatewayConfig{Bootstrap: e.Bootstrap, Routes: routes})
 	ctx := testContext(t)
 	cmd, err := gatewaytest.KafkaTool(ctx, "org.apache.kafka.connect.cli.ConnectStandalone")
@@ -109,4 +118,7 @@ transforms.name.static.value=connect
 		assert.Equal(t, 1, seen[id], "id %d", id)
 	}
 	assert.Len(t, rows, records, "no duplicates")
+	if follow != "" {
+		assert.Contains(t, g.Logs(), "columns added to follow a writer schema", "name came from the envelope's schema")
+	}
 }

@@ -209,7 +209,7 @@ func (s *bridge) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) 
 	cb := s.getBatch(len(req.Records))
 	schemasMissing := s.frame(route, req, cb)
 	queue := mergedQueue(topicPartition{req.Topic, req.Partition})
-	following := !schemasMissing && s.follower.needed(st, route, cb)
+	following := !schemasMissing && s.follower.needed(st, route, req, cb)
 	if !schemasMissing && !following {
 		if err := s.convert(route, req, cb); err != nil {
 			s.putBatch(cb)
@@ -247,7 +247,7 @@ func (s *bridge) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) 
 				return
 			}
 			var err error
-			if st, route, err = s.follow(jctx, st, route, req.Topic, cb); err != nil {
+			if st, route, err = s.follow(jctx, st, route, req, cb); err != nil {
 				s.log.Warn("produce: columns for a writer schema not added; the producer will retry", slog.String("topic", req.Topic),
 					slog.Int("partition", int(req.Partition)), slog.Any("err", err))
 				c.Complete(failedResult(err))

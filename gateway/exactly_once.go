@@ -260,9 +260,9 @@ func (s *bridge) writeExactlyOnce(ctx context.Context, st *routeState, route *ma
 			return
 		}
 	}
-	if s.follower.needed(st, route, cb) {
+	if s.follower.needed(st, route, req, cb) {
 		var err error
-		if st, route, err = s.follow(ctx, st, route, req.Topic, cb); err != nil {
+		if st, route, err = s.follow(ctx, st, route, req, cb); err != nil {
 			s.log.Warn("produce: columns for a writer schema not added; the producer will retry", slog.String("topic", req.Topic),
 				slog.Int("partition", int(req.Partition)), slog.Any("err", err))
 			c.Complete(failedResult(err))

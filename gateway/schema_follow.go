@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"slices"
 	"sync"
@@ -51,29 +52,83 @@ type tableAlterer interface {
 type followKey struct {
 	route       string
 	tableSchema int32
-	writer      *schemaregistry.Schema // cached, so one pointer per schema
+	writer      *schemaregistry.Schema // registry formats: cached, one pointer per schema
+	envelope    uint64                 // connect_json: the digest of the envelope's schema
 }
 
 // follows reports whether the route adds columns for its writer schemas.
 func follows(route *mapping.Route) bool {
-	return route.Spec().FollowSchema.AddColumns && mapping.IsRegistryFormat(string(route.Spec().Value.Format))
+	spec := route.Spec()
+	return spec.FollowSchema.AddColumns && (mapping.IsRegistryFormat(string(spec.Value.Format)) || spec.Value.Format == mapping.ValueConnectJSON)
+}
+
+// writerSchema is one writer schema a batch names.
+type writerSchema struct {
+	registry *schemaregistry.Schema
+	envelope []byte // a Connect envelope's schema
+	digest   uint64
+}
+
+func (w writerSchema) key(route string, tableSchema int32) followKey {
+	return followKey{route: route, tableSchema: tableSchema, writer: w.registry, envelope: w.digest}
+}
+
+// id names the schema in logs: the registry id, or the envelope digest.
+func (w writerSchema) id() slog.Attr {
+	if w.registry != nil {
+		return slog.Int64("schema_id", w.registry.ID)
+	}
+	return slog.String("envelope_schema", fmt.Sprintf("%016x", w.digest))
+}
+
+func (w writerSchema) columns(format mapping.ValueFormat) ([]fluss.Column, error) {
+	if w.registry != nil {
+		return mapping.WriterColumns(string(format), w.registry)
+	}
+	return mapping.ConnectSchemaColumns(w.envelope)
+}
+
+// writerSchemas returns the distinct writer schemas of the batch: the
+// registry schemas its values name, or the schemas of its Connect
+// envelopes. Consecutive records nearly always share one.
+func writerSchemas(route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) []writerSchema {
+	var out []writerSchema
+	if route.Spec().Value.Format == mapping.ValueConnectJSON {
+		var last uint64
+		for i := range req.Records {
+			sch := mapping.ConnectEnvelopeSchema(req.Records[i].Value)
+			if sch == nil {
+				continue
+			}
+			h := fnv.New64a()
+			h.Write(sch)
+			if d := h.Sum64(); d != last && !slices.ContainsFunc(out, func(w writerSchema) bool { return w.digest == d }) {
+				last = d
+				out = append(out, writerSchema{envelope: sch, digest: d})
+			}
+		}
+		return out
+	}
+	var last *schemaregistry.Schema
+	for i := range cb.framing.values {
+		sc := cb.framing.values[i].Schema
+		if sc != nil && sc != last && !slices.ContainsFunc(out, func(w writerSchema) bool { return w.registry == sc }) {
+			last = sc
+			out = append(out, writerSchema{registry: sc})
+		}
+	}
+	return out
 }
 
 // needed reports, without blocking, whether a writer schema of the batch
 // has not been checked against the route's table yet.
-func (f *schemaFollower) needed(st *routeState, route *mapping.Route, cb *convBatch) bool {
+func (f *schemaFollower) needed(st *routeState, route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) bool {
 	if f == nil || !follows(route) {
 		return false
 	}
 	info := st.infos[route.Table()]
-	var last *schemaregistry.Schema
-	for i := range cb.framing.values {
-		sc := cb.framing.values[i].Schema
-		if sc == nil || sc == last {
-			continue
-		}
-		last = sc
-		if _, ok := f.checked.Load(followKey{route.Name(), info.SchemaID, sc}); !ok {
+	for _, w := range writerSchemas(route, req, cb) {
+		if _, ok := f.checked.Load(w.key(route.Name(), info.SchemaID)); !ok {
 			return true
 		}
 	}
@@ -83,29 +138,23 @@ func (f *schemaFollower) needed(st *routeState, route *mapping.Route, cb *convBa
 // follow adds the columns the batch's writer schemas need and returns the
 // routes to convert it with (a new generation when columns were added).
 // A failure is retriable for the producer: nothing of the batch is written.
-func (s *bridge) follow(ctx context.Context, st *routeState, route *mapping.Route, topic string, cb *convBatch) (*routeState, *mapping.Route, error) {
+func (s *bridge) follow(ctx context.Context, st *routeState, route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) (*routeState, *mapping.Route, error) {
 	f := s.follower
 	if f == nil || !follows(route) {
 		return st, route, nil
 	}
-	var last *schemaregistry.Schema
-	for i := range cb.framing.values {
-		sc := cb.framing.values[i].Schema
-		if sc == nil || sc == last {
-			continue
-		}
-		last = sc
+	for _, w := range writerSchemas(route, req, cb) {
 		info := st.infos[route.Table()]
-		key := followKey{route.Name(), info.SchemaID, sc}
+		key := w.key(route.Name(), info.SchemaID)
 		if _, ok := f.checked.Load(key); ok {
 			continue
 		}
-		cols, err := mapping.WriterColumns(string(route.Spec().Value.Format), sc)
+		cols, err := w.columns(route.Spec().Value.Format)
 		if err != nil {
 			// No columns to add; the converter says what is wrong with
 			// the schema's records.
 			f.log.Warn("writer schema not followed: no columns derived from it", slog.String("route", route.Name()),
-				slog.String("table", route.Table().String()), slog.Int64("schema_id", sc.ID), slog.Any("err", err))
+				slog.String("table", route.Table().String()), w.id(), slog.Any("err", err))
 			f.checked.Store(key, struct{}{})
 			continue
 		}
@@ -114,11 +163,11 @@ func (s *bridge) follow(ctx context.Context, st *routeState, route *mapping.Rout
 			f.checked.Store(key, struct{}{})
 			continue
 		}
-		if err := f.add(ctx, route, sc, missing); err != nil {
+		if err := f.add(ctx, route, w, missing); err != nil {
 			return st, route, fmt.Errorf("%w: add columns %v to %s: %w", kafkaproto.ErrRequestTimedOut, columnNames(missing), route.Table(), err)
 		}
 		st = s.state.Load()
-		r, ok := st.routes.Resolve(topic)
+		r, ok := st.routes.Resolve(req.Topic)
 		if !ok {
 			return st, route, kafkaproto.ErrUnknownTopicOrPartition
 		}
@@ -129,7 +178,7 @@ func (s *bridge) follow(ctx context.Context, st *routeState, route *mapping.Rout
 
 // add appends missing to the route's table (unless another batch or
 // instance did meanwhile) and binds the routes again.
-func (f *schemaFollower) add(ctx context.Context, route *mapping.Route, sc *schemaregistry.Schema, missing []fluss.Column) error {
+func (f *schemaFollower) add(ctx context.Context, route *mapping.Route, w writerSchema, missing []fluss.Column) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	info, err := f.tables.GetTableInfo(ctx, route.Table())
@@ -137,7 +186,7 @@ func (f *schemaFollower) add(ctx context.Context, route *mapping.Route, sc *sche
 		return err
 	}
 	if missing = missingColumns(info, missing); len(missing) > 0 {
-		if err := f.addRacing(ctx, route, sc, missing); err != nil {
+		if err := f.addRacing(ctx, route, w, missing); err != nil {
 			return err
 		}
 	}
@@ -150,7 +199,7 @@ func (f *schemaFollower) add(ctx context.Context, route *mapping.Route, sc *sche
 // an internal "NodeExists .../schemas/N"). After a failure the table is
 // read again: columns now there were added by the other writer; the rest
 // are added again, a few times.
-func (f *schemaFollower) addRacing(ctx context.Context, route *mapping.Route, sc *schemaregistry.Schema, missing []fluss.Column) error {
+func (f *schemaFollower) addRacing(ctx context.Context, route *mapping.Route, w writerSchema, missing []fluss.Column) error {
 	const attempts = 3
 	var err error
 	for range attempts {
@@ -159,7 +208,7 @@ func (f *schemaFollower) addRacing(ctx context.Context, route *mapping.Route, sc
 				f.added(route.Name(), len(missing))
 			}
 			f.log.Info("columns added to follow a writer schema", slog.String("route", route.Name()), slog.String("table", route.Table().String()),
-				slog.Int64("schema_id", sc.ID), slog.Any("columns", columnNames(missing)))
+				w.id(), slog.Any("columns", columnNames(missing)))
 			return nil
 		}
 		info, ierr := f.tables.GetTableInfo(ctx, route.Table())
@@ -169,7 +218,7 @@ func (f *schemaFollower) addRacing(ctx context.Context, route *mapping.Route, sc
 		still := missingColumns(info, missing)
 		if len(still) == 0 {
 			f.log.Info("columns a writer schema needs were added by another writer", slog.String("route", route.Name()),
-				slog.String("table", route.Table().String()), slog.Int64("schema_id", sc.ID), slog.Any("columns", columnNames(missing)))
+				slog.String("table", route.Table().String()), w.id(), slog.Any("columns", columnNames(missing)))
 			return nil
 		}
 		missing = still

@@ -75,7 +75,7 @@ func TestSchemaFollowerAddsThroughRaces(t *testing.T) {
 			info, err := tables.GetTableInfo(t.Context(), route.Table)
 			require.NoError(t, err)
 			bound := bindForFollow(t, route, info)
-			err = f.add(t.Context(), bound, sc, []fluss.Column{{Name: "extra", Type: fluss.String()}})
+			err = f.add(t.Context(), bound, writerSchema{registry: sc}, []fluss.Column{{Name: "extra", Type: fluss.String()}})
 			assert.Equal(t, tc.wantAdds, tables.adds, "add attempts")
 			if tc.wantErr {
 				require.Error(t, err)
