@@ -33,12 +33,18 @@ func TestKafkaConnectJSONEnvelope(t *testing.T) {
 	t.Run("columns follow the envelope schema", func(t *testing.T) {
 		testKafkaConnectJSONEnvelope(t, []fluss.Column{col("id", fluss.BigInt())}, "    follow_schema: {add_columns: true}\n")
 	})
+	t.Run("table created from the envelope schema", func(t *testing.T) {
+		testKafkaConnectJSONEnvelope(t, nil, "    follow_schema: {create: true, add_columns: true, buckets: 2}\n")
+	})
 }
 
 func testKafkaConnectJSONEnvelope(t *testing.T, cols []fluss.Column, follow string) {
 	const records = 2000
 	e := newEnv(t)
-	tbl := e.createTable(t, table{name: "connect_env", buckets: 2, columns: cols})
+	tbl := e.Name + ".connect_env"
+	if cols != nil {
+		tbl = e.createTable(t, table{name: "connect_env", buckets: 2, columns: cols})
+	}
 	topic := "connect-" + uniqueName("t")
 	routes := fmt.Sprintf("  - topic: %s\n    table: %s\n    value: {format: connect_json}\n%s", topic, tbl, follow)
 	g := startGateway(t, gatewayConfig{Bootstrap: e.Bootstrap, Routes: routes})
@@ -104,6 +110,11 @@ transforms.name.static.value=connect
 			t.Fatalf("Kafka Connect exited early (%v):\n%s", exitErr, tailString(string(out), 4000))
 		default:
 		}
+		if cols == nil { // created by the gateway: not there before the first record
+			if _, err := e.Client.GetTableInfo(ctx, fluss.TablePath{Database: e.Name, Table: "connect_env"}); err != nil {
+				return false
+			}
+		}
 		rows = e.scanLog(t, tbl)
 		return len(rows) >= records
 	}), "Kafka Connect's %d records in Fluss (have %d)", records, len(rows))
@@ -118,7 +129,18 @@ transforms.name.static.value=connect
 		assert.Equal(t, 1, seen[id], "id %d", id)
 	}
 	assert.Len(t, rows, records, "no duplicates")
-	if follow != "" {
+	switch {
+	case cols == nil:
+		assert.Contains(t, g.Logs(), "table created from a writer schema")
+		info, err := e.Client.GetTableInfo(ctx, fluss.TablePath{Database: e.Name, Table: "connect_env"})
+		require.NoError(t, err)
+		var got []string
+		for _, c := range info.Descriptor.Schema.Columns {
+			got = append(got, c.Name+" "+c.Type.String())
+		}
+		assert.Equal(t, []string{"id BIGINT", "name STRING"}, got, "the columns the Connect schema {id: int64, name: string} makes")
+		assert.Equal(t, 2, info.Descriptor.BucketCount)
+	case follow != "":
 		assert.Contains(t, g.Logs(), "columns added to follow a writer schema", "name came from the envelope's schema")
 	}
 }

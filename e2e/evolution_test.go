@@ -329,3 +329,149 @@ func TestFollowSchemaAddsColumnsTwoInstances(t *testing.T) {
 	assert.Len(t, info.Descriptor.Schema.Columns, len(names), "v3 added nothing")
 	assert.Len(t, e.scanLog(t, table), 32, "the two later v2 records, none of v3")
 }
+
+// TestFollowSchemaCreatesTableAvro: a route whose table does not exist,
+// with follow_schema.create and add_columns: the first Avro records
+// (Confluent's Python serializer, real Apicurio) create the table from
+// their writer schema, and a later schema version's new field is added;
+// every record is read back with its values.
+func TestFollowSchemaCreatesTableAvro(t *testing.T) {
+	e := newEnv(t)
+	registry := registrytest.URL(t)
+	topic := uniqueName("follow-create")
+	table := e.Name + ".follow_created"
+	g := startGateway(t, gatewayConfig{Bootstrap: e.Bootstrap, Registry: registry, Routes: fmt.Sprintf(`
+  - topic: %s
+    table: %s
+    value: {format: avro}
+    follow_schema: {create: true, add_columns: true, buckets: 3}
+`, topic, table)})
+	require.Equal(t, int16(0), metadataError(t, g.KafkaAddr, topic), "the topic is served before its table exists")
+	_, err := e.Client.GetTableInfo(testContext(t), fluss.TablePath{Database: e.Name, Table: "follow_created"})
+	require.ErrorIs(t, err, fluss.ErrTableNotExist)
+
+	var v1 []map[string]any
+	for i := range 10 {
+		v1 = append(v1, avroOrder(i))
+	}
+	res := serdeProduce(t, g.KafkaAddr, registry, topic, "avro", orderAvro, v1)
+	require.Zero(t, res.ErrorCount, "%+v", res.Errors)
+	v2 := []map[string]any{{"id": 100, "name": "v2", "amount": map[string]any{"$decimal": "7.50"}, "ts": 1_704_067_200_000,
+		"day": 19_723, "flag": true, "score": 1.5, "status": "PAID", "channel": "app"}}
+	res = serdeProduce(t, g.KafkaAddr, registry, topic, "avro", orderAvroV2, v2)
+	require.Zero(t, res.ErrorCount, "%+v", res.Errors)
+
+	info, err := e.Client.GetTableInfo(testContext(t), fluss.TablePath{Database: e.Name, Table: "follow_created"})
+	require.NoError(t, err)
+	assert.Equal(t, 3, info.Descriptor.BucketCount)
+	var got []string
+	for _, c := range info.Descriptor.Schema.Columns {
+		got = append(got, c.Name+" "+c.Type.String())
+	}
+	assert.Equal(t, []string{"id BIGINT", "name STRING", "amount DECIMAL(10, 2)", "ts TIMESTAMP_WITH_LOCAL_TIME_ZONE(3)", "day DATE",
+		"flag BOOLEAN", "score DOUBLE", "status STRING", "note STRING", "ignored INTEGER", "channel STRING"}, got)
+	rows := e.scanLog(t, table)
+	require.Len(t, rows, 11)
+	for _, r := range rows {
+		id := num(t, r.Row, "id")
+		if id == 100 {
+			assert.Equal(t, "app", str(t, r.Row, "channel"))
+			continue
+		}
+		assert.Equal(t, fmt.Sprintf("order-%d", id), str(t, r.Row, "name"))
+		assert.Equal(t, fmt.Sprintf("%d.%02d", id, id%100), str(t, r.Row, "amount"))
+	}
+	assert.Contains(t, g.Logs(), "table created from a writer schema")
+}
+
+// TestFollowSchemaCreatesAndEvolvesProtobufAndJSONSchema: as the Avro
+// tests, with Confluent's Python Protobuf and JSON Schema serializers
+// against real Apicurio: the first records create the table, a second
+// version's new field becomes a column, a third version that changes a
+// field's type is refused record by record and changes nothing.
+func TestFollowSchemaCreatesAndEvolvesProtobufAndJSONSchema(t *testing.T) {
+	registry := registrytest.URL(t)
+	for _, tc := range []struct {
+		format, serde string
+		v1, v2, v3    string
+		extra         []string
+		bad           func(i int) map[string]any
+	}{
+		{
+			format: "protobuf", serde: "protobuf", extra: []string{"--message", "shop.Item"},
+			v1: "syntax = \"proto3\";\npackage shop;\nmessage Item { int64 id = 1; string name = 2; }\n",
+			v2: "syntax = \"proto3\";\npackage shop;\nmessage Item { int64 id = 1; string name = 2; string channel = 3; }\n",
+			v3: "syntax = \"proto3\";\npackage shop;\nmessage Ref { int64 n = 1; }\nmessage Item { Ref id = 1; string name = 2; string channel = 3; }\n",
+			bad: func(i int) map[string]any { return map[string]any{"id": map[string]any{"n": i}, "name": "bad"} },
+		},
+		{
+			format: "json_schema", serde: "json",
+			v1: `{"type": "object", "properties": {"id": {"type": "integer"}, "name": {"type": "string"}}, "required": ["id"]}`,
+			v2: `{"type": "object", "properties": {"id": {"type": "integer"}, "name": {"type": "string"}, "channel": {"type": "string"}}, "required": ["id"]}`,
+			v3: `{"type": "object", "properties": {"id": {"type": "object", "properties": {"n": {"type": "integer"}}}, "name": {"type": "string"}}}`,
+			bad: func(i int) map[string]any { return map[string]any{"id": map[string]any{"n": i}, "name": "bad"} },
+		},
+	} {
+		t.Run(tc.format, func(t *testing.T) {
+			e := newEnv(t)
+			topic := uniqueName("follow-" + tc.serde)
+			table := e.Name + ".follow_items"
+			path := fluss.TablePath{Database: e.Name, Table: "follow_items"}
+			g := startGateway(t, gatewayConfig{Bootstrap: e.Bootstrap, Registry: registry, Routes: fmt.Sprintf(`
+  - topic: %s
+    table: %s
+    value: {format: %s}
+    follow_schema: {create: true, add_columns: true, buckets: 2}
+`, topic, table, tc.format)})
+			recs := func(from, n int, channel bool) []map[string]any {
+				var out []map[string]any
+				for i := from; i < from+n; i++ {
+					r := map[string]any{"id": i, "name": fmt.Sprintf("n%d", i)}
+					if channel {
+						r["channel"] = fmt.Sprintf("c%d", i)
+					}
+					out = append(out, r)
+				}
+				return out
+			}
+			res := serdeProduce(t, g.KafkaAddr, registry, topic, tc.serde, tc.v1, recs(0, 5, false), tc.extra...)
+			require.Zero(t, res.ErrorCount, "v1: %+v", res.Errors)
+			info, err := e.Client.GetTableInfo(testContext(t), path)
+			require.NoError(t, err, "the first records created the table")
+			assert.Equal(t, []string{"id BIGINT", "name STRING"}, columnList(info))
+
+			res = serdeProduce(t, g.KafkaAddr, registry, topic, tc.serde, tc.v2, recs(100, 5, true), tc.extra...)
+			require.Zero(t, res.ErrorCount, "v2: %+v", res.Errors)
+			e.Client.InvalidateTableInfo(path)
+			info, err = e.Client.GetTableInfo(testContext(t), path)
+			require.NoError(t, err)
+			assert.Equal(t, []string{"id BIGINT", "name STRING", "channel STRING"}, columnList(info))
+
+			res = serdeProduce(t, g.KafkaAddr, registry, topic, tc.serde, tc.v3, []map[string]any{tc.bad(200), tc.bad(201)}, tc.extra...)
+			assert.Equal(t, 2, res.ErrorCount, "v3 records refused: %+v", res)
+			assert.Contains(t, g.Logs(), "batch rejected")
+
+			rows := e.scanLog(t, table)
+			require.Len(t, rows, 10, "v1 and v2 records, none of v3")
+			for _, r := range rows {
+				id := num(t, r.Row, "id")
+				assert.Equal(t, fmt.Sprintf("n%d", id), str(t, r.Row, "name"))
+				_, has := r.Row["channel"]
+				if id >= 100 {
+					assert.Equal(t, fmt.Sprintf("c%d", id), str(t, r.Row, "channel"))
+				} else {
+					assert.True(t, !has || isNull(r.Row, "channel"), "v1 record %d", id)
+				}
+			}
+		})
+	}
+}
+
+// columnList renders a table's columns as "name TYPE".
+func columnList(info *fluss.TableInfo) []string {
+	var out []string
+	for _, c := range info.Descriptor.Schema.Columns {
+		out = append(out, c.Name+" "+c.Type.String())
+	}
+	return out
+}

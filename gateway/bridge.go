@@ -105,6 +105,9 @@ func (s *bridge) Topic(name string) (int32, bool) {
 	}
 	r, ok := st.routes.Resolve(name)
 	if !ok {
+		if spec, ok := st.creating[name]; ok {
+			return int32(spec.FollowSchema.Buckets), true // the table it creates gets as many buckets
+		}
 		return 0, false
 	}
 	return kafkaPartitions(st, r), true
@@ -153,6 +156,9 @@ func (s *bridge) AllTopics() []kafkaproto.TopicInfo {
 			out = append(out, kafkaproto.TopicInfo{Name: t, Partitions: kafkaPartitions(st, r)})
 		}
 	}
+	for t, spec := range st.creating {
+		out = append(out, kafkaproto.TopicInfo{Name: t, Partitions: int32(spec.FollowSchema.Buckets)})
+	}
 	return out
 }
 
@@ -191,6 +197,9 @@ func (s *bridge) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) 
 	}
 	route, ok := st.routes.Resolve(req.Topic)
 	if !ok {
+		if spec, ok := st.creating[req.Topic]; ok {
+			return s.produceCreating(ctx, spec, req)
+		}
 		req.Release()
 		return nil, kafkaproto.ErrUnknownTopicOrPartition
 	}

@@ -285,7 +285,7 @@ func newEOInstance(t *testing.T, f *dedupFluss, store producerStore, set func(*t
 	w, err := newTestWriter(wcfg, f)
 	require.NoError(t, err)
 	pc := newPartitionCache(nil)
-	st, err := newTableRegistry(w.Accumulator, pc).state(bound, infos)
+	st, err := newTableRegistry(w.Accumulator, pc).state(bound, infos, nil)
 	require.NoError(t, err)
 	log := slog.New(slog.DiscardHandler)
 	b := newBridge(w.Accumulator, pc, f, newGatewayMetrics(prometheus.NewRegistry()), log)

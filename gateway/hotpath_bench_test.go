@@ -119,7 +119,7 @@ func newHotPath(tb testing.TB) *hotPath {
 		<-done
 	})
 	pc := newPartitionCache(fakePartitions{})
-	st, err := newTableRegistry(w.Accumulator, pc).state(bound, infos)
+	st, err := newTableRegistry(w.Accumulator, pc).state(bound, infos, nil)
 	require.NoError(tb, err)
 	s := newBridge(w.Accumulator, pc, nil, newGatewayMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler))
 	s.state.Store(st)

@@ -48,7 +48,7 @@ func registryBridge(t *testing.T, reg *srfake.Registry) (*bridge, *testWriter, *
 	require.NoError(t, err)
 	t.Cleanup(func() { closeWriter(t, w) })
 	pc := newPartitionCache(fakePartitions{})
-	st, err := newTableRegistry(w.Accumulator, pc).state(bound, infos)
+	st, err := newTableRegistry(w.Accumulator, pc).state(bound, infos, nil)
 	require.NoError(t, err)
 	m := newGatewayMetrics(prometheus.NewRegistry())
 	s := newBridge(w.Accumulator, pc, nil, m, slog.New(slog.DiscardHandler))

@@ -7,7 +7,9 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/kafkaproto"
@@ -45,6 +47,9 @@ type schemaFollower struct {
 type tableAlterer interface {
 	AddColumns(ctx context.Context, path fluss.TablePath, cols []fluss.Column) error
 	GetTableInfo(ctx context.Context, path fluss.TablePath) (*fluss.TableInfo, error)
+	CreateDatabase(ctx context.Context, name string, ignoreIfExists bool) error
+	CreateTable(ctx context.Context, path fluss.TablePath, d *fluss.TableDescriptor, ignoreIfExists bool) error
+	CreateTableReady(ctx context.Context, path fluss.TablePath, d *fluss.TableDescriptor, attempts int) error
 }
 
 // followKey is a writer schema checked against one schema of a route's
@@ -243,4 +248,132 @@ func columnNames(cols []fluss.Column) []string {
 		names[i] = c.Name
 	}
 	return names
+}
+
+// produceCreating holds a batch of a route whose table does not exist yet
+// (follow_schema.create): the table is created from the batch's first
+// writer schema, the routes are bound again, and the batch is produced as
+// any other. Queued per Kafka partition, so later batches wait for it.
+func (s *bridge) produceCreating(ctx context.Context, spec mapping.RouteSpec, req *kafkaproto.PartitionProduce) (kafkaproto.PartitionWrite, error) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(defaultResolveTimeout)
+	}
+	c := kafkaproto.NewCompletion()
+	s.pending.enqueue(mergedQueue(topicPartition{req.Topic, req.Partition}), func() {
+		jctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+		defer cancel()
+		stop := context.AfterFunc(s.stopped, cancel)
+		defer stop()
+		if err := s.createTable(jctx, spec, req); err != nil {
+			s.log.Warn("produce: the route's table could not be created from the writer schema", slog.String("route", spec.Name),
+				slog.String("table", spec.Table.String()), slog.String("topic", req.Topic), slog.Any("err", err))
+			req.Release()
+			c.Complete(failedResult(err))
+			return
+		}
+		w, err := s.Produce(jctx, req) // routed now; Produce owns req
+		if err != nil {
+			c.Complete(failedResult(err))
+			return
+		}
+		go func() {
+			<-w.Done()
+			c.Complete(w.Result())
+		}()
+	})
+	return c, nil
+}
+
+// createTable creates spec's table from the first writer schema of req's
+// records, as `gateway tables apply` would, unless another batch or
+// instance did first, and binds the routes again.
+func (s *bridge) createTable(ctx context.Context, spec mapping.RouteSpec, req *kafkaproto.PartitionProduce) error {
+	f := s.follower
+	if f == nil {
+		return fmt.Errorf("%w: tables are not created here", kafkaproto.ErrUnknownTopicOrPartition)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := s.state.Load().routes.Resolve(req.Topic); ok {
+		return nil // created meanwhile
+	}
+	if _, err := f.tables.GetTableInfo(ctx, spec.Table); err == nil {
+		return f.rebind(ctx) // another instance created it
+	}
+	w, err := s.firstWriterSchema(ctx, spec, req)
+	if err != nil {
+		return err
+	}
+	cols, err := w.columns(spec.Value.Format)
+	if err != nil {
+		return fmt.Errorf("%w: no table can be made from the writer schema: %w", kafkaproto.ErrInvalidRecord, err)
+	}
+	d, problems := createDescriptor(spec, cols)
+	if len(problems) == 0 {
+		if err := checkBinds(spec, d); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%w: table %s not created: %s", kafkaproto.ErrInvalidRecord, spec.Table, strings.Join(problems, "; "))
+	}
+	if err := f.tables.CreateDatabase(ctx, spec.Table.Database, true); err != nil {
+		return fmt.Errorf("%w: create database %s: %w", kafkaproto.ErrRequestTimedOut, spec.Table.Database, err)
+	}
+	// Fluss 0.9.1 may leave a new table's bucket without a leader for
+	// good; CreateTableReady re-creates it then (nobody writes it yet: the
+	// route binds after this). Another instance may create it first.
+	create := func() error { return f.tables.CreateTableReady(ctx, spec.Table, d, 0) }
+	if d.IsPartitioned() {
+		create = func() error { return f.tables.CreateTable(ctx, spec.Table, d, true) }
+	}
+	if err := create(); err != nil && !errors.Is(err, fluss.ErrTableAlreadyExist) {
+		return fmt.Errorf("%w: create table %s: %w", kafkaproto.ErrRequestTimedOut, spec.Table, err)
+	}
+	f.log.Info("table created from a writer schema", slog.String("route", spec.Name), slog.String("table", spec.Table.String()),
+		w.id(), slog.Any("columns", columnNames(d.Schema.Columns)))
+	if err := f.rebind(ctx); err != nil {
+		return fmt.Errorf("%w: bind route %s to the created table: %w", kafkaproto.ErrRequestTimedOut, spec.Name, err)
+	}
+	return nil
+}
+
+// firstWriterSchema is the writer schema of req's first record that has
+// one.
+func (s *bridge) firstWriterSchema(ctx context.Context, spec mapping.RouteSpec, req *kafkaproto.PartitionProduce) (writerSchema, error) {
+	if spec.Value.Format == mapping.ValueConnectJSON {
+		for i := range req.Records {
+			if sch := mapping.ConnectEnvelopeSchema(req.Records[i].Value); sch != nil {
+				h := fnv.New64a()
+				h.Write(sch)
+				return writerSchema{envelope: sch, digest: h.Sum64()}, nil
+			}
+		}
+		return writerSchema{}, fmt.Errorf("%w: no record of the batch is a Kafka Connect envelope with a schema", kafkaproto.ErrInvalidRecord)
+	}
+	opts, ok := mapping.SpecFramingOptions(spec)
+	if !ok || s.reg == nil {
+		return writerSchema{}, fmt.Errorf("%w: value.format %s has no writer schema here", kafkaproto.ErrInvalidRecord, spec.Value.Format)
+	}
+	for i := range req.Records {
+		kr := &req.Records[i]
+		if kr.Value == nil {
+			continue
+		}
+		ref, _, err := schemaregistry.ParseFraming(kr.Value, headerLookup(kr.Headers), opts)
+		if err != nil {
+			continue
+		}
+		sc, err := s.reg.Resolve(ctx, ref)
+		switch {
+		case err == nil:
+			return writerSchema{registry: sc}, nil
+		case errors.Is(err, schemaregistry.ErrUnknownSchema):
+			continue
+		default:
+			return writerSchema{}, fmt.Errorf("%w: %w: look up %v: %w", kafkaproto.ErrRequestTimedOut, errRegistryUnavailable, ref, err)
+		}
+	}
+	return writerSchema{}, fmt.Errorf("%w: no record of the batch names a writer schema the registry knows", kafkaproto.ErrInvalidRecord)
 }

@@ -44,6 +44,16 @@ func (r *raceTables) AddColumns(_ context.Context, _ fluss.TablePath, cols []flu
 	return nil
 }
 
+func (r *raceTables) CreateDatabase(context.Context, string, bool) error { return nil }
+
+func (r *raceTables) CreateTable(context.Context, fluss.TablePath, *fluss.TableDescriptor, bool) error {
+	return errors.New("not in this test")
+}
+
+func (r *raceTables) CreateTableReady(context.Context, fluss.TablePath, *fluss.TableDescriptor, int) error {
+	return errors.New("not in this test")
+}
+
 func (r *raceTables) GetTableInfo(_ context.Context, path fluss.TablePath) (*fluss.TableInfo, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

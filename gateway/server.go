@@ -415,14 +415,14 @@ func isNetError(err error) bool {
 
 // apply binds cfg's routes and swaps them in; fresh as in bindRoutes.
 func (g *Gateway) apply(ctx context.Context, specs []mapping.RouteSpec, fresh bool) error {
-	routes, infos, err := bindRoutes(ctx, g.client, specs, fresh)
+	routes, infos, creating, err := bindRoutes(ctx, g.client, specs, fresh)
 	if err != nil {
 		return err
 	}
 	if err := g.bridge.prepareExactlyOnce(ctx, routes); err != nil {
 		return err
 	}
-	st, err := g.tables.state(routes, infos)
+	st, err := g.tables.state(routes, infos, creating)
 	if err != nil {
 		return err
 	}
@@ -692,7 +692,7 @@ func Validate(ctx context.Context, cfg *configs.Config) (*Validation, error) {
 		return nil, fmt.Errorf("fluss client: %w", err)
 	}
 	defer client.Close()
-	routes, infos, err := bindRoutes(ctx, client, set.routes, false)
+	routes, infos, _, err := bindRoutes(ctx, client, set.routes, false)
 	if err != nil {
 		return nil, err
 	}

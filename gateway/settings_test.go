@@ -160,6 +160,7 @@ func wiringChanges(t *testing.T) map[string]keyChange {
 		"routes[].errors":                       {change: route("errors", map[string]any{"mode": "dlq", "dlq_table": "db.dlq"})},
 		"routes[].exactly_once":                 {change: route("exactly_once", true)},
 		"routes[].follow_schema":                {change: route("follow_schema", map[string]any{"buckets": 3})},
+		"routes[].follow_schema.create":         {change: route("follow_schema", map[string]any{"create": true, "buckets": 2})},
 		"routes[].follow_schema.add_columns":    {change: route("follow_schema.add_columns", true)},
 		"routes[].follow_schema.primary_key":    {change: route("follow_schema.primary_key", []any{"id"})},
 		"routes[].follow_schema.buckets":        {change: route("follow_schema.buckets", 4)},

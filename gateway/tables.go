@@ -26,6 +26,9 @@ type routeState struct {
 	routes *mapping.Routes
 	tables map[fluss.TablePath]*accumulator.Table
 	infos  map[fluss.TablePath]*fluss.TableInfo
+	// creating are the routes (by exact topic) whose table does not exist
+	// yet and is created from their first record (follow_schema.create).
+	creating map[string]mapping.RouteSpec
 }
 
 // bindRoutes compiles the configured routes, fetches every table they name
@@ -33,10 +36,10 @@ type routeState struct {
 // naming its route, table and column. fresh reads every table from Fluss
 // rather than from the client's cache (a reload: a table may have been
 // re-created or altered since).
-func bindRoutes(ctx context.Context, src tableSource, routes []mapping.RouteSpec, fresh bool) (*mapping.Routes, map[fluss.TablePath]*fluss.TableInfo, error) {
+func bindRoutes(ctx context.Context, src tableSource, routes []mapping.RouteSpec, fresh bool) (*mapping.Routes, map[fluss.TablePath]*fluss.TableInfo, map[string]mapping.RouteSpec, error) {
 	compiled, err := mapping.NewRoutes(routes)
 	if err != nil {
-		return nil, nil, fmt.Errorf("compile routes: %w", err)
+		return nil, nil, nil, fmt.Errorf("compile routes: %w", err)
 	}
 	infos := make(map[fluss.TablePath]*fluss.TableInfo)
 	for _, path := range compiled.Tables() {
@@ -48,18 +51,37 @@ func bindRoutes(ctx context.Context, src tableSource, routes []mapping.RouteSpec
 			if ctx.Err() != nil || !(errors.Is(err, fluss.ErrTableNotExist) || errors.Is(err, fluss.ErrDatabaseNotExist)) {
 				// Not a missing table: Fluss unreachable or failing
 				// (load retries what is transient).
-				return nil, nil, fmt.Errorf("get table info %s: %w", path, err)
+				return nil, nil, nil, fmt.Errorf("get table info %s: %w", path, err)
 			}
 			// Bind reports the missing table with the routes that need it.
 			continue
 		}
 		infos[path] = info
 	}
+	// A route that creates its missing table waits for its first record,
+	// outside the bound routes.
+	var creating map[string]mapping.RouteSpec
+	var rest []mapping.RouteSpec
+	for _, spec := range routes {
+		if _, ok := infos[spec.Table]; !ok && spec.FollowSchema.Create && spec.Topic != "" {
+			if creating == nil {
+				creating = map[string]mapping.RouteSpec{}
+			}
+			creating[spec.Topic] = spec.WithDefaults()
+			continue
+		}
+		rest = append(rest, spec)
+	}
+	if creating != nil {
+		if compiled, err = mapping.NewRoutes(rest); err != nil {
+			return nil, nil, nil, fmt.Errorf("compile routes: %w", err)
+		}
+	}
 	bound, err := compiled.Bind(infos)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return bound, infos, nil
+	return bound, infos, creating, nil
 }
 
 // tableRegistry keeps one writer table per Fluss table id across
@@ -80,10 +102,10 @@ func newTableRegistry(acc *accumulator.Accumulator, parts *partitionCache) *tabl
 }
 
 // state registers the tables of bound routes and returns the new generation.
-func (r *tableRegistry) state(routes *mapping.Routes, infos map[fluss.TablePath]*fluss.TableInfo) (*routeState, error) {
+func (r *tableRegistry) state(routes *mapping.Routes, infos map[fluss.TablePath]*fluss.TableInfo, creating map[string]mapping.RouteSpec) (*routeState, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	st := &routeState{routes: routes, tables: make(map[fluss.TablePath]*accumulator.Table, len(infos)), infos: infos}
+	st := &routeState{routes: routes, tables: make(map[fluss.TablePath]*accumulator.Table, len(infos)), infos: infos, creating: creating}
 	for path, info := range infos {
 		t := r.byID[info.TableID]
 		if t == nil {

@@ -59,6 +59,16 @@ func checkRegistry(what, format string, f Framing, subject string, add func(fiel
 }
 
 // framingOptions are what ParseFraming needs for a registry format.
+// SpecFramingOptions is how the values of a route spec's registry format
+// are framed (FramingOptions, before the route is bound).
+func SpecFramingOptions(spec RouteSpec) (schemaregistry.Options, bool) {
+	spec = spec.WithDefaults()
+	if !IsRegistryFormat(string(spec.Value.Format)) {
+		return schemaregistry.Options{}, false
+	}
+	return framingOptions(string(spec.Value.Format), spec.Value.Framing, false), true
+}
+
 func framingOptions(format string, f Framing, key bool) schemaregistry.Options {
 	o := schemaregistry.Options{Key: key}
 	protobuf := format == string(ValueProtobuf)

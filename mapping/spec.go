@@ -57,6 +57,10 @@ type RouteSpec struct {
 
 // FollowSchemaSpec is what a writer schema does not say about a table.
 type FollowSchemaSpec struct {
+	// Create: when the table does not exist, the gateway creates it from
+	// the first record's writer schema (an exact topic's route, with
+	// Buckets set: the topic's partition count until then).
+	Create bool `yaml:"create"`
 	// AddColumns: when a record's writer schema has top-level fields the
 	// table lacks, the gateway adds them (nullable, at the end) before
 	// writing the record.
@@ -425,6 +429,17 @@ func (s *RouteSpec) check(add func(field, format string, args ...any)) {
 	}
 	if v.MissingFields != FieldNull && v.MissingFields != FieldReject {
 		add("value.missing_fields", "%q is not one of null, reject", v.MissingFields)
+	}
+	if fs := s.FollowSchema; fs.Create || fs.AddColumns {
+		if !IsRegistryFormat(string(v.Format)) && v.Format != ValueConnectJSON {
+			add("follow_schema", "needs a value format with a writer schema (avro, protobuf, json_schema, connect_json), not %s", v.Format)
+		}
+		if fs.Create && s.Topic == "" {
+			add("follow_schema.create", "needs an exact topic: a pattern route's topics are not known before their records")
+		}
+		if fs.Create && fs.Buckets < 1 {
+			add("follow_schema.buckets", "must be set (at least 1) with create: it is the topic's partition count before the table exists")
+		}
 	}
 	if v.EmptyRows != FieldReject && v.EmptyRows != FieldAllow {
 		add("value.empty_rows", "%q is not one of reject, allow", v.EmptyRows)
