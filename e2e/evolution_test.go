@@ -399,16 +399,16 @@ func TestFollowSchemaCreatesAndEvolvesProtobufAndJSONSchema(t *testing.T) {
 	}{
 		{
 			format: "protobuf", serde: "protobuf", extra: []string{"--message", "shop.Item"},
-			v1: "syntax = \"proto3\";\npackage shop;\nmessage Item { int64 id = 1; string name = 2; }\n",
-			v2: "syntax = \"proto3\";\npackage shop;\nmessage Item { int64 id = 1; string name = 2; string channel = 3; }\n",
-			v3: "syntax = \"proto3\";\npackage shop;\nmessage Ref { int64 n = 1; }\nmessage Item { Ref id = 1; string name = 2; string channel = 3; }\n",
+			v1:  "syntax = \"proto3\";\npackage shop;\nmessage Item { int64 id = 1; string name = 2; }\n",
+			v2:  "syntax = \"proto3\";\npackage shop;\nmessage Item { int64 id = 1; string name = 2; string channel = 3; }\n",
+			v3:  "syntax = \"proto3\";\npackage shop;\nmessage Ref { int64 n = 1; }\nmessage Item { Ref id = 1; string name = 2; string channel = 3; }\n",
 			bad: func(i int) map[string]any { return map[string]any{"id": map[string]any{"n": i}, "name": "bad"} },
 		},
 		{
 			format: "json_schema", serde: "json",
-			v1: `{"type": "object", "properties": {"id": {"type": "integer"}, "name": {"type": "string"}}, "required": ["id"]}`,
-			v2: `{"type": "object", "properties": {"id": {"type": "integer"}, "name": {"type": "string"}, "channel": {"type": "string"}}, "required": ["id"]}`,
-			v3: `{"type": "object", "properties": {"id": {"type": "object", "properties": {"n": {"type": "integer"}}}, "name": {"type": "string"}}}`,
+			v1:  `{"type": "object", "properties": {"id": {"type": "integer"}, "name": {"type": "string"}}, "required": ["id"]}`,
+			v2:  `{"type": "object", "properties": {"id": {"type": "integer"}, "name": {"type": "string"}, "channel": {"type": "string"}}, "required": ["id"]}`,
+			v3:  `{"type": "object", "properties": {"id": {"type": "object", "properties": {"n": {"type": "integer"}}}, "name": {"type": "string"}}}`,
 			bad: func(i int) map[string]any { return map[string]any{"id": map[string]any{"n": i}, "name": "bad"} },
 		},
 	} {
