@@ -475,3 +475,39 @@ func columnList(info *fluss.TableInfo) []string {
 	}
 	return out
 }
+
+// TestFollowSchemaRefusesNestedField: a schema version that adds a field
+// inside a record (a ROW column), which Fluss cannot add, has its records
+// refused with a reason naming the field and the table, logged once and
+// counted; the table and the other records are untouched.
+func TestFollowSchemaRefusesNestedField(t *testing.T) {
+	e := newEnv(t)
+	registry := registrytest.URL(t)
+	topic := uniqueName("follow-nested")
+	table := e.Name + ".follow_nested"
+	g := startGateway(t, gatewayConfig{Bootstrap: e.Bootstrap, Registry: registry, Routes: fmt.Sprintf(`
+  - topic: %s
+    table: %s
+    value: {format: avro}
+    follow_schema: {create: true, add_columns: true, buckets: 1}
+`, topic, table)})
+	const v1 = `{"type": "record", "name": "Person", "namespace": "shop", "fields": [
+  {"name": "id", "type": "long"},
+  {"name": "addr", "type": {"type": "record", "name": "Addr", "fields": [{"name": "city", "type": "string"}]}}]}`
+	v2 := strings.Replace(v1, `[{"name": "city", "type": "string"}]`, `[{"name": "city", "type": "string"}, {"name": "zip", "type": "string"}]`, 1)
+	require.NotEqual(t, v1, v2)
+	res := serdeProduce(t, g.KafkaAddr, registry, topic, "avro", v1, []map[string]any{{"id": 1, "addr": map[string]any{"city": "Lyon"}}})
+	require.Zero(t, res.ErrorCount, "%+v", res.Errors)
+	bad := []map[string]any{{"id": 2, "addr": map[string]any{"city": "Nice", "zip": "06000"}}, {"id": 3, "addr": map[string]any{"city": "Pau", "zip": "64000"}}}
+	res = serdeProduce(t, g.KafkaAddr, registry, topic, "avro", v2, bad)
+	assert.Equal(t, 2, res.ErrorCount, "%+v", res)
+	assert.Equal(t, 1, strings.Count(g.Logs(), "writer schema refused: a change Fluss cannot make"), "logged once")
+	assert.Contains(t, g.Logs(), "field addr.zip is new inside ROW column addr of table "+table)
+	assert.Equal(t, float64(1), g.RequireMetrics(t).Sum("fluss_gateway_route_writer_schemas_refused_total"))
+	info, err := e.Client.GetTableInfo(testContext(t), fluss.TablePath{Database: e.Name, Table: "follow_nested"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"id BIGINT", "addr ROW<city STRING>"}, columnList(info))
+	rows := e.scanLog(t, table)
+	require.Len(t, rows, 1)
+	assert.Equal(t, int64(1), num(t, rows[0].Row, "id"))
+}

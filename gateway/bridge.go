@@ -220,6 +220,7 @@ func (s *bridge) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) 
 	queue := mergedQueue(topicPartition{req.Topic, req.Partition})
 	following := !schemasMissing && s.follower.needed(st, route, req, cb)
 	if !schemasMissing && !following {
+		s.follower.markRefused(st, route, cb)
 		if err := s.convert(route, req, cb); err != nil {
 			s.putBatch(cb)
 			s.m.rejected(route.Name(), len(req.Records))
@@ -262,6 +263,7 @@ func (s *bridge) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) 
 				c.Complete(failedResult(err))
 				return
 			}
+			s.follower.markRefused(st, route, cb)
 			if err := s.convert(route, req, cb); err != nil {
 				s.m.rejected(route.Name(), len(req.Records))
 				c.Complete(failedResult(err))

@@ -271,6 +271,7 @@ func (s *bridge) writeExactlyOnce(ctx context.Context, st *routeState, route *ma
 	}
 	// Converted before any sequence is assigned: a rejected batch uses
 	// none, and the producer's next batch reuses its sequence.
+	s.follower.markRefused(st, route, cb)
 	if err := s.convert(route, req, cb); err != nil {
 		s.m.rejected(route.Name(), len(req.Records))
 		c.Complete(failedResult(err))

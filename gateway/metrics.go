@@ -19,6 +19,7 @@ type gatewayMetrics struct {
 	reloads       *prometheus.CounterVec
 	registryDown  *prometheus.CounterVec
 	columnsAdded  *prometheus.CounterVec
+	schemaRefused *prometheus.CounterVec
 	routes        prometheus.Gauge
 }
 
@@ -49,6 +50,10 @@ func newGatewayMetrics(reg prometheus.Registerer) *gatewayMetrics {
 			Name: "fluss_gateway_route_columns_added_total",
 			Help: "Columns this instance added to a route's table because a writer schema had fields the table lacked (follow_schema.add_columns).",
 		}, []string{"route"}),
+		schemaRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fluss_gateway_route_writer_schemas_refused_total",
+			Help: "Writer schemas whose records a route refuses because they need a change Fluss cannot make (a field added inside a ROW column; follow_schema.add_columns).",
+		}, []string{"route"}),
 		routeBusy: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fluss_gateway_route_table_busy_batches_total",
 			Help: "Kafka batches refused with REQUEST_TIMED_OUT (retriable, nothing written) because the batches of their table waiting for Fluss already held the table's share of the memory budget.",
@@ -62,7 +67,7 @@ func newGatewayMetrics(reg prometheus.Registerer) *gatewayMetrics {
 			Help: "Routes currently bound to their tables.",
 		}),
 	}
-	reg.MustRegister(m.routeRecords, m.routeRejected, m.routeDLQ, m.routeLatency, m.reloads, m.registryDown, m.routes, m.routeBusy, m.columnsAdded)
+	reg.MustRegister(m.routeRecords, m.routeRejected, m.routeDLQ, m.routeLatency, m.reloads, m.registryDown, m.routes, m.routeBusy, m.columnsAdded, m.schemaRefused)
 	return m
 }
 

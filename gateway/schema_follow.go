@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fluss-kafka/gateway/fluss"
@@ -41,6 +42,12 @@ type schemaFollower struct {
 
 	mu      sync.Mutex // one change at a time
 	checked sync.Map   // followKey -> struct{}: the table holds the schema's fields
+	// refused are the writer schemas whose records are refused: a change
+	// Fluss cannot make (followKey -> error); nrefused says whether any is.
+	refused  sync.Map
+	nrefused atomic.Int32
+	// refusedSchema counts the schemas refused, per route (nil: none).
+	refusedSchema func(route string)
 }
 
 // tableAlterer is what adding columns needs from Fluss.
@@ -163,6 +170,20 @@ func (s *bridge) follow(ctx context.Context, st *routeState, route *mapping.Rout
 			f.checked.Store(key, struct{}{})
 			continue
 		}
+		if problem := nestedAdditions(info, cols); problem != "" {
+			err := fmt.Errorf("writer schema %s: %s of table %s: Fluss cannot add a field inside a ROW column (add_columns adds top-level fields only)",
+				w.id().Value, problem, route.Table())
+			if _, loaded := f.refused.LoadOrStore(key, err); !loaded {
+				f.nrefused.Add(1)
+				f.log.Warn("writer schema refused: a change Fluss cannot make", slog.String("route", route.Name()),
+					slog.String("table", route.Table().String()), w.id(), slog.Any("err", err))
+				if f.refusedSchema != nil {
+					f.refusedSchema(route.Name())
+				}
+			}
+			f.checked.Store(key, struct{}{})
+			continue
+		}
 		missing := missingColumns(info, cols)
 		if len(missing) == 0 {
 			f.checked.Store(key, struct{}{})
@@ -229,6 +250,56 @@ func (f *schemaFollower) addRacing(ctx context.Context, route *mapping.Route, w 
 		missing = still
 	}
 	return err
+}
+
+// markRefused makes the records of refused writer schemas bad records
+// (INVALID_RECORD or the dead-letter table), with the reason. Registry
+// formats only: a Connect envelope's nested additions are not refused.
+func (f *schemaFollower) markRefused(st *routeState, route *mapping.Route, cb *convBatch) {
+	if f == nil || f.nrefused.Load() == 0 || !follows(route) {
+		return
+	}
+	info := st.infos[route.Table()]
+	for i := range cb.framing.values {
+		v := &cb.framing.values[i]
+		if v.Schema == nil || v.Err != nil {
+			continue
+		}
+		if err, ok := f.refused.Load(followKey{route: route.Name(), tableSchema: info.SchemaID, writer: v.Schema}); ok {
+			v.Err = err.(error)
+		}
+	}
+}
+
+// nestedAdditions names the first field a writer schema adds inside a ROW
+// column the table has ("field a.b is new inside ROW column a"), or "".
+func nestedAdditions(info *fluss.TableInfo, cols []fluss.Column) string {
+	for _, c := range cols {
+		i := slices.IndexFunc(info.Descriptor.Schema.Columns, func(h fluss.Column) bool { return h.Name == c.Name })
+		if i < 0 {
+			continue
+		}
+		if p := newRowFields(c.Name, &info.Descriptor.Schema.Columns[i].Type, &c.Type); p != "" {
+			return fmt.Sprintf("field %s is new inside ROW column %s", p, c.Name)
+		}
+	}
+	return ""
+}
+
+func newRowFields(path string, have, want *fluss.DataType) string {
+	if have.Root != fluss.TypeRow || want.Root != fluss.TypeRow {
+		return ""
+	}
+	for _, wf := range want.Fields {
+		j := slices.IndexFunc(have.Fields, func(h fluss.Field) bool { return h.Name == wf.Name })
+		if j < 0 {
+			return path + "." + wf.Name
+		}
+		if p := newRowFields(path+"."+wf.Name, &have.Fields[j].Type, &wf.Type); p != "" {
+			return p
+		}
+	}
+	return ""
 }
 
 // missingColumns are the columns of cols that info's table lacks, by name.
