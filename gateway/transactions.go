@@ -147,6 +147,9 @@ func (s *bridge) InitTransaction(ctx context.Context, id string, timeoutMs int32
 	}
 	if cur != nil && (cur.producerID != newPID || cur.epoch != newEpoch) {
 		out, err := t.ledger.settle(ctx, cur)
+		if err == nil && out != nil && t.view != nil {
+			t.view.ended(txnRef{id, cur.key.claim, out.key.txn / 2}) // the Admin views see it ended at once
+		}
 		if err == nil && out != nil && out.outcome == outcomeAbort && out.reason == reasonFenced {
 			t.m.outcomes.WithLabelValues("fenced").Inc()
 			s.log.Info("transaction aborted: a new producer with the same transactional id started", slog.String("transactional_id", id),
