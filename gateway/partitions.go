@@ -186,17 +186,24 @@ func (p *pendingWrites) enqueue(k pendingKey, job func()) {
 func (p *pendingWrites) run(k pendingKey, q *[]func()) {
 	for {
 		p.mu.Lock()
-		if len(*q) == 0 {
-			delete(p.queues, k)
-			p.mu.Unlock()
-			return
-		}
-		job := (*q)[0]
+		job := (*q)[0] // enqueue created the queue with a job; run ends when it empties
 		(*q)[0] = nil
 		*q = (*q)[1:]
 		p.mu.Unlock()
 		job()
+		// The queue leaves the map before its last job counts as done, so
+		// once wait returns no queue is busy; a job enqueued after the
+		// delete starts a new queue, behind the finished ones.
+		p.mu.Lock()
+		last := len(*q) == 0
+		if last {
+			delete(p.queues, k)
+		}
+		p.mu.Unlock()
 		p.wg.Done()
+		if last {
+			return
+		}
 	}
 }
 
