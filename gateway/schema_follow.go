@@ -81,6 +81,13 @@ type writerSchema struct {
 	digest   uint64
 }
 
+// envelopeWriterSchema is a Connect envelope's schema, keyed by its digest.
+func envelopeWriterSchema(sch []byte) writerSchema {
+	h := fnv.New64a()
+	h.Write(sch)
+	return writerSchema{envelope: sch, digest: h.Sum64()}
+}
+
 func (w writerSchema) key(route string, tableSchema int32) followKey {
 	return followKey{route: route, tableSchema: tableSchema, writer: w.registry, envelope: w.digest}
 }
@@ -112,11 +119,9 @@ func writerSchemas(route *mapping.Route, req *kafkaproto.PartitionProduce, cb *c
 			if sch == nil {
 				continue
 			}
-			h := fnv.New64a()
-			h.Write(sch)
-			if d := h.Sum64(); d != last && !slices.ContainsFunc(out, func(w writerSchema) bool { return w.digest == d }) {
-				last = d
-				out = append(out, writerSchema{envelope: sch, digest: d})
+			if w := envelopeWriterSchema(sch); w.digest != last && !slices.ContainsFunc(out, func(o writerSchema) bool { return o.digest == w.digest }) {
+				last = w.digest
+				out = append(out, w)
 			}
 		}
 		return out
@@ -416,9 +421,7 @@ func (s *bridge) firstWriterSchema(ctx context.Context, spec mapping.RouteSpec, 
 	if spec.Value.Format == mapping.ValueConnectJSON {
 		for i := range req.Records {
 			if sch := mapping.ConnectEnvelopeSchema(req.Records[i].Value); sch != nil {
-				h := fnv.New64a()
-				h.Write(sch)
-				return writerSchema{envelope: sch, digest: h.Sum64()}, nil
+				return envelopeWriterSchema(sch), nil
 			}
 		}
 		return writerSchema{}, fmt.Errorf("%w: no record of the batch is a Kafka Connect envelope with a schema", kafkaproto.ErrInvalidRecord)
