@@ -216,24 +216,19 @@ func (s *bridge) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) 
 		return s.produceExactlyOnce(ctx, st, route, req, false)
 	}
 	cb := s.getBatch(len(req.Records))
-	schemasMissing := s.frame(route, req, cb)
 	queue := mergedQueue(topicPartition{req.Topic, req.Partition})
-	following := !schemasMissing && s.follower.needed(st, route, req, cb)
-	if !schemasMissing && !following {
-		s.follower.markRefused(st, route, cb)
-		if err := s.convert(route, req, cb); err != nil {
-			s.putBatch(cb)
-			s.m.rejected(route.Name(), len(req.Records))
-			req.Release()
-			return nil, err
-		}
-		if !s.pending.busy(queue) && s.resolveCached(st, route, req, cb) {
-			// The writer copies the rows: the decoded records can go back
-			// once they are appended.
-			defer req.Release()
-			defer s.putBatch(cb)
-			return s.write(ctx, st, route, req, cb)
-		}
+	prepared, err := s.prepareCached(st, route, req, cb)
+	if err != nil {
+		s.putBatch(cb)
+		req.Release()
+		return nil, err
+	}
+	if prepared && !s.pending.busy(queue) && s.resolveCached(st, route, req, cb) {
+		// The writer copies the rows: the decoded records can go back
+		// once they are appended.
+		defer req.Release()
+		defer s.putBatch(cb)
+		return s.write(ctx, st, route, req, cb)
 	}
 
 	// The request's context ends when the handler returns; keep its deadline.
@@ -249,23 +244,9 @@ func (s *bridge) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) 
 		defer cancel()
 		stop := context.AfterFunc(s.stopped, cancel)
 		defer stop()
-		if schemasMissing || following {
-			if err := s.resolveSchemas(jctx, route.Name(), cb); err != nil {
-				s.log.Warn("produce: schema lookup failed; the producer will retry", slog.String("topic", req.Topic),
-					slog.Int("partition", int(req.Partition)), slog.Any("err", err))
-				c.Complete(failedResult(err))
-				return
-			}
+		if !prepared {
 			var err error
-			if st, route, err = s.follow(jctx, st, route, req, cb); err != nil {
-				s.log.Warn("produce: columns for a writer schema not added; the producer will retry", slog.String("topic", req.Topic),
-					slog.Int("partition", int(req.Partition)), slog.Any("err", err))
-				c.Complete(failedResult(err))
-				return
-			}
-			s.follower.markRefused(st, route, cb)
-			if err := s.convert(route, req, cb); err != nil {
-				s.m.rejected(route.Name(), len(req.Records))
+			if st, route, err = s.prepareFramed(jctx, st, route, req, cb); err != nil {
 				c.Complete(failedResult(err))
 				return
 			}
@@ -327,8 +308,8 @@ func failedResult(err error) kafkaproto.PartitionResult {
 }
 
 // convert converts every record of the batch. In reject mode the first
-// rejected records fail the whole batch with record_errors; in dlq mode
-// they are marked for the dead-letter table.
+// rejected records fail the whole batch with record_errors (counted as
+// rejected); in dlq mode they are marked for the dead-letter table.
 func (s *bridge) convert(route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) error {
 	conv := route.Converter()
 	dlq := route.DLQ()
@@ -379,6 +360,7 @@ func (s *bridge) convert(route *mapping.Route, req *kafkaproto.PartitionProduce,
 		rejects = append(rejects, kafkaproto.RecordError{Index: kr.Index, Message: re.Message()})
 	}
 	if len(rejects) > 0 {
+		s.m.rejected(route.Name(), len(req.Records))
 		s.log.Info("batch rejected", slog.String("route", route.Name()), slog.String("table", route.Table().String()), slog.String("topic", req.Topic),
 			slog.Int("partition", int(req.Partition)), slog.Int("rejected", len(rejects)),
 			slog.Int("first_index", int(rejects[0].Index)), slog.String("reason", rejects[0].Message))

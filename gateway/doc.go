@@ -5,8 +5,10 @@
 //
 // The bridge (bridge.go) is the one kafkaproto.Backend: it answers Metadata
 // from the bound routes, hands out producer ids from Fluss InitWriter, and
-// for each Produce partition resolves the topic's route, converts every
-// record into a row (mapping), sends rows that do not convert to the
+// for each Produce partition resolves the topic's route, prepares the
+// batch (prepare.go, the one pipeline of every path: registry framings and
+// writer schemas, schema following, conversion into rows by mapping),
+// sends rows that do not convert to the
 // route's dead-letter table or rejects their batch with record_errors,
 // resolves Fluss partitions (partitions.go: off the connection's read
 // goroutine when a partition must be looked up or created, queued per
@@ -24,7 +26,9 @@
 // in two ways: tables_plan.go computes and issues the CREATE TABLE / ADD
 // COLUMN a route's value subject needs (`gateway tables plan|apply`), and
 // schema_follow.go adds the columns a record's new writer schema needs
-// before its batch is converted (follow_schema.add_columns). cmd/gateway
+// before its batch is converted (follow_schema.add_columns; a field Fluss
+// cannot add is left to unknown_fields) and creates a route's missing
+// table from its first record (follow_schema.create). cmd/gateway
 // only parses flags, loads the file and turns signals into calls.
 //
 // Imports point down: gateway may import kafkaproto, mapping, accumulator,

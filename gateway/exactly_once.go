@@ -254,26 +254,10 @@ func (s *bridge) writeExactlyOnce(ctx context.Context, st *routeState, route *ma
 	defer req.Release()
 	cb := s.getBatch(len(req.Records))
 	defer s.putBatch(cb)
-	if s.frame(route, req, cb) {
-		if err := s.resolveSchemas(ctx, route.Name(), cb); err != nil {
-			c.Complete(failedResult(err))
-			return
-		}
-	}
-	if s.follower.needed(st, route, req, cb) {
-		var err error
-		if st, route, err = s.follow(ctx, st, route, req, cb); err != nil {
-			s.log.Warn("produce: columns for a writer schema not added; the producer will retry", slog.String("topic", req.Topic),
-				slog.Int("partition", int(req.Partition)), slog.Any("err", err))
-			c.Complete(failedResult(err))
-			return
-		}
-	}
 	// Converted before any sequence is assigned: a rejected batch uses
 	// none, and the producer's next batch reuses its sequence.
-	s.follower.markRefused(st, route, cb)
-	if err := s.convert(route, req, cb); err != nil {
-		s.m.rejected(route.Name(), len(req.Records))
+	var err error
+	if st, route, err = s.prepare(ctx, st, route, req, cb); err != nil {
 		c.Complete(failedResult(err))
 		return
 	}

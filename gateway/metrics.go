@@ -11,16 +11,16 @@ import (
 // gatewayMetrics are the metrics of the wiring itself; the components
 // register their own (kafkaproto, writer).
 type gatewayMetrics struct {
-	routeRecords  *prometheus.CounterVec
-	routeRejected *prometheus.CounterVec
-	routeDLQ      *prometheus.CounterVec
-	routeBusy     *prometheus.CounterVec
-	routeLatency  *prometheus.HistogramVec
-	reloads       *prometheus.CounterVec
-	registryDown  *prometheus.CounterVec
-	columnsAdded  *prometheus.CounterVec
-	schemaRefused *prometheus.CounterVec
-	routes        prometheus.Gauge
+	routeRecords   *prometheus.CounterVec
+	routeRejected  *prometheus.CounterVec
+	routeDLQ       *prometheus.CounterVec
+	routeBusy      *prometheus.CounterVec
+	routeLatency   *prometheus.HistogramVec
+	reloads        *prometheus.CounterVec
+	registryDown   *prometheus.CounterVec
+	columnsAdded   *prometheus.CounterVec
+	fieldsNotAdded *prometheus.CounterVec
+	routes         prometheus.Gauge
 }
 
 func newGatewayMetrics(reg prometheus.Registerer) *gatewayMetrics {
@@ -50,9 +50,9 @@ func newGatewayMetrics(reg prometheus.Registerer) *gatewayMetrics {
 			Name: "fluss_gateway_route_columns_added_total",
 			Help: "Columns this instance added to a route's table because a writer schema had fields the table lacked (follow_schema.add_columns).",
 		}, []string{"route"}),
-		schemaRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "fluss_gateway_route_writer_schemas_refused_total",
-			Help: "Writer schemas whose records a route refuses because they need a change Fluss cannot make (a field added inside a ROW column; follow_schema.add_columns).",
+		fieldsNotAdded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fluss_gateway_route_writer_fields_not_added_total",
+			Help: "Fields of writer schemas that no column was made for, because Fluss cannot add them (a field new inside a ROW column, or of a type no column holds); counted once per field and writer schema. Their values are left out (unknown_fields: ignore) or their records refused (reject).",
 		}, []string{"route"}),
 		routeBusy: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fluss_gateway_route_table_busy_batches_total",
@@ -67,7 +67,7 @@ func newGatewayMetrics(reg prometheus.Registerer) *gatewayMetrics {
 			Help: "Routes currently bound to their tables.",
 		}),
 	}
-	reg.MustRegister(m.routeRecords, m.routeRejected, m.routeDLQ, m.routeLatency, m.reloads, m.registryDown, m.routes, m.routeBusy, m.columnsAdded, m.schemaRefused)
+	reg.MustRegister(m.routeRecords, m.routeRejected, m.routeDLQ, m.routeLatency, m.reloads, m.registryDown, m.routes, m.routeBusy, m.columnsAdded, m.fieldsNotAdded)
 	return m
 }
 

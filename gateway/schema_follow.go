@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/fluss-kafka/gateway/fluss"
@@ -26,9 +25,12 @@ import (
 // change Fluss makes to a schema) and the routes are bound again, so that
 // this batch and every later one fill them. Instances adding the same
 // columns at once all succeed: the first adds them, the others find them
-// added. A field of a type Fluss cannot hold, or whose type changed, is
-// left to the converter, which refuses the schema's records with a reason
-// naming field, column and types (or ignores an unknown field).
+// added. A field Fluss cannot add (new inside a ROW column, or of a type
+// no column holds) is like any field the table lacks: the converter leaves
+// it out (unknown_fields: ignore) or refuses its records (reject), and it
+// is logged once per writer schema and counted. A field whose type changed
+// is the converter's too: it refuses the records, naming field, column
+// and types.
 
 // schemaFollower adds the columns; one bridge has one.
 type schemaFollower struct {
@@ -39,15 +41,15 @@ type schemaFollower struct {
 	log    *slog.Logger
 	// added counts the columns this instance added, per route (nil: none).
 	added func(route string, n int)
+	// notAdded counts the fields no column was made for, per route (nil:
+	// none counted).
+	notAdded func(route string, n int)
 
 	mu      sync.Mutex // one change at a time
 	checked sync.Map   // followKey -> struct{}: the table holds the schema's fields
-	// refused are the writer schemas whose records are refused: a change
-	// Fluss cannot make (followKey -> error); nrefused says whether any is.
-	refused  sync.Map
-	nrefused atomic.Int32
-	// refusedSchema counts the schemas refused, per route (nil: none).
-	refusedSchema func(route string)
+	// warned holds the writer schemas whose fields not added were logged
+	// (followKey without the table schema): once per route and schema.
+	warned sync.Map
 }
 
 // tableAlterer is what adding columns needs from Fluss.
@@ -65,6 +67,7 @@ type followKey struct {
 	route       string
 	tableSchema int32
 	writer      *schemaregistry.Schema // registry formats: cached, one pointer per schema
+	message     string                 // Protobuf: the records' message
 	envelope    uint64                 // connect_json: the digest of the envelope's schema
 }
 
@@ -77,6 +80,9 @@ func follows(route *mapping.Route) bool {
 // writerSchema is one writer schema a batch names.
 type writerSchema struct {
 	registry *schemaregistry.Schema
+	// message is the Protobuf message the records are (a .proto file may
+	// declare several; the framing says which).
+	message  string
 	envelope []byte // a Connect envelope's schema
 	digest   uint64
 }
@@ -88,21 +94,41 @@ func envelopeWriterSchema(sch []byte) writerSchema {
 	return writerSchema{envelope: sch, digest: h.Sum64()}
 }
 
-func (w writerSchema) key(route string, tableSchema int32) followKey {
-	return followKey{route: route, tableSchema: tableSchema, writer: w.registry, envelope: w.digest}
+// registryWriterSchema is the writer schema of a registry-framed value or
+// key: for Protobuf, with the message its framing names.
+func registryWriterSchema(format string, v *mapping.Serialized) (writerSchema, error) {
+	w := writerSchema{registry: v.Schema}
+	if format == string(mapping.ValueProtobuf) {
+		m, err := mapping.ProtobufMessage(v.Schema, v.Ref)
+		if err != nil {
+			return w, err
+		}
+		w.message = m
+	}
+	return w, nil
 }
 
-// id names the schema in logs: the registry id, or the envelope digest.
+func (w writerSchema) key(route string, tableSchema int32) followKey {
+	return followKey{route: route, tableSchema: tableSchema, writer: w.registry, message: w.message, envelope: w.digest}
+}
+
+// id names the schema in logs: the registry id (and message), or the
+// envelope digest.
 func (w writerSchema) id() slog.Attr {
-	if w.registry != nil {
+	switch {
+	case w.registry != nil && w.message != "":
+		return slog.Group("writer_schema", slog.Int64("id", w.registry.ID), slog.String("message", w.message))
+	case w.registry != nil:
 		return slog.Int64("schema_id", w.registry.ID)
 	}
 	return slog.String("envelope_schema", fmt.Sprintf("%016x", w.digest))
 }
 
-func (w writerSchema) columns(format mapping.ValueFormat) ([]fluss.Column, error) {
+// columns are the columns the schema's top-level fields fill, and the
+// fields no column type holds.
+func (w writerSchema) columns(format string) ([]fluss.Column, []mapping.FieldNotAdded, error) {
 	if w.registry != nil {
-		return mapping.WriterColumns(string(format), w.registry)
+		return mapping.WriterColumns(format, w.registry, w.message)
 	}
 	return mapping.ConnectSchemaColumns(w.envelope)
 }
@@ -112,7 +138,8 @@ func (w writerSchema) columns(format mapping.ValueFormat) ([]fluss.Column, error
 // envelopes. Consecutive records nearly always share one.
 func writerSchemas(route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) []writerSchema {
 	var out []writerSchema
-	if route.Spec().Value.Format == mapping.ValueConnectJSON {
+	format := route.Spec().Value.Format
+	if format == mapping.ValueConnectJSON {
 		var last uint64
 		for i := range req.Records {
 			sch := mapping.ConnectEnvelopeSchema(req.Records[i].Value)
@@ -126,15 +153,28 @@ func writerSchemas(route *mapping.Route, req *kafkaproto.PartitionProduce, cb *c
 		}
 		return out
 	}
-	var last *schemaregistry.Schema
+	var last *mapping.Serialized
 	for i := range cb.framing.values {
-		sc := cb.framing.values[i].Schema
-		if sc != nil && sc != last && !slices.ContainsFunc(out, func(w writerSchema) bool { return w.registry == sc }) {
-			last = sc
-			out = append(out, writerSchema{registry: sc})
+		v := &cb.framing.values[i]
+		if v.Schema == nil || v.Err != nil || (last != nil && sameWriter(last, v)) {
+			continue
+		}
+		last = v
+		w, err := registryWriterSchema(string(format), v)
+		if err != nil {
+			continue // the converter refuses the record, with the reason
+		}
+		if !slices.ContainsFunc(out, func(o writerSchema) bool { return o.registry == w.registry && o.message == w.message }) {
+			out = append(out, w)
 		}
 	}
 	return out
+}
+
+// sameWriter reports whether two framed values name the same schema and
+// message.
+func sameWriter(a, b *mapping.Serialized) bool {
+	return a.Schema == b.Schema && a.Ref.MessageName == b.Ref.MessageName && slices.Equal(a.Ref.MessageIndexes, b.Ref.MessageIndexes)
 }
 
 // needed reports, without blocking, whether a writer schema of the batch
@@ -166,7 +206,7 @@ func (s *bridge) follow(ctx context.Context, st *routeState, route *mapping.Rout
 		if _, ok := f.checked.Load(key); ok {
 			continue
 		}
-		cols, err := w.columns(route.Spec().Value.Format)
+		cols, notAdded, err := w.columns(string(route.Spec().Value.Format))
 		if err != nil {
 			// No columns to add; the converter says what is wrong with
 			// the schema's records.
@@ -175,21 +215,8 @@ func (s *bridge) follow(ctx context.Context, st *routeState, route *mapping.Rout
 			f.checked.Store(key, struct{}{})
 			continue
 		}
-		if problem := nestedAdditions(info, cols); problem != "" {
-			err := fmt.Errorf("writer schema %s: %s of table %s: Fluss cannot add a field inside a ROW column (add_columns adds top-level fields only)",
-				w.id().Value, problem, route.Table())
-			if _, loaded := f.refused.LoadOrStore(key, err); !loaded {
-				f.nrefused.Add(1)
-				f.log.Warn("writer schema refused: a change Fluss cannot make", slog.String("route", route.Name()),
-					slog.String("table", route.Table().String()), w.id(), slog.Any("err", err))
-				if f.refusedSchema != nil {
-					f.refusedSchema(route.Name())
-				}
-			}
-			f.checked.Store(key, struct{}{})
-			continue
-		}
-		missing := missingColumns(info, cols)
+		missing, nested := mapping.ColumnsToAdd(info.Descriptor.Schema.Columns, cols)
+		f.warnNotAdded(route, w, append(notAdded, nested...))
 		if len(missing) == 0 {
 			f.checked.Store(key, struct{}{})
 			continue
@@ -203,8 +230,41 @@ func (s *bridge) follow(ctx context.Context, st *routeState, route *mapping.Rout
 			return st, route, kafkaproto.ErrUnknownTopicOrPartition
 		}
 		route = r
+		if info := st.infos[route.Table()]; info != nil {
+			if rest, _ := mapping.ColumnsToAdd(info.Descriptor.Schema.Columns, cols); len(rest) == 0 {
+				f.checked.Store(w.key(route.Name(), info.SchemaID), struct{}{})
+			}
+		}
 	}
 	return st, route, nil
+}
+
+// warnNotAdded logs, once per route and writer schema, the fields no
+// column is made for, and counts them.
+func (f *schemaFollower) warnNotAdded(route *mapping.Route, w writerSchema, notAdded []mapping.FieldNotAdded) {
+	if len(notAdded) == 0 {
+		return
+	}
+	if _, loaded := f.warned.LoadOrStore(w.key(route.Name(), 0), struct{}{}); loaded {
+		return
+	}
+	fields := make([]string, len(notAdded))
+	for i, n := range notAdded {
+		fields[i] = n.String()
+	}
+	policy := route.Spec().Value.UnknownFields
+	effect := "its values are left out of the rows (value.unknown_fields: ignore)"
+	if policy == mapping.FieldReject {
+		effect = "records that carry it are refused (value.unknown_fields: reject)"
+		if route.DLQ() != nil {
+			effect = "records that carry it go to the dead-letter table (value.unknown_fields: reject, errors.mode: dlq)"
+		}
+	}
+	f.log.Warn("writer schema field not added to the table: Fluss cannot add it; "+effect, slog.String("route", route.Name()),
+		slog.String("table", route.Table().String()), w.id(), slog.Any("fields", fields))
+	if f.notAdded != nil {
+		f.notAdded(route.Name(), len(notAdded))
+	}
 }
 
 // add appends missing to the route's table (unless another batch or
@@ -216,7 +276,7 @@ func (f *schemaFollower) add(ctx context.Context, route *mapping.Route, w writer
 	if err != nil {
 		return err
 	}
-	if missing = missingColumns(info, missing); len(missing) > 0 {
+	if missing, _ = mapping.ColumnsToAdd(info.Descriptor.Schema.Columns, missing); len(missing) > 0 {
 		if err := f.addRacing(ctx, route, w, missing); err != nil {
 			return err
 		}
@@ -246,7 +306,7 @@ func (f *schemaFollower) addRacing(ctx context.Context, route *mapping.Route, w 
 		if ierr != nil {
 			return errors.Join(err, ierr)
 		}
-		still := missingColumns(info, missing)
+		still, _ := mapping.ColumnsToAdd(info.Descriptor.Schema.Columns, missing)
 		if len(still) == 0 {
 			f.log.Info("columns a writer schema needs were added by another writer", slog.String("route", route.Name()),
 				slog.String("table", route.Table().String()), w.id(), slog.Any("columns", columnNames(missing)))
@@ -255,67 +315,6 @@ func (f *schemaFollower) addRacing(ctx context.Context, route *mapping.Route, w 
 		missing = still
 	}
 	return err
-}
-
-// markRefused makes the records of refused writer schemas bad records
-// (INVALID_RECORD or the dead-letter table), with the reason. Registry
-// formats only: a Connect envelope's nested additions are not refused.
-func (f *schemaFollower) markRefused(st *routeState, route *mapping.Route, cb *convBatch) {
-	if f == nil || f.nrefused.Load() == 0 || !follows(route) {
-		return
-	}
-	info := st.infos[route.Table()]
-	for i := range cb.framing.values {
-		v := &cb.framing.values[i]
-		if v.Schema == nil || v.Err != nil {
-			continue
-		}
-		if err, ok := f.refused.Load(followKey{route: route.Name(), tableSchema: info.SchemaID, writer: v.Schema}); ok {
-			v.Err = err.(error)
-		}
-	}
-}
-
-// nestedAdditions names the first field a writer schema adds inside a ROW
-// column the table has ("field a.b is new inside ROW column a"), or "".
-func nestedAdditions(info *fluss.TableInfo, cols []fluss.Column) string {
-	for _, c := range cols {
-		i := slices.IndexFunc(info.Descriptor.Schema.Columns, func(h fluss.Column) bool { return h.Name == c.Name })
-		if i < 0 {
-			continue
-		}
-		if p := newRowFields(c.Name, &info.Descriptor.Schema.Columns[i].Type, &c.Type); p != "" {
-			return fmt.Sprintf("field %s is new inside ROW column %s", p, c.Name)
-		}
-	}
-	return ""
-}
-
-func newRowFields(path string, have, want *fluss.DataType) string {
-	if have.Root != fluss.TypeRow || want.Root != fluss.TypeRow {
-		return ""
-	}
-	for _, wf := range want.Fields {
-		j := slices.IndexFunc(have.Fields, func(h fluss.Field) bool { return h.Name == wf.Name })
-		if j < 0 {
-			return path + "." + wf.Name
-		}
-		if p := newRowFields(path+"."+wf.Name, &have.Fields[j].Type, &wf.Type); p != "" {
-			return p
-		}
-	}
-	return ""
-}
-
-// missingColumns are the columns of cols that info's table lacks, by name.
-func missingColumns(info *fluss.TableInfo, cols []fluss.Column) []fluss.Column {
-	var out []fluss.Column
-	for _, c := range cols {
-		if !slices.ContainsFunc(info.Descriptor.Schema.Columns, func(h fluss.Column) bool { return h.Name == c.Name }) {
-			out = append(out, c)
-		}
-	}
-	return out
 }
 
 func columnNames(cols []fluss.Column) []string {
@@ -362,8 +361,9 @@ func (s *bridge) produceCreating(ctx context.Context, spec mapping.RouteSpec, re
 }
 
 // createTable creates spec's table from the first writer schema of req's
-// records, as `gateway tables apply` would, unless another batch or
-// instance did first, and binds the routes again.
+// records (and, with follow_schema.primary_key_from_key, its primary key
+// from the first key's), as `gateway tables apply` would, unless another
+// batch or instance did first, and binds the routes again.
 func (s *bridge) createTable(ctx context.Context, spec mapping.RouteSpec, req *kafkaproto.PartitionProduce) error {
 	f := s.follower
 	if f == nil {
@@ -377,15 +377,25 @@ func (s *bridge) createTable(ctx context.Context, spec mapping.RouteSpec, req *k
 	if _, err := f.tables.GetTableInfo(ctx, spec.Table); err == nil {
 		return f.rebind(ctx) // another instance created it
 	}
-	w, err := s.firstWriterSchema(ctx, spec, req)
+	w, err := s.firstWriterSchema(ctx, spec, req, false)
 	if err != nil {
 		return err
 	}
-	cols, err := w.columns(spec.Value.Format)
+	cols, notAdded, err := w.columns(string(spec.Value.Format))
 	if err != nil {
 		return fmt.Errorf("%w: no table can be made from the writer schema: %w", kafkaproto.ErrInvalidRecord, err)
 	}
-	d, problems := createDescriptor(spec, cols)
+	var keyCols []fluss.Column
+	if spec.FollowSchema.PrimaryKeyFromKey {
+		kw, err := s.firstWriterSchema(ctx, spec, req, true)
+		if err != nil {
+			return err
+		}
+		if keyCols, err = keyColumns(string(spec.Key.Format), kw); err != nil {
+			return fmt.Errorf("%w: no primary key can be made from the key's writer schema: %w", kafkaproto.ErrInvalidRecord, err)
+		}
+	}
+	d, problems := createDescriptor(spec, cols, keyCols)
 	if len(problems) == 0 {
 		if err := checkBinds(spec, d); err != nil {
 			problems = append(problems, err.Error())
@@ -408,17 +418,37 @@ func (s *bridge) createTable(ctx context.Context, spec mapping.RouteSpec, req *k
 		return fmt.Errorf("%w: create table %s: %w", kafkaproto.ErrRequestTimedOut, spec.Table, err)
 	}
 	f.log.Info("table created from a writer schema", slog.String("route", spec.Name), slog.String("table", spec.Table.String()),
-		w.id(), slog.Any("columns", columnNames(d.Schema.Columns)))
+		w.id(), slog.Any("columns", columnNames(d.Schema.Columns)), slog.Any("primary_key", d.Schema.PrimaryKey))
 	if err := f.rebind(ctx); err != nil {
 		return fmt.Errorf("%w: bind route %s to the created table: %w", kafkaproto.ErrRequestTimedOut, spec.Name, err)
+	}
+	if r, ok := s.state.Load().routes.Resolve(req.Topic); ok {
+		f.warnNotAdded(r, w, notAdded)
 	}
 	return nil
 }
 
+// keyColumns are the primary-key columns a key's writer schema makes:
+// every top-level field, each with a column type.
+func keyColumns(format string, w writerSchema) ([]fluss.Column, error) {
+	cols, notAdded, err := w.columns(format)
+	if err != nil {
+		return nil, err
+	}
+	if len(notAdded) > 0 {
+		return nil, fmt.Errorf("a primary key holds every field of the key, and %s", notAdded[0])
+	}
+	return cols, nil
+}
+
 // firstWriterSchema is the writer schema of req's first record that has
-// one.
-func (s *bridge) firstWriterSchema(ctx context.Context, spec mapping.RouteSpec, req *kafkaproto.PartitionProduce) (writerSchema, error) {
-	if spec.Value.Format == mapping.ValueConnectJSON {
+// one: of its value, or (key) of its key.
+func (s *bridge) firstWriterSchema(ctx context.Context, spec mapping.RouteSpec, req *kafkaproto.PartitionProduce, key bool) (writerSchema, error) {
+	what, format := "value", string(spec.Value.Format)
+	if key {
+		what, format = "key", string(spec.Key.Format)
+	}
+	if !key && spec.Value.Format == mapping.ValueConnectJSON {
 		for i := range req.Records {
 			if sch := mapping.ConnectEnvelopeSchema(req.Records[i].Value); sch != nil {
 				return envelopeWriterSchema(sch), nil
@@ -426,28 +456,36 @@ func (s *bridge) firstWriterSchema(ctx context.Context, spec mapping.RouteSpec, 
 		}
 		return writerSchema{}, fmt.Errorf("%w: no record of the batch is a Kafka Connect envelope with a schema", kafkaproto.ErrInvalidRecord)
 	}
-	opts, ok := mapping.SpecFramingOptions(spec)
+	opts, ok := mapping.SpecFramingOptions(spec, key)
 	if !ok || s.reg == nil {
-		return writerSchema{}, fmt.Errorf("%w: value.format %s has no writer schema here", kafkaproto.ErrInvalidRecord, spec.Value.Format)
+		return writerSchema{}, fmt.Errorf("%w: %s.format %s has no writer schema here", kafkaproto.ErrInvalidRecord, what, format)
 	}
 	for i := range req.Records {
 		kr := &req.Records[i]
-		if kr.Value == nil {
+		data := kr.Value
+		if key {
+			data = kr.Key
+		}
+		if data == nil {
 			continue
 		}
-		ref, _, err := schemaregistry.ParseFraming(kr.Value, headerLookup(kr.Headers), opts)
+		ref, _, err := schemaregistry.ParseFraming(data, headerLookup(kr.Headers), opts)
 		if err != nil {
 			continue
 		}
 		sc, err := s.reg.Resolve(ctx, ref)
 		switch {
 		case err == nil:
-			return writerSchema{registry: sc}, nil
+			w, err := registryWriterSchema(format, &mapping.Serialized{Ref: ref, Schema: sc})
+			if err != nil {
+				return writerSchema{}, fmt.Errorf("%w: the %s's writer schema (id %d): %w", kafkaproto.ErrInvalidRecord, what, sc.ID, err)
+			}
+			return w, nil
 		case errors.Is(err, schemaregistry.ErrUnknownSchema):
 			continue
 		default:
 			return writerSchema{}, fmt.Errorf("%w: %w: look up %v: %w", kafkaproto.ErrRequestTimedOut, errRegistryUnavailable, ref, err)
 		}
 	}
-	return writerSchema{}, fmt.Errorf("%w: no record of the batch names a writer schema the registry knows", kafkaproto.ErrInvalidRecord)
+	return writerSchema{}, fmt.Errorf("%w: no record of the batch names a %s writer schema the registry knows", kafkaproto.ErrInvalidRecord, what)
 }

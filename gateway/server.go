@@ -95,8 +95,8 @@ func New(cfg *configs.Config, log *slog.Logger) (*Gateway, error) {
 	g.bridge = newBridge(acc, parts, ids, g.m, log.With(slog.String("component", "bridge")))
 	g.bridge.leaderless = snd.Leaderless
 	g.bridge.follower = &schemaFollower{tables: client, rebind: g.rebindRoutes, log: log.With(slog.String("component", "bridge")),
-		added:         func(route string, n int) { g.m.columnsAdded.WithLabelValues(route).Add(float64(n)) },
-		refusedSchema: func(route string) { g.m.schemaRefused.WithLabelValues(route).Inc() }}
+		added:    func(route string, n int) { g.m.columnsAdded.WithLabelValues(route).Add(float64(n)) },
+		notAdded: func(route string, n int) { g.m.fieldsNotAdded.WithLabelValues(route).Add(float64(n)) }}
 	// A table's batches waiting for Fluss may hold its share of the
 	// requests' part of the memory budget, as its rows may of the rest.
 	g.bridge.appending = newTableAppends(int64(float64(set.accumulator.RequestMemory)*set.accumulator.MaxTableShare),

@@ -31,6 +31,10 @@ type TablePlan struct {
 	Create *fluss.TableDescriptor
 	// Add are the columns the existing table lacks.
 	Add []fluss.Column
+	// NotAdded are the writer fields no column is made for (new inside a
+	// ROW column, or of a type no column holds): records are written
+	// without them, as with any field the table lacks.
+	NotAdded []mapping.FieldNotAdded
 	// Problems are what the writer schema needs and Fluss cannot do.
 	Problems []string
 }
@@ -74,11 +78,17 @@ func (p *TablePlan) String() string {
 	for _, c := range p.Add {
 		fmt.Fprintf(&b, "ALTER TABLE %s ADD COLUMN %s %s;\n", p.Table, c.Name, c.Type)
 	}
+	for _, n := range p.NotAdded {
+		fmt.Fprintf(&b, "-- not added (records are written without it, or refused under unknown_fields: reject): %s\n", n)
+	}
 	for _, pr := range p.Problems {
 		fmt.Fprintf(&b, "-- cannot: %s\n", pr)
 	}
-	if p.Empty() {
+	switch {
+	case p.Empty() && len(p.NotAdded) == 0:
 		b.WriteString("-- nothing to do: the table holds every field\n")
+	case p.Empty():
+		b.WriteString("-- nothing to apply: the table holds every field Fluss can add\n")
 	}
 	return b.String()
 }
@@ -135,10 +145,11 @@ func planTable(ctx context.Context, client *fluss.Client, reg *schemaregistry.Cl
 		return nil, fmt.Errorf("value.subject %q: %w", spec.Value.Subject, err)
 	}
 	p := &TablePlan{Route: spec.Name, Table: spec.Table, Subject: spec.Value.Subject, SchemaID: schema.ID}
-	cols, err := mapping.WriterColumns(string(spec.Value.Format), schema)
+	cols, notAdded, err := mapping.WriterColumns(string(spec.Value.Format), schema, spec.Value.Message)
 	if err != nil {
 		return nil, fmt.Errorf("latest schema of %q (id %d): %w", spec.Value.Subject, schema.ID, err)
 	}
+	p.NotAdded = notAdded
 	// value.columns paths name other fields: the writer field of that name
 	// fills the column of the path's target instead; keep it simple and
 	// refuse to guess.
@@ -148,7 +159,20 @@ func planTable(ctx context.Context, client *fluss.Client, reg *schemaregistry.Cl
 	info, err := client.GetTableInfo(ctx, spec.Table)
 	switch {
 	case errors.Is(err, fluss.ErrTableNotExist), errors.Is(err, fluss.ErrDatabaseNotExist):
-		d, problems := createDescriptor(spec, cols)
+		var keyCols []fluss.Column
+		if spec.FollowSchema.PrimaryKeyFromKey {
+			if spec.Key.Subject == "" {
+				return nil, errors.New("follow_schema.primary_key_from_key: name the key's subject (key.subject) for a plan to take the primary key from")
+			}
+			ks, err := reg.LatestSchema(ctx, spec.Key.Subject)
+			if err != nil {
+				return nil, fmt.Errorf("key.subject %q: %w", spec.Key.Subject, err)
+			}
+			if keyCols, err = keyColumns(string(spec.Key.Format), writerSchema{registry: ks, message: spec.Key.Message}); err != nil {
+				return nil, fmt.Errorf("latest schema of %q (id %d): %w", spec.Key.Subject, ks.ID, err)
+			}
+		}
+		d, problems := createDescriptor(spec, cols, keyCols)
 		p.Problems = problems
 		if len(problems) == 0 {
 			p.Create = d
@@ -161,10 +185,12 @@ func planTable(ctx context.Context, client *fluss.Client, reg *schemaregistry.Cl
 		return nil, fmt.Errorf("table %s: %w", spec.Table, err)
 	}
 	have := info.Descriptor.Schema.Columns
+	var nested []mapping.FieldNotAdded
+	p.Add, nested = mapping.ColumnsToAdd(have, cols)
+	p.NotAdded = append(p.NotAdded, nested...)
 	for _, c := range cols {
 		i := slices.IndexFunc(have, func(h fluss.Column) bool { return h.Name == c.Name })
 		if i < 0 {
-			p.Add = append(p.Add, c)
 			continue
 		}
 		if h := have[i].Type; h.Root != c.Type.Root {
@@ -176,11 +202,26 @@ func planTable(ctx context.Context, client *fluss.Client, reg *schemaregistry.Cl
 }
 
 // createDescriptor is the table a route's writer columns make, with its
-// metadata and time-partition columns and follow_schema's shape.
-func createDescriptor(spec mapping.RouteSpec, cols []fluss.Column) (*fluss.TableDescriptor, []string) {
+// metadata and time-partition columns and follow_schema's shape. keyCols,
+// when follow_schema.primary_key_from_key, are the key writer schema's
+// columns: the primary key, in front of the value's columns.
+func createDescriptor(spec mapping.RouteSpec, cols, keyCols []fluss.Column) (*fluss.TableDescriptor, []string) {
 	var problems []string
 	fs := spec.FollowSchema
-	all := slices.Clone(cols)
+	pk := slices.Clone(fs.PrimaryKey)
+	all := slices.Clone(keyCols)
+	for _, c := range cols {
+		i := slices.IndexFunc(all, func(k fluss.Column) bool { return k.Name == c.Name })
+		switch {
+		case i < 0:
+			all = append(all, c)
+		case all[i].Type.NonNull().String() != c.Type.NonNull().String():
+			problems = append(problems, fmt.Sprintf("field %s is %s in the key's writer schema but %s in the value's: one column cannot hold both", c.Name, all[i].Type, c.Type))
+		}
+	}
+	for _, k := range keyCols {
+		pk = append(pk, k.Name)
+	}
 	add := func(name string, t fluss.DataType) {
 		if name == "" || slices.ContainsFunc(all, func(c fluss.Column) bool { return c.Name == name }) {
 			return
@@ -202,17 +243,17 @@ func createDescriptor(spec mapping.RouteSpec, cols []fluss.Column) (*fluss.Table
 			add(ps.Column, fluss.String())
 		}
 	}
-	for _, k := range append(slices.Clone(fs.PrimaryKey), fs.PartitionKeys...) {
+	for _, k := range append(slices.Clone(pk), fs.PartitionKeys...) {
 		i := slices.IndexFunc(all, func(c fluss.Column) bool { return c.Name == k })
 		if i < 0 {
 			problems = append(problems, fmt.Sprintf("follow_schema names column %s, which neither the writer schema nor the route fills", k))
 			continue
 		}
-		if slices.Contains(fs.PrimaryKey, k) {
+		if slices.Contains(pk, k) {
 			all[i].Type = all[i].Type.NonNull()
 		}
 	}
-	d := &fluss.TableDescriptor{Schema: fluss.Schema{Columns: all, PrimaryKey: slices.Clone(fs.PrimaryKey)},
+	d := &fluss.TableDescriptor{Schema: fluss.Schema{Columns: all, PrimaryKey: pk},
 		PartitionKeys: slices.Clone(fs.PartitionKeys), BucketCount: fs.Buckets, Properties: fs.Properties}
 	return d, problems
 }

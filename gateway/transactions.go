@@ -344,13 +344,12 @@ func (s *bridge) produceTransactional(ctx context.Context, st *routeState, route
 	}
 	cb := s.getBatch(len(req.Records))
 	defer s.putBatch(cb)
-	if s.frame(route, req, cb) {
-		if err := s.resolveSchemas(ctx, route.Name(), cb); err != nil {
-			return nil, err
-		}
-	}
-	if err := s.convert(route, req, cb); err != nil {
-		s.m.rejected(route.Name(), len(req.Records))
+	// Prepared as any batch (schemas followed, refused records refused
+	// now, while the producer can still abort); the rows are not kept:
+	// the apply prepares the staged records again, against the table as
+	// it is then.
+	if _, _, err := s.prepare(ctx, st, route, req, cb); err != nil {
+		t.charge(p, topicPartition{req.Topic, req.Partition}, -size)
 		return nil, err
 	}
 	sb := &stagedBatch{id: req.TransactionalID, topic: req.Topic, partition: req.Partition,

@@ -132,6 +132,17 @@ func (c *Converter) emptyValueReason(rec *Record) string {
 				}
 			}
 		}
+	case ValueProtobuf:
+		if sc := rec.SerializedValue.Schema; sc != nil {
+			if name, err := ProtobufMessage(sc, rec.SerializedValue.Ref); err == nil {
+				if md, err := protobufMessage(sc, name); err == nil {
+					fields = []string{}
+					for i := 0; i < md.Fields().Len(); i++ {
+						fields = append(fields, string(md.Fields().Get(i).Name()))
+					}
+				}
+			}
+		}
 	}
 	var cols []string
 	for i, v := range c.fromValue {
@@ -143,13 +154,16 @@ func (c *Converter) emptyValueReason(rec *Record) string {
 	b.WriteString("value fills no column of ")
 	b.WriteString(c.table.String())
 	b.WriteString(" (value.empty_rows: reject): ")
-	if fields == nil {
-		b.WriteString("none of its fields")
-	} else {
-		b.WriteString("its fields ")
+	switch {
+	case fields == nil:
+		b.WriteString("none of its fields match any of the columns ")
+	case len(fields) == 0:
+		b.WriteString("it has no fields to fill any of the columns ")
+	default:
+		b.WriteString("none of its fields ")
 		b.WriteString(listShort(fields))
+		b.WriteString(" match any of the columns ")
 	}
-	b.WriteString(" match none of the columns ")
 	b.WriteString(listShort(cols))
 	return b.String()
 }

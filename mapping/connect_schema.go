@@ -59,24 +59,29 @@ func ConnectEnvelopeSchema(value []byte) []byte {
 
 // ConnectSchemaColumns derives the columns a Connect struct schema's
 // fields fill (each nullable), by the type JsonConverter writes each Connect
-// type as and the json conversion reads.
-func ConnectSchemaColumns(schema []byte) ([]fluss.Column, error) {
+// type as and the json conversion reads. Fields no column type holds are
+// returned in notAdded, as WriterColumns does.
+func ConnectSchemaColumns(schema []byte) (cols []fluss.Column, notAdded []FieldNotAdded, err error) {
 	var cs connectSchema
 	if err := json.Unmarshal(schema, &cs); err != nil {
-		return nil, fmt.Errorf("the envelope's schema is not a Connect schema: %w", err)
+		return nil, nil, fmt.Errorf("the envelope's schema is not a Connect schema: %w", err)
 	}
 	if cs.Type != "struct" {
-		return nil, fmt.Errorf("the envelope's schema is %s, not a struct: it has no fields to make columns of", cs.Type)
+		return nil, nil, fmt.Errorf("the envelope's schema is %s, not a struct: it has no fields to make columns of", cs.Type)
 	}
-	cols := make([]fluss.Column, 0, len(cs.Fields))
+	cols = make([]fluss.Column, 0, len(cs.Fields))
 	for _, f := range cs.Fields {
 		t, err := connectColumnType(&f, 0)
 		if err != nil {
-			return nil, fmt.Errorf("field %q (%s): %w", f.Field, f.Type, err)
+			notAdded = append(notAdded, FieldNotAdded{Field: f.Field, Type: f.Type, Reason: err.Error()})
+			continue
 		}
 		cols = append(cols, fluss.Column{Name: f.Field, Type: t, Comment: f.Doc})
 	}
-	return cols, nil
+	if len(cols) == 0 && len(notAdded) > 0 {
+		return nil, notAdded, errNoColumns(notAdded)
+	}
+	return cols, notAdded, nil
 }
 
 func connectColumnType(cs *connectSchema, depth int) (fluss.DataType, error) {

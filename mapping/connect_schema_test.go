@@ -12,7 +12,7 @@ import (
 func TestConnectSchemaColumns(t *testing.T) {
 	schema := ConnectEnvelopeSchema(envelope(`{"id": 1, "name": "a"}`))
 	require.NotNil(t, schema)
-	cols, err := ConnectSchemaColumns(schema)
+	cols, _, err := ConnectSchemaColumns(schema)
 	require.NoError(t, err)
 	assert.Equal(t, []fluss.Column{{Name: "id", Type: fluss.BigInt()}, {Name: "name", Type: fluss.String()}}, cols)
 
@@ -34,7 +34,7 @@ func TestConnectSchemaColumns(t *testing.T) {
 		{"field": "attrs", "type": "map", "keys": {"type": "string"}, "values": {"type": "int64"}},
 		{"field": "addr", "type": "struct", "fields": [{"field": "city", "type": "string", "optional": true}]}
 	]}`)
-	cols, err = ConnectSchemaColumns(wide)
+	cols, _, err = ConnectSchemaColumns(wide)
 	require.NoError(t, err)
 	want := []fluss.DataType{fluss.TinyInt(), fluss.SmallInt(), fluss.Int(), fluss.Float(), fluss.Double(), fluss.Boolean(), fluss.Bytes(),
 		fluss.Date(), fluss.Time(3), fluss.TimestampLTZ(3), fluss.Decimal(10, 2), fluss.Array(fluss.String()),
@@ -50,7 +50,7 @@ func TestConnectSchemaColumns(t *testing.T) {
 		{`{"type": "struct", "fields": [{"field": "x", "type": "float128"}]}`, "no column type"},
 		{`[`, "not a Connect schema"},
 	} {
-		_, err := ConnectSchemaColumns([]byte(bad.schema))
+		_, _, err := ConnectSchemaColumns([]byte(bad.schema))
 		assert.ErrorContains(t, err, bad.reason, bad.schema)
 	}
 	assert.Nil(t, ConnectEnvelopeSchema([]byte(`{"payload": {"id": 1}}`)), "no schema member")

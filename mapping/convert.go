@@ -362,7 +362,7 @@ func (c *Converter) walkObject(s *jsonScanner, node *jsonNode, depth int, reject
 			}
 			if len(f.cols) > 0 {
 				v := jsonValue{kind: jsonObject, raw: s.data[start:s.pos]}
-				if col, reason := c.assign(f.cols, v, out); reason != "" {
+				if col, reason := c.assign(f.cols, v, rejectUnknown, out); reason != "" {
 					return col, reason
 				}
 			}
@@ -371,7 +371,7 @@ func (c *Converter) walkObject(s *jsonScanner, node *jsonNode, depth int, reject
 			if reason != "" {
 				return "", reason
 			}
-			if col, reason := c.assign(f.cols, v, out); reason != "" {
+			if col, reason := c.assign(f.cols, v, rejectUnknown, out); reason != "" {
 				return col, reason
 			}
 		}
@@ -387,13 +387,13 @@ func (c *Converter) walkObject(s *jsonScanner, node *jsonNode, depth int, reject
 	}
 }
 
-func (c *Converter) assign(cols []int, v jsonValue, out *Converted) (string, string) {
+func (c *Converter) assign(cols []int, v jsonValue, rejectUnknown bool, out *Converted) (string, string) {
 	for _, i := range cols {
 		t := &c.schema.Columns[i].Type
 		var d fluss.Datum
 		var reason string
 		if t.IsNested() {
-			d, reason = jsonNestedDatum(t, v, out, 1)
+			d, reason = jsonNestedDatum(t, v, out, 1, rejectUnknown)
 		} else {
 			d, reason = jsonDatum(t, v, &out.arena)
 		}

@@ -9,9 +9,10 @@ import (
 // jsonNestedDatum converts a scanned JSON value into an ARRAY (a JSON
 // array), MAP (a JSON object: keys are read as text into the key type) or
 // ROW (a JSON object whose fields fill the row's fields by name; unknown
-// fields are ignored, missing ones null) of type t. Nested values come from
-// out's arenas, so a warm Converted allocates nothing.
-func jsonNestedDatum(t *fluss.DataType, v jsonValue, out *Converted, depth int) (fluss.Datum, string) {
+// fields are ignored, or refused with rejectUnknown, missing ones null) of
+// type t. Nested values come from out's arenas, so a warm Converted
+// allocates nothing.
+func jsonNestedDatum(t *fluss.DataType, v jsonValue, out *Converted, depth int, rejectUnknown bool) (fluss.Datum, string) {
 	if v.kind == jsonNull {
 		return fluss.Datum{Null: true}, ""
 	}
@@ -35,7 +36,7 @@ func jsonNestedDatum(t *fluss.DataType, v jsonValue, out *Converted, depth int) 
 			if reason != "" {
 				return fluss.Datum{}, reason
 			}
-			if elems[i], reason = jsonElemDatum(t.Elem, ev, out, depth+1); reason != "" {
+			if elems[i], reason = jsonElemDatum(t.Elem, ev, out, depth+1, rejectUnknown); reason != "" {
 				return fluss.Datum{}, "element " + strconv.Itoa(i) + ": " + reason
 			}
 			if s.peek() == ',' {
@@ -84,17 +85,22 @@ func jsonNestedDatum(t *fluss.DataType, v jsonValue, out *Converted, depth int) 
 				if nd.Keys[i], reason = textDatum(t.Key, name, &out.arena); reason != "" {
 					return fluss.Datum{}, "map key " + quoteShort(name) + ": " + reason
 				}
-				if nd.Values[i], reason = jsonElemDatum(t.Value, fv, out, depth+1); reason != "" {
+				if nd.Values[i], reason = jsonElemDatum(t.Value, fv, out, depth+1, rejectUnknown); reason != "" {
 					return fluss.Datum{}, "map value " + quoteShort(name) + ": " + reason
 				}
 			} else {
+				known := false
 				for j := range t.Fields {
 					if t.Fields[j].Name == string(name) {
-						if nd.Fields[j], reason = jsonElemDatum(&t.Fields[j].Type, fv, out, depth+1); reason != "" {
+						if nd.Fields[j], reason = jsonElemDatum(&t.Fields[j].Type, fv, out, depth+1, rejectUnknown); reason != "" {
 							return fluss.Datum{}, "field " + quoteShort(name) + ": " + reason
 						}
+						known = true
 						break
 					}
+				}
+				if !known && rejectUnknown {
+					return fluss.Datum{}, "unknown field " + quoteShort(name) + " (unknown_fields: reject)"
 				}
 			}
 			if s.peek() == ',' {
@@ -114,11 +120,11 @@ func jsonNestedDatum(t *fluss.DataType, v jsonValue, out *Converted, depth int) 
 }
 
 // jsonElemDatum converts an element, map value or row field.
-func jsonElemDatum(t *fluss.DataType, v jsonValue, out *Converted, depth int) (fluss.Datum, string) {
+func jsonElemDatum(t *fluss.DataType, v jsonValue, out *Converted, depth int, rejectUnknown bool) (fluss.Datum, string) {
 	var d fluss.Datum
 	var reason string
 	if t.IsNested() {
-		d, reason = jsonNestedDatum(t, v, out, depth)
+		d, reason = jsonNestedDatum(t, v, out, depth, rejectUnknown)
 	} else {
 		d, reason = jsonDatum(t, v, &out.arena)
 	}

@@ -58,17 +58,23 @@ func checkRegistry(what, format string, f Framing, subject string, add func(fiel
 	}
 }
 
-// framingOptions are what ParseFraming needs for a registry format.
-// SpecFramingOptions is how the values of a route spec's registry format
-// are framed (FramingOptions, before the route is bound).
-func SpecFramingOptions(spec RouteSpec) (schemaregistry.Options, bool) {
+// SpecFramingOptions is how the values (or keys) of a route spec's
+// registry format are framed (FramingOptions, before the route is bound).
+func SpecFramingOptions(spec RouteSpec, key bool) (schemaregistry.Options, bool) {
 	spec = spec.WithDefaults()
+	if key {
+		if !IsRegistryFormat(string(spec.Key.Format)) {
+			return schemaregistry.Options{}, false
+		}
+		return framingOptions(string(spec.Key.Format), spec.Key.Framing, true), true
+	}
 	if !IsRegistryFormat(string(spec.Value.Format)) {
 		return schemaregistry.Options{}, false
 	}
 	return framingOptions(string(spec.Value.Format), spec.Value.Framing, false), true
 }
 
+// framingOptions are what ParseFraming needs for a registry format.
 func framingOptions(format string, f Framing, key bool) schemaregistry.Options {
 	o := schemaregistry.Options{Key: key}
 	protobuf := format == string(ValueProtobuf)
@@ -127,6 +133,9 @@ type registryTarget struct {
 	columns       []fluss.Column
 	tree          *jsonNode
 	rejectUnknown bool
+	// message is the Protobuf message a check without a record takes
+	// (value.message / key.message; "" the file's first).
+	message string
 	// walkJSON fills the tree's columns from a JSON document as the json
 	// format does (json_schema payloads are JSON text).
 	walkJSON func(data []byte, out *Converted) (col, reason string)
@@ -197,7 +206,7 @@ func (d *protobufDecoder) check(s *schemaregistry.Schema) error {
 	if ps.err != "" {
 		return checkFailure("", ps.err)
 	}
-	if p := buildPBPlan(ps.file, &schemaregistry.Ref{}, &d.t); p.err != "" {
+	if p := buildPBPlan(ps.file, &schemaregistry.Ref{MessageName: d.t.message}, &d.t); p.err != "" {
 		return checkFailure(p.errCol, p.err)
 	}
 	return nil

@@ -67,6 +67,10 @@ type FollowSchemaSpec struct {
 	AddColumns bool `yaml:"add_columns"`
 	// PrimaryKey makes a primary-key table of these columns.
 	PrimaryKey []string `yaml:"primary_key"`
+	// PrimaryKeyFromKey makes a primary-key table whose key is the fields
+	// of the record key's writer schema (key.format avro, protobuf or
+	// json_schema): each becomes a NOT NULL column, filled from the key.
+	PrimaryKeyFromKey bool `yaml:"primary_key_from_key"`
 	// Buckets is the bucket count; 0 leaves it to the server's default.
 	Buckets int `yaml:"buckets"`
 	// PartitionKeys partitions the table by these columns.
@@ -148,6 +152,12 @@ type ValueSpec struct {
 	// Subject is the registry subject whose latest schema `gateway
 	// validate` checks the route against; optional, registry formats only.
 	Subject string `yaml:"subject"`
+	// Message is the Protobuf message the records are (its full name,
+	// e.g. shop.Event), for what has no record to tell: `gateway tables
+	// plan|apply` and `gateway validate` with a .proto file of several
+	// messages. Each record's own framing (message indexes, Apicurio's
+	// type name) decides for the record. Protobuf only.
+	Message string `yaml:"message"`
 }
 
 // KeyFormat is how a record key is read.
@@ -175,9 +185,10 @@ type KeySpec struct {
 	// Default: each primary-key column from the top-level field of its
 	// name. YAML key "columns".
 	Paths map[string]string `yaml:"columns"`
-	// Framing and Subject as for the value.
+	// Framing, Subject and Message as for the value.
 	Framing Framing `yaml:"framing"`
 	Subject string  `yaml:"subject"`
+	Message string  `yaml:"message"`
 }
 
 // HeadersFormat is how headers are stored in one column.
@@ -440,6 +451,20 @@ func (s *RouteSpec) check(add func(field, format string, args ...any)) {
 		if fs.Create && fs.Buckets < 1 {
 			add("follow_schema.buckets", "must be set (at least 1) with create: it is the topic's partition count before the table exists")
 		}
+	}
+	if fs := s.FollowSchema; fs.PrimaryKeyFromKey {
+		if !IsRegistryFormat(string(s.Key.Format)) {
+			add("follow_schema.primary_key_from_key", "needs a key format with a writer schema (avro, protobuf, json_schema), not %s", s.Key.Format)
+		}
+		if len(fs.PrimaryKey) > 0 {
+			add("follow_schema.primary_key_from_key", "and follow_schema.primary_key both name the key: set one")
+		}
+	}
+	if v.Message != "" && v.Format != ValueProtobuf {
+		add("value.message", "only applies to value.format protobuf")
+	}
+	if s.Key.Message != "" && s.Key.Format != KeyProtobuf {
+		add("key.message", "only applies to key.format protobuf")
 	}
 	if v.EmptyRows != FieldReject && v.EmptyRows != FieldAllow {
 		add("value.empty_rows", "%q is not one of reject, allow", v.EmptyRows)

@@ -308,7 +308,7 @@ func buildPlan(r *Route, info *fluss.TableInfo) (*Converter, []error) {
 			c.keyFraming = s.Key.Framing
 			tree := c.keyTree
 			dec, err := newRegistryDecoder(string(s.Key.Format), registryTarget{
-				columns: d.Schema.Columns, tree: tree,
+				columns: d.Schema.Columns, tree: tree, message: s.Key.Message,
 				walkJSON: func(data []byte, out *Converted) (string, string) {
 					js := jsonScanner{data: data}
 					return c.walkDocument(&js, tree, false, out)
@@ -367,7 +367,7 @@ func buildPlan(r *Route, info *fluss.TableInfo) (*Converter, []error) {
 			c.valueFraming = s.Value.Framing
 			tree, reject := c.valueTree, c.rejectUnknown
 			dec, err := newRegistryDecoder(string(s.Value.Format), registryTarget{
-				columns: d.Schema.Columns, tree: tree, rejectUnknown: reject,
+				columns: d.Schema.Columns, tree: tree, rejectUnknown: reject, message: s.Value.Message,
 				walkJSON: func(data []byte, out *Converted) (string, string) {
 					js := jsonScanner{data: data}
 					return c.walkDocument(&js, tree, reject, out)

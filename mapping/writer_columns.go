@@ -2,7 +2,9 @@ package mapping
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/hamba/avro/v2"
 
@@ -15,37 +17,73 @@ import (
 // and what a table that lacks some of them would add (docs/configuration.md,
 // "Tables from writer schemas"). Each column is nullable (Fluss adds only
 // nullable columns, and an absent field reads null). The type of each is
-// the first the format's type table lists for the writer type.
-func WriterColumns(format string, s *schemaregistry.Schema) ([]fluss.Column, error) {
+// the first the format's type table lists for the writer type. A field no
+// column type holds is returned in notAdded, with why: it is then like any
+// field the table lacks (ignored, or refused under unknown_fields: reject).
+//
+// message selects a Protobuf schema's message (a full name, or Apicurio's
+// simple name; ProtobufMessage names the one a record is). "" means the
+// file's only top-level message; a file of several is refused, naming them.
+func WriterColumns(format string, s *schemaregistry.Schema, message string) (cols []fluss.Column, notAdded []FieldNotAdded, err error) {
 	switch format {
 	case string(ValueAvro):
 		return avroWriterColumns(s)
 	case string(ValueProtobuf):
-		return protobufWriterColumns(s)
+		return protobufWriterColumns(s, message)
 	case string(ValueJSONSchema):
 		return jsonSchemaWriterColumns(s)
 	}
-	return nil, fmt.Errorf("value.format %s has no writer schema to derive columns from", format)
+	return nil, nil, fmt.Errorf("value.format %s has no writer schema to derive columns from", format)
 }
 
-func avroWriterColumns(s *schemaregistry.Schema) ([]fluss.Column, error) {
+// FieldNotAdded is a writer schema's field that no column is made for: a
+// top-level field of a type no column holds, or (NewFields) a field new
+// inside a ROW column, which Fluss cannot add.
+type FieldNotAdded struct {
+	Field  string // the path: "note", or "addr.zip" inside a ROW column
+	Type   string // the writer's type, where it says why
+	Reason string
+}
+
+func (f FieldNotAdded) String() string {
+	if f.Type == "" {
+		return "field " + strconv.Quote(f.Field) + ": " + f.Reason
+	}
+	return "field " + strconv.Quote(f.Field) + " (" + f.Type + "): " + f.Reason
+}
+
+// errNoColumns: a schema whose every field was left out makes no table.
+func errNoColumns(notAdded []FieldNotAdded) error {
+	parts := make([]string, len(notAdded))
+	for i, f := range notAdded {
+		parts[i] = f.String()
+	}
+	return fmt.Errorf("no field of the writer schema has a column type: %s", strings.Join(parts, "; "))
+}
+
+func avroWriterColumns(s *schemaregistry.Schema) ([]fluss.Column, []FieldNotAdded, error) {
 	ws, err := parseAvroSchema(s)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rs, ok := derefAvro(ws).(*avro.RecordSchema)
 	if !ok {
-		return nil, fmt.Errorf("the writer schema is %s, not a record: it has no fields to make columns of", avroTypeName(ws))
+		return nil, nil, fmt.Errorf("the writer schema is %s, not a record: it has no fields to make columns of", avroTypeName(ws))
 	}
 	cols := make([]fluss.Column, 0, len(rs.Fields()))
+	var notAdded []FieldNotAdded
 	for _, f := range rs.Fields() {
 		t, err := avroColumnType(f.Type(), 0)
 		if err != nil {
-			return nil, fmt.Errorf("field %q (%s): %w", f.Name(), avroTypeName(f.Type()), err)
+			notAdded = append(notAdded, FieldNotAdded{Field: f.Name(), Type: avroTypeName(f.Type()), Reason: err.Error()})
+			continue
 		}
 		cols = append(cols, fluss.Column{Name: f.Name(), Type: t, Comment: f.Doc()})
 	}
-	return cols, nil
+	if len(cols) == 0 && len(notAdded) > 0 {
+		return nil, notAdded, errNoColumns(notAdded)
+	}
+	return cols, notAdded, nil
 }
 
 // avroColumnType is the column type an Avro writer type fills by default.
@@ -153,4 +191,45 @@ func decimalColumn(p, s int) (fluss.DataType, error) {
 		return fluss.DataType{}, fmt.Errorf("decimal(%s, %s) does not fit a DECIMAL column (precision 1 to 38)", strconv.Itoa(p), strconv.Itoa(s))
 	}
 	return fluss.Decimal(p, s), nil
+}
+
+// ColumnsToAdd compares the columns a writer schema fills (WriterColumns)
+// with a table's: add are the top-level ones the table lacks, which Fluss
+// adds as nullable columns at the end; notAdded the fields new inside a
+// ROW column the table has (also a ROW in an ARRAY or MAP), which Fluss
+// cannot add: their values are then left out, like any field the table
+// lacks. Type differences are not compared: the converter refuses a field
+// whose type does not fit its column, naming both types.
+func ColumnsToAdd(have, want []fluss.Column) (add []fluss.Column, notAdded []FieldNotAdded) {
+	for _, c := range want {
+		i := slices.IndexFunc(have, func(h fluss.Column) bool { return h.Name == c.Name })
+		if i < 0 {
+			add = append(add, c)
+			continue
+		}
+		notAdded = newNestedFields(notAdded, c.Name, &have[i].Type, &c.Type)
+	}
+	return add, notAdded
+}
+
+// newNestedFields appends to out the fields of want that have lacks, inside
+// ROW types (through ARRAY elements and MAP values) at path.
+func newNestedFields(out []FieldNotAdded, path string, have, want *fluss.DataType) []FieldNotAdded {
+	switch {
+	case have.Root == fluss.TypeRow && want.Root == fluss.TypeRow:
+		for _, wf := range want.Fields {
+			j := slices.IndexFunc(have.Fields, func(h fluss.Field) bool { return h.Name == wf.Name })
+			if j < 0 {
+				out = append(out, FieldNotAdded{Field: path + "." + wf.Name, Type: wf.Type.String(),
+					Reason: "new inside ROW column " + strings.SplitN(path, ".", 2)[0] + ", and Fluss cannot add a field inside a ROW column"})
+				continue
+			}
+			out = newNestedFields(out, path+"."+wf.Name, &have.Fields[j].Type, &wf.Type)
+		}
+	case have.Root == fluss.TypeArray && want.Root == fluss.TypeArray && have.Elem != nil && want.Elem != nil:
+		out = newNestedFields(out, path+"[]", have.Elem, want.Elem)
+	case have.Root == fluss.TypeMap && want.Root == fluss.TypeMap && have.Value != nil && want.Value != nil:
+		out = newNestedFields(out, path+"{}", have.Value, want.Value)
+	}
+	return out
 }

@@ -38,40 +38,46 @@ func jsonSchemaDepURL(name string) string {
 // lists them. The schema is compiled as the decoder compiles it, so $ref,
 // draft and format semantics are the ones records are validated with; each
 // type is the one the json conversion reads the values it allows into.
-func jsonSchemaWriterColumns(s *schemaregistry.Schema) ([]fluss.Column, error) {
+func jsonSchemaWriterColumns(s *schemaregistry.Schema) ([]fluss.Column, []FieldNotAdded, error) {
 	if s.Type != "" && !strings.EqualFold(s.Type, "JSON") {
-		return nil, fmt.Errorf("the writer schema is a %s schema, not JSON Schema", s.Type)
+		return nil, nil, fmt.Errorf("the writer schema is a %s schema, not JSON Schema", s.Type)
 	}
 	w, err := newJSONSchemaWalker(s)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c := compileJSONSchema(s)
 	if c.err != nil {
 		if err := w.foreignRef(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return nil, fmt.Errorf("the writer schema does not compile: %s", firstLine(c.err.Error()))
+		return nil, nil, fmt.Errorf("the writer schema does not compile: %s", firstLine(c.err.Error()))
 	}
 	root, depth, err := w.unwrap(c.schema, 0)
 	if err != nil {
-		return nil, fmt.Errorf("the writer schema: %w", err)
+		return nil, nil, fmt.Errorf("the writer schema: %w", err)
 	}
 	switch t, n := jsonSchemaOneType(root); {
 	case n != 1 || t != "object":
-		return nil, fmt.Errorf("the writer schema's type is %s, not an object: it has no properties to make columns of", jsonSchemaTypeName(root))
+		return nil, nil, fmt.Errorf("the writer schema's type is %s, not an object: it has no properties to make columns of", jsonSchemaTypeName(root))
 	case len(root.Properties) == 0:
-		return nil, errors.New("the writer schema is an object without properties: it has none to make columns of")
+		return nil, nil, errors.New("the writer schema is an object without properties: it has none to make columns of")
 	}
-	fields, err := w.fields(root, depth+1)
+	var notAdded []FieldNotAdded
+	fields, err := w.fields(root, depth+1, func(name string, err error) {
+		notAdded = append(notAdded, FieldNotAdded{Field: name, Reason: err.Error()})
+	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cols := make([]fluss.Column, 0, len(fields))
 	for _, f := range fields {
 		cols = append(cols, fluss.Column{Name: f.Name, Type: f.Type, Comment: f.Description})
 	}
-	return cols, nil
+	if len(cols) == 0 && len(notAdded) > 0 {
+		return nil, notAdded, errNoColumns(notAdded)
+	}
+	return cols, notAdded, nil
 }
 
 // jsonSchemaWalker reads a compiled schema, going back to the schema text
@@ -271,7 +277,7 @@ func (w *jsonSchemaWalker) columnType(s *jsonschema.Schema, depth int) (fluss.Da
 		return w.stringType(s, connect), nil
 	case "object":
 		if len(s.Properties) > 0 {
-			fields, err := w.fields(s, depth+1)
+			fields, err := w.fields(s, depth+1, nil)
 			if err != nil {
 				return fluss.DataType{}, err
 			}
@@ -337,7 +343,10 @@ func (w *jsonSchemaWalker) stringType(s *jsonschema.Schema, connect string) flus
 
 // fields are the ROW fields of an object schema's properties, in the order
 // the schema text lists them (compiling keeps them in a map).
-func (w *jsonSchemaWalker) fields(s *jsonschema.Schema, depth int) ([]fluss.Field, error) {
+//
+// skip, when not nil, takes a property no column type holds, which is
+// then left out; nil fails the whole object.
+func (w *jsonSchemaWalker) fields(s *jsonschema.Schema, depth int, skip func(name string, err error)) ([]fluss.Field, error) {
 	// An object inside itself is recursive: say so at once rather than
 	// at the depth bound.
 	if depth > maxJSONSchemaDepth || w.onPath[s] {
@@ -361,6 +370,10 @@ func (w *jsonSchemaWalker) fields(s *jsonschema.Schema, depth int) ([]fluss.Fiel
 			return nil, fmt.Errorf("cannot find property %q of %s in the schema text", name, s.Location)
 		}
 		t, err := w.columnType(ps, depth)
+		if err != nil && skip != nil {
+			skip(name, err)
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("property %q: %w", name, err)
 		}

@@ -15,42 +15,79 @@ import (
 )
 
 // protobufWriterColumns derives columns from a Protobuf writer schema: one
-// per field of the schema's first top-level message, typed by the first
+// per field of the message named (protobufMessage), typed by the first
 // column type the docs' Protobuf table lists for the field's type.
-func protobufWriterColumns(s *schemaregistry.Schema) ([]fluss.Column, error) {
-	if s.Type != "" && !strings.EqualFold(s.Type, "PROTOBUF") {
-		return nil, fmt.Errorf("the writer schema is a %s schema, not Protobuf", s.Type)
-	}
-	// Compiled as the decoder compiles it (and sharing its cache), so the
-	// plan sees the same references and built-in imports records do.
-	c := pbCompile(s)
-	if c.err != "" {
-		return nil, fmt.Errorf("the writer schema does not compile: %s", c.err)
-	}
-	if c.file.Messages().Len() == 0 {
-		return nil, fmt.Errorf("the writer schema declares no message: it has no fields to make columns of")
-	}
-	// Each record names its message (message indexes, Apicurio's type
-	// name); a plan has no record, so it takes the first message, which is
-	// what records without indexes use and what CheckWriterSchema checks.
-	md, reason := pbSelectMessage(c.file, &schemaregistry.Ref{})
-	if reason != "" {
-		return nil, fmt.Errorf("%s", reason)
+func protobufWriterColumns(s *schemaregistry.Schema, message string) ([]fluss.Column, []FieldNotAdded, error) {
+	md, err := protobufMessage(s, message)
+	if err != nil {
+		return nil, nil, err
 	}
 	stack := []protoreflect.FullName{md.FullName()}
 	fds := md.Fields()
 	cols := make([]fluss.Column, 0, fds.Len())
+	var notAdded []FieldNotAdded
 	for i := 0; i < fds.Len(); i++ {
 		// A oneof member is a field like any other: its own column.
 		fd := fds.Get(i)
 		t, err := pbColumnType(fd, stack)
 		if err != nil {
-			return nil, fmt.Errorf("field %q (%s): %w", fd.Name(), pbTypeName(fd), err)
+			notAdded = append(notAdded, FieldNotAdded{Field: string(fd.Name()), Type: pbTypeName(fd), Reason: err.Error()})
+			continue
 		}
 		doc, _ := pbFieldMeta(fd)
 		cols = append(cols, fluss.Column{Name: string(fd.Name()), Type: t, Comment: doc})
 	}
-	return cols, nil
+	if len(cols) == 0 && len(notAdded) > 0 {
+		return nil, notAdded, errNoColumns(notAdded)
+	}
+	return cols, notAdded, nil
+}
+
+// protobufMessage compiles a Protobuf writer schema as the decoder does
+// (sharing its cache, so the same references and built-in imports) and
+// finds message in it: a full or simple name, or "" for the file's only
+// top-level message. A file of several messages and no name is ambiguous:
+// the records' message indexes say which they are, a plan has none.
+func protobufMessage(s *schemaregistry.Schema, message string) (protoreflect.MessageDescriptor, error) {
+	if s.Type != "" && !strings.EqualFold(s.Type, "PROTOBUF") {
+		return nil, fmt.Errorf("the writer schema is a %s schema, not Protobuf", s.Type)
+	}
+	c := pbCompile(s)
+	if c.err != "" {
+		return nil, fmt.Errorf("the writer schema does not compile: %s", c.err)
+	}
+	msgs := c.file.Messages()
+	switch {
+	case msgs.Len() == 0:
+		return nil, fmt.Errorf("the writer schema declares no message: it has no fields to make columns of")
+	case message == "" && msgs.Len() > 1:
+		names := make([]string, msgs.Len())
+		for i := range names {
+			names[i] = string(msgs.Get(i).FullName())
+		}
+		return nil, fmt.Errorf("the writer schema declares %d messages (%s): name the records' message with value.message (key.message for keys)",
+			msgs.Len(), strings.Join(names, ", "))
+	}
+	md, reason := pbSelectMessage(c.file, &schemaregistry.Ref{MessageName: message})
+	if reason != "" {
+		return nil, fmt.Errorf("%s", reason)
+	}
+	return md, nil
+}
+
+// ProtobufMessage is the full name of the message a record framed with ref
+// is, in writer schema s: by its message indexes, else by Apicurio's type
+// name, else the file's first message (what the decoder reads it as).
+func ProtobufMessage(s *schemaregistry.Schema, ref schemaregistry.Ref) (string, error) {
+	c := pbCompile(s)
+	if c.err != "" {
+		return "", fmt.Errorf("the writer schema does not compile: %s", c.err)
+	}
+	md, reason := pbSelectMessage(c.file, &ref)
+	if reason != "" {
+		return "", fmt.Errorf("%s", reason)
+	}
+	return string(md.FullName()), nil
 }
 
 // pbColumnType is the column type field fd (its whole value: map, list or

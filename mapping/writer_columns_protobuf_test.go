@@ -105,14 +105,14 @@ func pbPlanWant() []fluss.Column {
 // route, the schema checks against it, and a record converts.
 func TestWriterColumnsProtobuf(t *testing.T) {
 	f := pbFixtureOf(t, pbPlanProto, pbTestDeps)
-	cols, err := WriterColumns("protobuf", f.schema)
+	cols, _, err := WriterColumns("protobuf", f.schema, "shop.v1.Order")
 	require.NoError(t, err)
 	assert.Equal(t, pbPlanWant(), cols)
 
 	// As Python's serializer registers it (base64 FileDescriptorProto,
 	// options as unknown bytes): the same columns, docs and decimal.
 	b64 := &schemaregistry.Schema{Type: "PROTOBUF", ID: 21, Text: pbBase64Form(t, f.fd), Deps: pbTestDeps}
-	cols64, err := WriterColumns("protobuf", b64)
+	cols64, _, err := WriterColumns("protobuf", b64, "shop.v1.Order")
 	require.NoError(t, err)
 	assert.Equal(t, cols, cols64)
 
@@ -148,8 +148,10 @@ func TestWriterColumnsProtobufRefused(t *testing.T) {
 		{"no message", `syntax = "proto3"; enum E { A = 0; }`, "declares no message"},
 		{"does not compile", `syntax = "proto3"; message {`, "does not compile"},
 		{"recursive", `syntax = "proto3"; message N { int64 id = 1; N next = 2; }`, `field "next" (N): message N is recursive`},
-		{"mutually recursive", `syntax = "proto3"; message A { B b = 1; } message B { repeated A a = 1; }`,
-			`field "b" (B): field "a": elements: message A is recursive`},
+		{"mutually recursive", `syntax = "proto3"; message A { message B { repeated A a = 1; } B b = 1; }`,
+			`field "b" (A.B): field "a": elements: message A is recursive`},
+		{"several messages, none named", `syntax = "proto3"; package shop; message Meta { string source = 1; } message Event { int64 id = 1; }`,
+			"declares 2 messages (shop.Meta, shop.Event): name the records' message with value.message"},
 		{"struct", `syntax = "proto3"; import "google/protobuf/struct.proto"; message R { google.protobuf.Struct s = 1; }`,
 			`field "s" (google.protobuf.Struct): google.protobuf.Struct holds any JSON value`},
 		{"value in a map", `syntax = "proto3"; import "google/protobuf/struct.proto"; message R { map<string, google.protobuf.Value> m = 1; }`,
@@ -163,10 +165,8 @@ func TestWriterColumnsProtobufRefused(t *testing.T) {
 			message R { confluent.type.Decimal p = 1 [(confluent.field_meta).params = {key: "precision", value: "40"}]; }`,
 			"precision 1 to 38"},
 	} {
-		_, err := WriterColumns("protobuf", &schemaregistry.Schema{Type: "PROTOBUF", Text: c.schema})
-		require.Error(t, err, c.name)
-		assert.Contains(t, err.Error(), c.reason, c.name)
+		assert.Contains(t, columnsProblem(t, "protobuf", &schemaregistry.Schema{Type: "PROTOBUF", Text: c.schema}), c.reason, c.name)
 	}
-	_, err := WriterColumns("protobuf", &schemaregistry.Schema{Type: "AVRO", Text: `"long"`})
+	_, _, err := WriterColumns("protobuf", &schemaregistry.Schema{Type: "AVRO", Text: `"long"`}, "")
 	assert.ErrorContains(t, err, "not Protobuf")
 }

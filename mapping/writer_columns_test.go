@@ -2,6 +2,7 @@ package mapping
 
 import (
 	"math/big"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,7 +37,7 @@ func TestWriterColumnsAvro(t *testing.T) {
 		{"name": "tags", "type": {"type": "array", "items": "string"}},
 		{"name": "attrs", "type": {"type": "map", "values": "long"}}
 	]}`)
-	cols, err := WriterColumns("avro", w.reg)
+	cols, _, err := WriterColumns("avro", w.reg, "")
 	require.NoError(t, err)
 	want := []fluss.Column{
 		{Name: "id", Type: fluss.BigInt(), Comment: "the order"}, {Name: "qty", Type: fluss.Int()}, {Name: "ok", Type: fluss.Boolean()},
@@ -72,10 +73,24 @@ func TestWriterColumnsRefused(t *testing.T) {
 		{"wide decimal", `{"type": "record", "name": "R", "fields": [{"name": "x", "type": {"type": "bytes", "logicalType": "decimal", "precision": 40, "scale": 2}}]}`, "precision 1 to 38"},
 	} {
 		w := newAvroWriter(t, c.schema)
-		_, err := WriterColumns("avro", w.reg)
-		require.Error(t, err, c.name)
-		assert.Contains(t, err.Error(), c.reason, c.name)
+		assert.Contains(t, columnsProblem(t, "avro", w.reg), c.reason, c.name)
 	}
-	_, err := WriterColumns("json", &schemaregistry.Schema{Type: "JSON", Text: "{}"})
+	_, _, err := WriterColumns("json", &schemaregistry.Schema{Type: "JSON", Text: "{}"}, "")
 	assert.ErrorContains(t, err, "has no writer schema")
+}
+
+// columnsProblem is why a writer schema makes no columns, or why some of
+// its fields make none: the error, else the fields not added.
+func columnsProblem(t *testing.T, format string, s *schemaregistry.Schema) string {
+	t.Helper()
+	_, notAdded, err := WriterColumns(format, s, "")
+	if err != nil {
+		return err.Error()
+	}
+	require.NotEmpty(t, notAdded, "a field left out, or an error")
+	var parts []string
+	for _, f := range notAdded {
+		parts = append(parts, f.String())
+	}
+	return strings.Join(parts, "; ")
 }
