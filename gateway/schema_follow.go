@@ -261,7 +261,7 @@ func (f *schemaFollower) warnNotAdded(route *mapping.Route, w writerSchema, notA
 		}
 	}
 	f.log.Warn("writer schema field not added to the table: Fluss cannot add it; "+effect, slog.String("route", route.Name()),
-		slog.String("table", route.Table().String()), w.id(), slog.Any("fields", fields))
+		slog.String("table", route.Table().String()), w.id(), slog.String("fields", strings.Join(fields, "; ")))
 	if f.notAdded != nil {
 		f.notAdded(route.Name(), len(notAdded))
 	}
@@ -397,7 +397,7 @@ func (s *bridge) createTable(ctx context.Context, spec mapping.RouteSpec, req *k
 	}
 	d, problems := createDescriptor(spec, cols, keyCols)
 	if len(problems) == 0 {
-		if err := checkBinds(spec, d); err != nil {
+		if err := checkBinds(ctx, spec, d, f.tables); err != nil {
 			problems = append(problems, err.Error())
 		}
 	}

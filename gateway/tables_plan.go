@@ -176,7 +176,7 @@ func planTable(ctx context.Context, client *fluss.Client, reg *schemaregistry.Cl
 		p.Problems = problems
 		if len(problems) == 0 {
 			p.Create = d
-			if err := checkBinds(spec, d); err != nil {
+			if err := checkBinds(ctx, spec, d, client); err != nil {
 				p.Create, p.Problems = nil, []string{err.Error()}
 			}
 		}
@@ -259,8 +259,9 @@ func createDescriptor(spec mapping.RouteSpec, cols, keyCols []fluss.Column) (*fl
 }
 
 // checkBinds binds the route to the planned table, so that a plan never
-// creates a table its own route refuses.
-func checkBinds(spec mapping.RouteSpec, d *fluss.TableDescriptor) error {
+// creates a table its own route refuses. The route's other table (its
+// dead-letter table) is read with info, as binding it would.
+func checkBinds(ctx context.Context, spec mapping.RouteSpec, d *fluss.TableDescriptor, info tableInfoReader) error {
 	rs, err := mapping.NewRoutes([]mapping.RouteSpec{spec})
 	if err != nil {
 		return err
@@ -269,11 +270,23 @@ func checkBinds(spec mapping.RouteSpec, d *fluss.TableDescriptor) error {
 	if bd.BucketCount == 0 {
 		bd.BucketCount = 1 // the server's default, unknown here, changes nothing bound
 	}
-	_, err = rs.Bind(map[fluss.TablePath]*fluss.TableInfo{spec.Table: {Path: spec.Table, Descriptor: bd}})
-	if err != nil {
+	infos := map[fluss.TablePath]*fluss.TableInfo{spec.Table: {Path: spec.Table, Descriptor: bd}}
+	if dlq := spec.Errors.DLQTable; spec.Errors.Mode == mapping.ErrorsDLQ && dlq != spec.Table {
+		di, err := info.GetTableInfo(ctx, dlq)
+		if err != nil {
+			return fmt.Errorf("dead-letter table %s: %w", dlq, err)
+		}
+		infos[dlq] = di
+	}
+	if _, err = rs.Bind(infos); err != nil {
 		return fmt.Errorf("the route would not bind to the planned table: %w", err)
 	}
 	return nil
+}
+
+// tableInfoReader reads a table's info from Fluss.
+type tableInfoReader interface {
+	GetTableInfo(ctx context.Context, path fluss.TablePath) (*fluss.TableInfo, error)
 }
 
 // ApplyTables issues plans: each database and table created, each column

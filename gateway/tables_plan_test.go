@@ -24,7 +24,7 @@ func TestCreateDescriptorShapesTheTable(t *testing.T) {
 		{Name: "ts", Type: fluss.TimestampLTZ(3)}, {Name: "off", Type: fluss.BigInt()}}, d.Schema.Columns)
 	assert.Equal(t, []string{"id"}, d.Schema.PrimaryKey)
 	assert.Equal(t, 3, d.BucketCount)
-	require.NoError(t, checkBinds(spec, d), "the route binds to the table it plans")
+	require.NoError(t, checkBinds(t.Context(), spec, d, nil), "the route binds to the table it plans")
 	p := &TablePlan{Route: "r", Table: spec.Table, Subject: "s", SchemaID: 7, Create: d}
 	assert.Equal(t, `-- route r: subject "s", schema id 7
 CREATE TABLE db.orders (
@@ -57,7 +57,7 @@ func TestCreateDescriptorPrimaryKeyFromKey(t *testing.T) {
 	assert.Equal(t, []fluss.Column{{Name: "tenant", Type: fluss.String().NonNull()}, {Name: "id", Type: fluss.BigInt().NonNull()},
 		{Name: "name", Type: fluss.String()}}, d.Schema.Columns)
 	assert.Equal(t, []string{"tenant", "id"}, d.Schema.PrimaryKey)
-	require.NoError(t, checkBinds(spec, d), "the key fills the primary key, so the route binds")
+	require.NoError(t, checkBinds(t.Context(), spec, d, nil), "the key fills the primary key, so the route binds")
 
 	_, problems = createDescriptor(spec, []fluss.Column{{Name: "id", Type: fluss.String()}}, keyCols)
 	require.Len(t, problems, 1)
