@@ -476,17 +476,22 @@ func columnList(info *fluss.TableInfo) []string {
 	return out
 }
 
-// TestFollowSchemaRefusesNestedField: a schema version that adds a field
-// inside a record (a ROW column), which Fluss cannot add, has its records
-// refused with a reason naming the field and the table, logged once and
-// counted; the table and the other records are untouched.
-func TestFollowSchemaRefusesNestedField(t *testing.T) {
+// TestFollowSchemaWritesRecordsWithoutNestedField: a schema version that
+// adds a field inside a record (a ROW column), which Fluss cannot add, no
+// longer stops the producer: under unknown_fields' default (ignore) its
+// records are written without that field, the table is unchanged, and the
+// field not added is logged once per writer schema (a WARN naming route,
+// table and field) and counted
+// (fluss_gateway_route_writer_fields_not_added_total); the refusal metric
+// is gone. Every row reads back, the nested values without the new field.
+func TestFollowSchemaWritesRecordsWithoutNestedField(t *testing.T) {
 	e := newEnv(t)
 	registry := registrytest.URL(t)
 	topic := uniqueName("follow-nested")
 	table := e.Name + ".follow_nested"
 	g := startGateway(t, gatewayConfig{Bootstrap: e.Bootstrap, Registry: registry, Routes: fmt.Sprintf(`
-  - topic: %s
+  - name: nested
+    topic: %s
     table: %s
     value: {format: avro}
     follow_schema: {create: true, add_columns: true, buckets: 1}
@@ -498,16 +503,39 @@ func TestFollowSchemaRefusesNestedField(t *testing.T) {
 	require.NotEqual(t, v1, v2)
 	res := serdeProduce(t, g.KafkaAddr, registry, topic, "avro", v1, []map[string]any{{"id": 1, "addr": map[string]any{"city": "Lyon"}}})
 	require.Zero(t, res.ErrorCount, "%+v", res.Errors)
-	bad := []map[string]any{{"id": 2, "addr": map[string]any{"city": "Nice", "zip": "06000"}}, {"id": 3, "addr": map[string]any{"city": "Pau", "zip": "64000"}}}
-	res = serdeProduce(t, g.KafkaAddr, registry, topic, "avro", v2, bad)
-	assert.Equal(t, 2, res.ErrorCount, "%+v", res)
-	assert.Equal(t, 1, strings.Count(g.Logs(), "writer schema refused: a change Fluss cannot make"), "logged once")
-	assert.Contains(t, g.Logs(), "field addr.zip is new inside ROW column addr of table "+table)
-	assert.Equal(t, float64(1), g.RequireMetrics(t).Sum("fluss_gateway_route_writer_schemas_refused_total"))
+	nested := []map[string]any{{"id": 2, "addr": map[string]any{"city": "Nice", "zip": "06000"}}, {"id": 3, "addr": map[string]any{"city": "Pau", "zip": "64000"}}}
+	res = serdeProduce(t, g.KafkaAddr, registry, topic, "avro", v2, nested)
+	require.Zero(t, res.ErrorCount, "the records of the schema with a new nested field are written: %+v", res.Errors)
+	require.Equal(t, 2, res.Delivered)
+	require.NoError(t, waitFor(testContext(t), 30*time.Second, func() bool {
+		return strings.Contains(g.Logs(), "writer schema field not added to the table")
+	}), "no WARN; log:\n%s", g.Logs())
+	var warned []string
+	for line := range strings.Lines(g.Logs()) {
+		if strings.Contains(line, "writer schema field not added to the table") {
+			warned = append(warned, line)
+		}
+	}
+	require.Len(t, warned, 1, "logged once for the writer schema")
+	assert.Contains(t, warned[0], "level=WARN")
+	assert.Contains(t, warned[0], "route=nested")
+	assert.Contains(t, warned[0], "table="+table)
+	assert.Contains(t, warned[0], "addr.zip")
+	assert.NotContains(t, g.Logs(), "writer schema refused")
+	m := g.RequireMetrics(t)
+	assert.Equal(t, float64(1), m.Sum("fluss_gateway_route_writer_fields_not_added_total", `route="nested"`))
+	assert.False(t, m.Has("fluss_gateway_route_writer_schemas_refused_total"), "the refusal metric is gone")
 	info, err := e.Client.GetTableInfo(testContext(t), fluss.TablePath{Database: e.Name, Table: "follow_nested"})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"id BIGINT", "addr ROW<city STRING>"}, columnList(info))
 	rows := e.scanLog(t, table)
-	require.Len(t, rows, 1)
-	assert.Equal(t, int64(1), num(t, rows[0].Row, "id"))
+	require.Len(t, rows, 3)
+	cities := map[int64]string{1: "Lyon", 2: "Nice", 3: "Pau"}
+	for _, r := range rows {
+		id := num(t, r.Row, "id")
+		require.Contains(t, cities, id)
+		assert.JSONEq(t, fmt.Sprintf(`{"city": %q}`, cities[id]), string(r.Row["addr"]), "id %d: the ROW without the new field", id)
+		delete(cities, id)
+	}
+	assert.Empty(t, cities, "every record read back once")
 }

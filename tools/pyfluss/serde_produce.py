@@ -14,6 +14,7 @@ serialized), 1 otherwise, 2 for bad usage.
   serde_produce.py --registry URL --topic T --format avro|protobuf|json --schema-file F
                    --records-file R [--bootstrap HOST:PORT] [--dry-run]
                    [--message NAME] [--proto-path DIR]...
+                   [--schema2-file F2 [--message2 NAME]]
                    [--key-field FIELD | --envelope] [--key-format string|avro|protobuf|json]
                    [--key-schema-file F] [--key-message NAME]
                    [--header-mode prefix|header] [--no-auto-register]
@@ -26,6 +27,13 @@ serialized), 1 otherwise, 2 for bad usage.
                     the .proto's directory and every --proto-path), or a binary FileDescriptorSet
                     (protoc --include_imports --descriptor_set_out). --message names the message
                     (full name, e.g. shop.Order; default: the first message of the file).
+  --schema2-file    a second value schema of the same format (--message2 names its Protobuf
+                    message, as --message does), for a run MIXING writer schemas: with --envelope,
+                    a line's "schema": 2 serializes its value with this one (1, the default, with
+                    --schema-file). Both serializers register their schema under the same subject
+                    (the strategy's; with --no-auto-register both use its latest version). Records
+                    given the same "partition" and produced within --producer-config linger.ms
+                    share one Kafka batch, so a batch can mix the two schemas. Needs --envelope.
   --records-file    JSON lines, one record per line ("-" for stdin; blank lines are skipped). Each
                     line is the value. For Avro, {"$bytes_b64": "..."} and {"$bytes_hex": "..."}
                     stand for bytes/fixed values and {"$decimal": "12.30"} for a decimal; times are
@@ -33,7 +41,9 @@ serialized), 1 otherwise, 2 for bad usage.
                     Protobuf values use the proto3 JSON mapping (json_format.ParseDict); JSON values
                     are sent as they are (and checked against the schema).
   --envelope        each line is {"key": K, "value": V, "headers": {"name": "text" | null},
-                    "partition": N}; all fields optional; a null or missing value is a tombstone.
+                    "partition": N, "schema": 1 | 2}; all fields optional; a null or missing value
+                    is a tombstone; "schema" picks the value schema (--schema-file or
+                    --schema2-file; default 1).
   --key-field F     the key is field F of each value (instead of --envelope).
   --key-format      string (default: a string key as UTF-8, anything else as compact JSON) or a
                     schema format, serialized with --key-schema-file (and --key-message) under the
@@ -53,6 +63,7 @@ serialized), 1 otherwise, 2 for bad usage.
 Output:
   {"topic", "format", "records": n, "serialized": n, "delivered": n, "dry_run": bool,
    "value_schema_ids": [ids], "key_schema_ids": [ids], "error_count": n,
+   "value_schema_ids_by_schema": {"1": [ids], "2": [ids]}   (by the value schema that framed them),
    "errors": [{"index": i, "stage": "serialize"|"produce"|"deliver", "error": "..."}] (first 50),
    "partitions": {"0": count, ...},
    "records_hex": [{"index", "key", "value", "headers": {"name": hex}}]   (only with --dry-run)}
@@ -129,8 +140,13 @@ def read_lines(path: str) -> list[Any]:
 # --------------------------------------------------------------------------- protobuf
 
 
-def proto_message_class(schema_file: str, message: Optional[str], proto_path: list[str]):
-    """Returns the generated-at-run-time message class for message of schema_file."""
+def proto_message_class(schema_file: str, message: Optional[str], proto_path: list[str], own_pool: bool = False):
+    """Returns the generated-at-run-time message class for message of schema_file.
+
+    The file's descriptors go into protobuf's default pool, or with own_pool into a pool of their
+    own: a second version of a schema declares the same file and message names, which one pool
+    cannot hold twice.
+    """
     from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
     with open(schema_file, "rb") as f:
@@ -147,7 +163,7 @@ def proto_message_class(schema_file: str, message: Optional[str], proto_path: li
         if not fds.file:
             die(f"{schema_file}: empty FileDescriptorSet", 2)
         main_name = fds.file[-1].name  # protoc lists dependencies first
-    pool = descriptor_pool.Default()
+    pool = descriptor_pool.DescriptorPool() if own_pool else descriptor_pool.Default()
     for fdp in fds.file:
         try:
             pool.FindFileByName(fdp.name)  # a well-known type already in the default pool
@@ -198,8 +214,8 @@ def compile_proto(schema_file: str, proto_path: list[str]):
 # --------------------------------------------------------------------------- serializers
 
 
-def make_serializer(fmt: str, schema_file: str, message: Optional[str], args, client) -> Callable:
-    """Returns serialize(obj, ctx) -> bytes for one side (key or value)."""
+def make_serializer(fmt: str, schema_file: str, message: Optional[str], args, client, own_pool: bool = False) -> Callable:
+    """Returns serialize(obj, ctx) -> bytes for one side (key or value); own_pool as for proto_message_class."""
     from confluent_kafka.schema_registry import (
         header_schema_id_serializer,
         prefix_schema_id_serializer,
@@ -235,7 +251,7 @@ def make_serializer(fmt: str, schema_file: str, message: Optional[str], args, cl
 
         from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 
-        cls = proto_message_class(schema_file, message, args.proto_path)
+        cls = proto_message_class(schema_file, message, args.proto_path, own_pool)
         conf["use.deprecated.format"] = False
         ser = ProtobufSerializer(cls, client, conf=conf)
 
@@ -289,6 +305,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     p.add_argument("--schema-file", required=True)
     p.add_argument("--records-file", required=True)
     p.add_argument("--message")
+    p.add_argument("--schema2-file")
+    p.add_argument("--message2")
     p.add_argument("--proto-path", action="append", default=[])
     kg = p.add_mutually_exclusive_group()
     kg.add_argument("--key-field")
@@ -311,13 +329,19 @@ def main(argv: Optional[list[str]] = None) -> int:
         die("--bootstrap (or env KAFKA_BOOTSTRAP) is required unless --dry-run", 2)
     if args.key_format != "string" and not args.key_schema_file:
         die(f"--key-format {args.key_format} wants --key-schema-file", 2)
+    if args.schema2_file and not args.envelope:
+        die("--schema2-file wants --envelope (a line's \"schema\": 2 selects it)", 2)
+    if args.message2 and not args.schema2_file:
+        die("--message2 wants --schema2-file", 2)
 
     from confluent_kafka import Producer
     from confluent_kafka.schema_registry import SchemaRegistryClient
     from confluent_kafka.serialization import MessageField, SerializationContext
 
     client = SchemaRegistryClient({"url": args.registry, **parse_kv(args.registry_config, "--registry-config")})
-    value_ser = make_serializer(args.format, args.schema_file, args.message, args, client)
+    value_sers = {1: make_serializer(args.format, args.schema_file, args.message, args, client)}
+    if args.schema2_file:
+        value_sers[2] = make_serializer(args.format, args.schema2_file, args.message2, args, client, own_pool=True)
     key_ser = None
     if args.key_format != "string":
         key_ser = make_serializer(args.key_format, args.key_schema_file, args.key_message, args, client)
@@ -335,6 +359,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(f"serde_produce: record {index}: {stage}: {err}", file=sys.stderr)
 
     value_ids: set[int] = set()
+    ids_by_schema: dict[str, set[int]] = {}
     key_ids: set[int] = set()
     serialized: list[tuple[int, Optional[bytes], Optional[bytes], list, Optional[int]]] = []
     for i, line in enumerate(lines):
@@ -345,8 +370,12 @@ def main(argv: Optional[list[str]] = None) -> int:
             key_obj, value_obj = line.get("key"), line.get("value")
             hdrs = line.get("headers") or {}
             partition = line.get("partition")
+            which = line.get("schema", 1)
+            if which not in value_sers:
+                error(i, "serialize", f"\"schema\": {which!r}: not 1 or 2 (2 wants --schema2-file)")
+                continue
         else:
-            value_obj, hdrs, partition = line, {}, None
+            value_obj, hdrs, partition, which = line, {}, None, 1
             key_obj = None
             if args.key_field is not None:
                 if not isinstance(line, dict) or args.key_field not in line:
@@ -363,13 +392,14 @@ def main(argv: Optional[list[str]] = None) -> int:
                 key = key_ser(key_obj, SerializationContext(args.topic, MessageField.KEY, headers))
             value = None
             if value_obj is not None:
-                value = value_ser(value_obj, SerializationContext(args.topic, MessageField.VALUE, headers))
+                value = value_sers[which](value_obj, SerializationContext(args.topic, MessageField.VALUE, headers))
         except Exception as e:  # noqa: BLE001 - report every failure with its record
             error(i, "serialize", f"{type(e).__name__}: {e}")
             continue
         if args.header_mode == "prefix":
             if (vid := framed_id(value)) is not None:
                 value_ids.add(vid)
+                ids_by_schema.setdefault(str(which), set()).add(vid)
             if key_ser is not None and (kid := framed_id(key)) is not None:
                 key_ids.add(kid)
         serialized.append((i, key, value, headers, partition))
@@ -430,6 +460,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     out.update({
         "delivered": delivered,
         "value_schema_ids": sorted(value_ids),
+        "value_schema_ids_by_schema": {k: sorted(v) for k, v in sorted(ids_by_schema.items())},
         "key_schema_ids": sorted(key_ids),
         "partitions": partitions,
         "error_count": error_count,
