@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/fluss-kafka/gateway/backoff"
 )
 
 // NoPartition is the partition id of a table that is not partitioned.
@@ -457,9 +459,7 @@ func (c *Client) bucketsLead(ctx context.Context, k physicalKey, buckets []int32
 // poll calls check until it reports done, with exponential back-off from
 // 50 ms to 1 s. Retriable errors are retried; others end the wait.
 func (c *Client) poll(ctx context.Context, check func() (bool, error)) error {
-	backoff := 50 * time.Millisecond
-	timer := time.NewTimer(backoff)
-	timer.Stop()
+	wait := backoff.Policy{Initial: 50 * time.Millisecond, Max: time.Second}.Sequence()
 	var lastErr error
 	for {
 		done, err := check()
@@ -472,15 +472,11 @@ func (c *Client) poll(ctx context.Context, check func() (bool, error)) error {
 			}
 			lastErr = err
 		}
-		timer.Reset(backoff)
-		select {
-		case <-ctx.Done():
+		if !backoff.Sleep(ctx, wait.Next()) {
 			if lastErr != nil {
 				return fmt.Errorf("%w (last error: %w)", ctx.Err(), lastErr)
 			}
 			return ctx.Err()
-		case <-timer.C:
 		}
-		backoff = min(2*backoff, time.Second)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fluss-kafka/gateway/backoff"
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 )
@@ -25,17 +26,16 @@ import (
 // producer retries (writerIDError) and logged through one
 // outageLog.
 type producerIDs struct {
-	src        writerIDs
-	timeout    time.Duration
-	backoffMax time.Duration
-	now        func() time.Time
-	outage     *outageLog
+	src     writerIDs
+	timeout time.Duration
+	now     func() time.Time
+	outage  *outageLog
 
-	mu      sync.Mutex // guards the fields below
-	failure error      // the cached answer while failing; nil when healthy
-	retryAt time.Time  // the next probe of Fluss, while failing
-	backoff time.Duration
-	probing bool // a probe is in flight
+	mu         sync.Mutex       // guards the fields below
+	failure    error            // the cached answer while failing; nil when healthy
+	retryAt    time.Time        // the next probe of Fluss, while failing
+	retryDelay backoff.Sequence // the wait before the next probe, doubling while Fluss keeps failing
+	probing    bool             // a probe is in flight
 }
 
 // initialWriterIDBackoff is the first pause after a failure.
@@ -45,7 +45,10 @@ func newProducerIDs(src writerIDs, timeout, backoffMax time.Duration, outage *ou
 	if now == nil {
 		now = time.Now
 	}
-	return &producerIDs{src: src, timeout: timeout, backoffMax: max(backoffMax, initialWriterIDBackoff), now: now, outage: outage}
+	return &producerIDs{
+		src: src, timeout: timeout, now: now, outage: outage,
+		retryDelay: backoff.Policy{Initial: initialWriterIDBackoff, Max: max(backoffMax, initialWriterIDBackoff)}.Sequence(),
+	}
 }
 
 var _ writerIDs = (*producerIDs)(nil)
@@ -86,7 +89,8 @@ func (p *producerIDs) InitWriter(ctx context.Context, tables ...fluss.TablePath)
 		return 0, p.failed(probe, err)
 	}
 	p.mu.Lock()
-	p.failure, p.backoff, p.probing = nil, 0, false
+	p.failure, p.probing = nil, false
+	p.retryDelay.Reset()
 	p.mu.Unlock()
 	p.outage.ok()
 	return id, nil
@@ -107,12 +111,7 @@ func (p *producerIDs) failed(probe bool, cause error) error {
 	answer := writerIDError(cause)
 	p.mu.Lock()
 	if probe || p.failure == nil {
-		if p.backoff == 0 {
-			p.backoff = initialWriterIDBackoff
-		} else {
-			p.backoff = min(2*p.backoff, p.backoffMax)
-		}
-		p.failure, p.retryAt = answer, p.now().Add(p.backoff)
+		p.failure, p.retryAt = answer, p.now().Add(p.retryDelay.Next())
 	}
 	if probe {
 		p.probing = false

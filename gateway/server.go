@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/fluss-kafka/gateway/accumulator"
+	"github.com/fluss-kafka/gateway/backoff"
 	"github.com/fluss-kafka/gateway/configs"
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/kafkaproto"
@@ -361,7 +362,7 @@ func (g *Gateway) closeListeners() {
 // cannot be reached. A route that does not fit its table is an error at
 // once: retrying would not fix the configuration.
 func (g *Gateway) load(ctx context.Context) error {
-	backoff := 500 * time.Millisecond
+	retry := backoff.Policy{Initial: 500 * time.Millisecond, Max: 10 * time.Second}.Sequence()
 	for {
 		err := g.applyStartup(ctx)
 		if err == nil {
@@ -375,13 +376,11 @@ func (g *Gateway) load(ctx context.Context) error {
 		if !isTransient(err) {
 			return err
 		}
-		g.loadLog.fail(err, slog.Duration("backoff", backoff))
-		select {
-		case <-time.After(backoff):
-		case <-ctx.Done():
+		d := retry.Next()
+		g.loadLog.fail(err, slog.Duration("backoff", d))
+		if !backoff.Sleep(ctx, d) {
 			return err
 		}
-		backoff = min(2*backoff, 10*time.Second)
 	}
 }
 

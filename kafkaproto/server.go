@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fluss-kafka/gateway/backoff"
 )
 
 // ErrServerClosed is returned by Serve after Shutdown or Close.
@@ -140,7 +142,9 @@ func (s *Server) Serve(l net.Listener) error {
 	}()
 	s.log.Info("kafka listener started", "addr", l.Addr().String())
 
-	var backoff time.Duration
+	// A temporary accept error (out of file descriptors, say) lasts a
+	// while: retrying at once would spin.
+	acceptRetry := backoff.Policy{Initial: 5 * time.Millisecond, Max: time.Second}.Sequence()
 	for {
 		nc, err := l.Accept()
 		if err != nil {
@@ -148,19 +152,14 @@ func (s *Server) Serve(l net.Listener) error {
 				return ErrServerClosed
 			}
 			if temporaryAcceptError(err) {
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				s.log.Warn("accept", "err", err, "retry_in", backoff)
-				t := time.NewTimer(backoff)
-				select {
-				case <-t.C:
-				case <-s.ctx.Done():
-					t.Stop()
-				}
+				d := acceptRetry.Next()
+				s.log.Warn("accept", "err", err, "retry_in", d)
+				backoff.Sleep(s.ctx, d) // closing ends the wait; Accept then fails for good
 				continue
 			}
 			return fmt.Errorf("accept on %s: %w", l.Addr(), err)
 		}
-		backoff = 0
+		acceptRetry.Reset()
 		if !s.startConn(nc) {
 			_ = nc.Close()
 			return ErrServerClosed

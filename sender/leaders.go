@@ -97,7 +97,7 @@ func (s *Sender) handleLeaders(r *leaderResult, now time.Time) {
 		s.failQueued(r.key, r.err)
 	}
 	if r.err != nil {
-		lc.retryAt = now.Add(s.backoff(lc.attempts))
+		lc.retryAt = now.Add(s.retry.Delay(lc.attempts))
 		lc.attempts++
 		if lc.unknownSince.IsZero() {
 			lc.unknownSince = now
@@ -237,7 +237,7 @@ func (s *Sender) handleInit(r *initResult, now time.Time) {
 	s.initRunning = false
 	if r.err != nil {
 		s.initErr = fmt.Errorf("init writer: %w", r.err)
-		s.initRetryAt = now.Add(s.backoff(s.initAttempts))
+		s.initRetryAt = now.Add(s.retry.Delay(s.initAttempts))
 		s.initAttempts++
 		s.log.Warn("init writer failed", slog.Any("err", r.err), slog.Int("attempt", s.initAttempts))
 		return

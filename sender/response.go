@@ -200,7 +200,7 @@ func (s *Sender) handleBatch(req *request, i int, b *batch, offset int64, err er
 func (s *Sender) retryOrFail(b *batch, st *bucketState, err error, retriable bool, now time.Time, tm *tableMetrics) (final error, retried bool) {
 	exhausted := retriable && b.attempts > s.cfg.Retries // resent Retries times already
 	if retriable && !exhausted && now.Before(b.Created().Add(s.cfg.DeliveryTimeout)) {
-		st.backoffUntil = now.Add(s.backoff(st.retryAttempts))
+		st.backoffUntil = now.Add(s.retry.Delay(st.retryAttempts))
 		st.retryAttempts++
 		tm.retries.Inc()
 		s.log.Debug("retrying batch", slog.String("table", b.Table().Path().String()),
@@ -301,17 +301,4 @@ func (s *Sender) expire(b *batch) {
 		return
 	}
 	s.fail(b, err, false)
-}
-
-// backoff returns base·2^attempt capped at max, with ±20% jitter.
-func (s *Sender) backoff(attempt int) time.Duration {
-	d := s.cfg.RetryBackoff
-	for range min(attempt, 30) {
-		d *= 2
-		if d >= s.cfg.RetryBackoffMax {
-			d = s.cfg.RetryBackoffMax
-			break
-		}
-	}
-	return time.Duration(float64(d) * (0.8 + 0.4*s.rng.Float64()))
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fluss-kafka/gateway/accumulator"
+	"github.com/fluss-kafka/gateway/backoff"
 )
 
 // Sender drains ready batches from an Accumulator and writes them to the
@@ -44,7 +45,9 @@ type Sender struct {
 	initErr      error
 	drainStart   int
 	again        bool
-	rng          *rand.Rand
+	// retry is the back-off of batch resends, leader lookups and writer-id
+	// requests, by their own attempt counts.
+	retry backoff.Policy
 
 	inflightReqs atomic.Int64
 
@@ -168,9 +171,14 @@ func New(cfg Config, acc *accumulator.Accumulator, tr Transport, opts ...Option)
 		leaders:        make(map[tableKey]*leaderCache),
 		leaderlessKeys: make(map[tableKey]bool),
 		writerID:       accumulator.NoSequence,
-		rng:            rand.New(rand.NewPCG(o.seed, o.seed^0x9e3779b97f4a7c15)),
 		evWake:         make(chan struct{}, 1),
 		done:           make(chan struct{}),
+		retry: backoff.Policy{
+			Initial: cfg.RetryBackoff,
+			Max:     cfg.RetryBackoffMax,
+			Jitter:  0.2, // ±20%, as Config.RetryBackoff says
+			Rand:    rand.New(rand.NewPCG(o.seed, o.seed^0x9e3779b97f4a7c15)).Float64,
+		},
 	}
 	m, err := newMetrics(o.reg, s)
 	if err != nil {

@@ -20,22 +20,24 @@ const module = "github.com/fluss-kafka/gateway"
 // first, with the module packages it may import. A record travels
 // kafkaproto → gateway (the bridge) → accumulator → sender → fluss (the
 // sender drains the accumulator; the accumulator never calls the sender);
-// mapping converts, configs decodes the file.
+// mapping converts, configs decodes the file. backoff, the one retry
+// delay, is a leaf any layer may use.
 var product = []struct {
 	pkg string
 	may []string
 	doc string // one line for README's graph
 }{
+	{"backoff", nil, "capped doubling retry delay with optional jitter, and its context-bound wait"},
 	{"fluss/internal/frame", nil, "Fluss RPC framing"},
 	{"fluss/internal/pb", nil, "Fluss protobuf messages (generated)"},
-	{"fluss", []string{"fluss/internal/frame", "fluss/internal/pb"}, "Fluss client: RPC, metadata, admin, record encoders; knows nothing of Kafka"},
-	{"kafkaproto", nil, "Kafka producer protocol server; knows nothing of Fluss"},
+	{"fluss", []string{"backoff", "fluss/internal/frame", "fluss/internal/pb"}, "Fluss client: RPC, metadata, admin, record encoders; knows nothing of Kafka"},
+	{"kafkaproto", []string{"backoff"}, "Kafka producer protocol server; knows nothing of Fluss"},
 	{"schemaregistry", nil, "schema-registry client and record framings (Confluent, Apicurio)"},
 	{"mapping", []string{"fluss", "schemaregistry"}, "Kafka record → Fluss row conversion (routes; JSON and registry formats)"},
 	{"accumulator", []string{"fluss"}, "per-bucket Fluss batches within one memory budget; appends return handles"},
-	{"sender", []string{"accumulator", "fluss"}, "drains the accumulator: one request stream per (tablet server, table), retries, writer ids, sequences"},
+	{"sender", []string{"accumulator", "backoff", "fluss"}, "drains the accumulator: one request stream per (tablet server, table), retries, writer ids, sequences"},
 	{"configs", []string{"accumulator", "fluss", "kafkaproto", "mapping", "schemaregistry", "sender"}, "YAML → config structs, defaults taken from the components"},
-	{"gateway", []string{"accumulator", "configs", "fluss", "kafkaproto", "mapping", "schemaregistry", "sender"}, "the bridge (route, convert, append, ack) and the gateway's lifetime"},
+	{"gateway", []string{"accumulator", "backoff", "configs", "fluss", "kafkaproto", "mapping", "schemaregistry", "sender"}, "the bridge (route, convert, append, ack) and the gateway's lifetime"},
 	{"cmd/gateway", []string{"configs", "gateway"}, "main: flags, config file, signals"},
 }
 
