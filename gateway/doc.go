@@ -32,6 +32,7 @@
 // only parses flags, loads the file and turns signals into calls.
 //
 // Imports point down: gateway may import kafkaproto, mapping, accumulator,
-// sender, schemaregistry, fluss and configs; none of them imports gateway, and no product package
+// sender, schemaregistry, fluss, configs, acl (the topic ACLs its listeners
+// authorize with) and backoff; none of them imports gateway, and no product package
 // imports a dev package (tools, test helpers).
 package gateway

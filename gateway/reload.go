@@ -31,7 +31,7 @@ func (g *Gateway) Reload(ctx context.Context, path string) bool {
 		return false
 	}
 	// Swapped after the routes, so both change together or neither does.
-	g.acls.store(cfg.ACLs)
+	g.acls.Store(cfg.ACLs)
 	g.m.reloaded(true)
 	g.log.Info("config reloaded", slog.String("path", path), slog.Int("routes", len(cfg.Routes)), slog.Int("acls", len(cfg.ACLs)))
 	return true

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/fluss-kafka/gateway/accumulator"
+	"github.com/fluss-kafka/gateway/acl"
 	"github.com/fluss-kafka/gateway/backoff"
 	"github.com/fluss-kafka/gateway/configs"
 	"github.com/fluss-kafka/gateway/fluss"
@@ -44,7 +45,7 @@ type Gateway struct {
 	snd     *sender.Sender
 	tables  *tableRegistry
 	bridge  *bridge
-	acls    *aclHolder
+	acls    *acl.InForce
 	health  *writeReadiness
 	servers []*kafkaproto.Server
 	admin   *adminServer
@@ -112,7 +113,7 @@ func New(cfg *configs.Config, log *slog.Logger) (*Gateway, error) {
 			return nil, fmt.Errorf("transaction metrics: %w", err)
 		}
 	}
-	g.acls = newACLHolder(set.acls)
+	g.acls = acl.NewInForce(set.acls)
 	g.health = newReadiness(flussProbe(client, g.bridge.state.Load), set.readyInterval, set.readyGrace,
 		newOutageLog(log, "fluss not writable: readiness check failing", "fluss writable again: readiness check passing", 0, nil), nil)
 	g.loadLog = newOutageLog(log, "cannot load routes yet; retrying", "routes loaded after retries", 0, nil)
@@ -157,7 +158,7 @@ type settings struct {
 	logJSON     bool
 	routes      []mapping.RouteSpec    // compiled and bound by bindRoutes
 	registry    *schemaregistry.Config // nil: no schema_registry
-	acls        []configs.ACL          // compiled by newACLSet; none: allow all
+	acls        []configs.ACL          // compiled by acl.NewSet; none: allow all
 
 	initWriterTimeout    time.Duration // one InitWriter for a Kafka producer id
 	initWriterBackoffMax time.Duration
