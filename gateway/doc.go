@@ -22,7 +22,9 @@
 // configs.Config (settingsFrom is the one place that turns the file into
 // the components' configs); binds routes to tables (tables.go), reloads
 // them (reload.go; a table whose columns were added gets a writer table of
-// the new schema) and shuts down in order. Tables follow writer schemas
+// the new schema) and shuts down in order. The gateway's own tables
+// (producer states, transactions, staged batches) are each an ownTable
+// (own_table.go): created when missing, checked, registered with the writer. Tables follow writer schemas
 // in two ways: tables_plan.go computes and issues the CREATE TABLE / ADD
 // COLUMN a route's value subject needs (`gateway tables plan|apply`), and
 // schema_follow.go adds the columns a record's new writer schema needs

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 
 	"github.com/fluss-kafka/gateway/accumulator"
 	"github.com/fluss-kafka/gateway/fluss"
@@ -216,19 +215,11 @@ func (r *stateReader) byte() byte {
 // stateStore reads and commits producer states. It creates the table on
 // first use; every method is safe for concurrent use.
 type stateStore struct {
-	src  stateSource
-	acc  *accumulator.Accumulator
-	path fluss.TablePath
-
-	mu     sync.Mutex // guards the fields below (set once ready)
-	ready  bool
-	info   *fluss.TableInfo
-	table  *accumulator.Table
-	keyEnc *fluss.KeyEncoder
+	ownTable
 }
 
 func newStateStore(src stateSource, acc *accumulator.Accumulator, path fluss.TablePath) *stateStore {
-	return &stateStore{src: src, acc: acc, path: path}
+	return &stateStore{newOwnTable(src, acc, path, ownTableKind{what: "producer-state table", descriptor: stateDescriptor, properties: checkStateProperties})}
 }
 
 // stateDescriptor is the table the store creates when it is missing.
@@ -244,75 +235,11 @@ func stateDescriptor() *fluss.TableDescriptor {
 	}
 }
 
-// openGatewayTable returns the info of one of the gateway's own tables
-// (what names it in errors), creating it, and its database, with d when
-// it is missing and waiting for its buckets' leaders.
-func openGatewayTable(ctx context.Context, src stateSource, path fluss.TablePath, d *fluss.TableDescriptor, what string) (*fluss.TableInfo, error) {
-	info, err := src.TableInfo(ctx, path)
-	if errors.Is(err, fluss.ErrTableNotExist) || errors.Is(err, fluss.ErrDatabaseNotExist) {
-		if err := src.CreateDatabase(ctx, path.Database, true); err != nil {
-			return nil, fmt.Errorf("create database %s: %w", path.Database, err)
-		}
-		if err := src.CreateTable(ctx, path, d, true); err != nil {
-			return nil, fmt.Errorf("create %s %s: %w", what, path, err)
-		}
-		if err := src.WaitForTableLeaders(ctx, path); err != nil {
-			return nil, fmt.Errorf("%s %s: %w", what, path, err)
-		}
-		info, err = src.TableInfo(ctx, path)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", what, path, err)
-	}
-	return info, nil
-}
-
-// open makes sure the table exists and is registered with the writer.
-func (s *stateStore) open(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ready {
-		return nil
-	}
-	info, err := openGatewayTable(ctx, s.src, s.path, stateDescriptor(), "producer-state table")
-	if err != nil {
-		return err
-	}
-	if err := checkStateTable(info); err != nil {
-		return err
-	}
-	enc, err := fluss.NewKeyEncoder(&info.Descriptor.Schema, info.Descriptor.Schema.PrimaryKey, "")
-	if err != nil {
-		return fmt.Errorf("producer-state table %s: %w", s.path, err)
-	}
-	spec, err := tableSpec(info, nil) // a primary-key table: no Arrow encoders
-	if err != nil {
-		return err
-	}
-	t, err := s.acc.AddTable(spec)
-	if err != nil {
-		return fmt.Errorf("register producer-state table: %w", err)
-	}
-	s.info, s.table, s.keyEnc, s.ready = info, t, enc, true
-	return nil
-}
-
-// checkStateTable refuses an existing table that is not the one this code
-// writes: without the versioned merge engine a zombie's late commit could
-// roll a state back.
-func checkStateTable(info *fluss.TableInfo) error {
-	d := &info.Descriptor
-	want := stateSchema()
-	if !slices.Equal(d.Schema.PrimaryKey, want.PrimaryKey) || len(d.Schema.Columns) != len(want.Columns) || d.IsPartitioned() {
-		return fmt.Errorf("producer-state table %s does not have the expected schema (%v)", info.Path, want.PrimaryKey)
-	}
-	for i, c := range want.Columns {
-		if d.Schema.Columns[i].Name != c.Name || d.Schema.Columns[i].Type.Root != c.Type.Root {
-			return fmt.Errorf("producer-state table %s: column %d is %s, want %s", info.Path, i, d.Schema.Columns[i].Name, c.Name)
-		}
-	}
+// checkStateProperties refuses a table without the versioned merge engine:
+// a zombie's late commit could roll a state back.
+func checkStateProperties(d *fluss.TableDescriptor) error {
 	if d.Properties["table.merge-engine"] != "versioned" || d.Properties["table.merge-engine.versioned.ver-column"] != stateColVersion {
-		return fmt.Errorf("producer-state table %s must use the versioned merge engine on %q", info.Path, stateColVersion)
+		return fmt.Errorf("must use the versioned merge engine on %q", stateColVersion)
 	}
 	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 
 	"github.com/fluss-kafka/gateway/accumulator"
 	"github.com/fluss-kafka/gateway/fluss"
@@ -64,14 +63,8 @@ type stagedBatch struct {
 // stagingLog writes and reads the staging table; it creates the table on
 // first use. Safe for concurrent use.
 type stagingLog struct {
-	src   stagingSource
-	acc   *accumulator.Accumulator
-	path  fluss.TablePath
-	mu    sync.Mutex // guards the fields below (set once ready)
-	ready bool
-	info  *fluss.TableInfo
-	table *accumulator.Table
-	enc   *fluss.KeyEncoder
+	ownTable
+	fetch stagingSource // reads the staged batches back
 }
 
 // stagingSource is what the staging log needs from Fluss.
@@ -82,7 +75,8 @@ type stagingSource interface {
 }
 
 func newStagingLog(src stagingSource, acc *accumulator.Accumulator, path fluss.TablePath) *stagingLog {
-	return &stagingLog{src: src, acc: acc, path: path}
+	return &stagingLog{ownTable: newOwnTable(src, acc, path, ownTableKind{what: "staging table", descriptor: stagingDescriptor,
+		properties: checkStagingProperties, noLinger: true}), fetch: src}
 }
 
 func stagingDescriptor() *fluss.TableDescriptor {
@@ -95,48 +89,19 @@ func stagingDescriptor() *fluss.TableDescriptor {
 	}
 }
 
-func (l *stagingLog) open(ctx context.Context) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.ready {
-		return nil
+// checkStagingProperties refuses a table whose log is not INDEXED: staged
+// batches are read back row by row.
+func checkStagingProperties(d *fluss.TableDescriptor) error {
+	if d.LogFormat() != fluss.LogFormatIndexed {
+		return errors.New("must be an INDEXED log table")
 	}
-	info, err := openGatewayTable(ctx, l.src, l.path, stagingDescriptor(), "staging table")
-	if err != nil {
-		return err
-	}
-	d := &info.Descriptor
-	want := stagingSchema()
-	if d.HasPrimaryKey() || len(d.Schema.Columns) != len(want.Columns) || !slices.Equal(d.BucketKeys, []string{"transactional_id"}) ||
-		d.LogFormat() != fluss.LogFormatIndexed || d.IsPartitioned() {
-		return fmt.Errorf("staging table %s does not have the expected schema (an INDEXED log table bucketed by transactional_id)", l.path)
-	}
-	for i, c := range want.Columns {
-		if d.Schema.Columns[i].Name != c.Name || d.Schema.Columns[i].Type.Root != c.Type.Root {
-			return fmt.Errorf("staging table %s: column %d is %s, want %s", l.path, i, d.Schema.Columns[i].Name, c.Name)
-		}
-	}
-	enc, err := fluss.NewKeyEncoder(&d.Schema, d.BucketKeys, "")
-	if err != nil {
-		return fmt.Errorf("staging table %s: %w", l.path, err)
-	}
-	spec, err := tableSpec(info, nil)
-	if err != nil {
-		return err
-	}
-	spec.NoLinger = true // a producer waits on each of these writes
-	t, err := l.acc.AddTable(spec)
-	if err != nil {
-		return fmt.Errorf("register staging table: %w", err)
-	}
-	l.info, l.table, l.enc, l.ready = info, t, enc, true
 	return nil
 }
 
 func (l *stagingLog) bucket(id string) (int32, error) {
 	row := make(fluss.Row, stagingColumns)
 	row[0] = fluss.StringDatum(id)
-	b, err := l.enc.Encode(nil, row)
+	b, err := l.bucketEnc.Encode(nil, row)
 	if err != nil {
 		return 0, fmt.Errorf("encode transactional id %q: %w", id, err)
 	}
@@ -153,7 +118,7 @@ func (l *stagingLog) end(ctx context.Context, id string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	offs, err := l.src.ListOffsets(ctx, l.info.TableID, fluss.NoPartition, []int32{b}, fluss.LatestOffset)
+	offs, err := l.fetch.ListOffsets(ctx, l.info.TableID, fluss.NoPartition, []int32{b}, fluss.LatestOffset)
 	if err != nil {
 		return 0, fmt.Errorf("staging end offset of %q: %w", id, err)
 	}
@@ -207,7 +172,7 @@ func (l *stagingLog) read(ctx context.Context, id string, pid int64, epoch int16
 	var out []*stagedBatch
 	schema := &l.info.Descriptor.Schema
 	for off := from; off < to; {
-		got, err := l.src.FetchLog(ctx, &fluss.FetchLogRequest{TableID: l.info.TableID,
+		got, err := l.fetch.FetchLog(ctx, &fluss.FetchLogRequest{TableID: l.info.TableID,
 			Buckets: []fluss.FetchBucket{{PartitionID: fluss.NoPartition, Bucket: b, Offset: off, MaxBytes: stagingFetchMax}}})
 		if err != nil {
 			return nil, fmt.Errorf("read staged batches of %q: %w", id, err)

@@ -2,9 +2,8 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"slices"
-	"sync"
 
 	"github.com/fluss-kafka/gateway/accumulator"
 	"github.com/fluss-kafka/gateway/fluss"
@@ -84,20 +83,12 @@ type txnRows interface {
 // txnTable is txnRows on Fluss. It creates the table on first use; its
 // methods are safe for concurrent use.
 type txnTable struct {
-	src  stateSource
-	acc  *accumulator.Accumulator
-	path fluss.TablePath
-
-	mu        sync.Mutex // guards the fields below (set once ready)
-	ready     bool
-	info      *fluss.TableInfo
-	table     *accumulator.Table
-	keyEnc    *fluss.KeyEncoder
-	bucketEnc *fluss.KeyEncoder
+	ownTable
 }
 
 func newTxnTable(src stateSource, acc *accumulator.Accumulator, path fluss.TablePath) *txnTable {
-	return &txnTable{src: src, acc: acc, path: path}
+	return &txnTable{newOwnTable(src, acc, path, ownTableKind{what: "transactions table", descriptor: txnDescriptor,
+		properties: checkTxnProperties, noLinger: true})}
 }
 
 func txnDescriptor() *fluss.TableDescriptor {
@@ -110,58 +101,11 @@ func txnDescriptor() *fluss.TableDescriptor {
 	}
 }
 
-func (t *txnTable) open(ctx context.Context) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.ready {
-		return nil
-	}
-	info, err := openGatewayTable(ctx, t.src, t.path, txnDescriptor(), "transactions table")
-	if err != nil {
-		return err
-	}
-	if err := checkTxnTable(info); err != nil {
-		return err
-	}
-	schema := &info.Descriptor.Schema
-	keyEnc, err := fluss.NewKeyEncoder(schema, schema.PrimaryKey, "")
-	if err != nil {
-		return fmt.Errorf("transactions table %s: %w", t.path, err)
-	}
-	bucketEnc, err := fluss.NewKeyEncoder(schema, info.Descriptor.BucketKeys, "")
-	if err != nil {
-		return fmt.Errorf("transactions table %s: %w", t.path, err)
-	}
-	spec, err := tableSpec(info, nil)
-	if err != nil {
-		return err
-	}
-	spec.NoLinger = true // a producer waits on each of these writes
-	tab, err := t.acc.AddTable(spec)
-	if err != nil {
-		return fmt.Errorf("register transactions table: %w", err)
-	}
-	t.info, t.table, t.keyEnc, t.bucketEnc, t.ready = info, tab, keyEnc, bucketEnc, true
-	return nil
-}
-
-// checkTxnTable refuses an existing table that is not the one this code
-// writes: without first_row a second claim of an epoch would replace the
-// first, and two producers would hold it.
-func checkTxnTable(info *fluss.TableInfo) error {
-	d := &info.Descriptor
-	want := txnSchema()
-	if !slices.Equal(d.Schema.PrimaryKey, want.PrimaryKey) || len(d.Schema.Columns) != len(want.Columns) ||
-		!slices.Equal(d.BucketKeys, []string{"transactional_id"}) || d.IsPartitioned() {
-		return fmt.Errorf("transactions table %s does not have the expected schema (key %v, bucket key transactional_id)", info.Path, want.PrimaryKey)
-	}
-	for i, c := range want.Columns {
-		if d.Schema.Columns[i].Name != c.Name || d.Schema.Columns[i].Type.Root != c.Type.Root {
-			return fmt.Errorf("transactions table %s: column %d is %s, want %s", info.Path, i, d.Schema.Columns[i].Name, c.Name)
-		}
-	}
+// checkTxnProperties refuses a table without first_row: a second claim of
+// an epoch would replace the first, and two producers would hold it.
+func checkTxnProperties(d *fluss.TableDescriptor) error {
 	if d.Properties["table.merge-engine"] != "first_row" {
-		return fmt.Errorf("transactions table %s must use the first_row merge engine", info.Path)
+		return errors.New("must use the first_row merge engine")
 	}
 	return nil
 }
