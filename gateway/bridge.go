@@ -14,6 +14,7 @@ import (
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
+	"github.com/fluss-kafka/gateway/schemafollow"
 	"github.com/fluss-kafka/gateway/schemaregistry"
 )
 
@@ -32,7 +33,7 @@ type bridge struct {
 	eo      *exactlyOnce           // nil: no Fluss client to keep producer states in
 	txn     *transactions          // nil: transactional producers are refused
 	// follower adds the columns writer schemas need (nil: none added).
-	follower *schemaFollower
+	follower *schemafollow.Follower
 	log      *slog.Logger
 	m        *gatewayMetrics
 

@@ -24,17 +24,16 @@
 // them (reload.go; a table whose columns were added gets a writer table of
 // the new schema) and shuts down in order. The gateway's own tables
 // (producer states, transactions, staged batches) are each an ownTable
-// (own_table.go): created when missing, checked, registered with the writer. Tables follow writer schemas
-// in two ways: tables_plan.go computes and issues the CREATE TABLE / ADD
-// COLUMN a route's value subject needs (`gateway tables plan|apply`), and
-// schema_follow.go adds the columns a record's new writer schema needs
-// before its batch is converted (follow_schema.add_columns; a field Fluss
-// cannot add is left to unknown_fields) and creates a route's missing
-// table from its first record (follow_schema.create). cmd/gateway
+// (own_table.go): created when missing, checked, registered with the
+// writer. Tables that follow writer schemas are package schemafollow's;
+// schema_follow.go is the produce path's side (which writer schemas a
+// batch names, following them before it converts, holding a batch whose
+// table its first record creates), tables_plan.go wires `gateway tables
+// plan|apply` to the configuration. cmd/gateway
 // only parses flags, loads the file and turns signals into calls.
 //
 // Imports point down: gateway may import kafkaproto, mapping, accumulator,
 // sender, schemaregistry, fluss, configs, acl (the topic ACLs its listeners
-// authorize with) and backoff; none of them imports gateway, and no product package
+// authorize with), schemafollow and backoff; none of them imports gateway, and no product package
 // imports a dev package (tools, test helpers).
 package gateway

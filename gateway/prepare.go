@@ -30,7 +30,7 @@ func (s *bridge) prepareFramed(ctx context.Context, st *routeState, route *mappi
 			slog.Int("partition", int(req.Partition)), slog.Any("err", err))
 		return st, route, err
 	}
-	if s.follower.needed(st, route, req, cb) {
+	if s.followNeeded(st, route, req, cb) {
 		var err error
 		if st, route, err = s.follow(ctx, st, route, req, cb); err != nil {
 			s.log.Warn("produce: columns for a writer schema not added; the producer will retry", slog.String("topic", req.Topic),
@@ -45,7 +45,7 @@ func (s *bridge) prepareFramed(ctx context.Context, st *routeState, route *mappi
 // goroutine: done is false when a writer schema must be fetched or
 // followed first (prepareFramed then, off that goroutine).
 func (s *bridge) prepareCached(st *routeState, route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) (done bool, err error) {
-	if s.frame(route, req, cb) || s.follower.needed(st, route, req, cb) {
+	if s.frame(route, req, cb) || s.followNeeded(st, route, req, cb) {
 		return false, nil
 	}
 	return true, s.convert(route, req, cb)

@@ -27,6 +27,7 @@ import (
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
+	"github.com/fluss-kafka/gateway/schemafollow"
 	"github.com/fluss-kafka/gateway/schemaregistry"
 	"github.com/fluss-kafka/gateway/sender"
 )
@@ -96,9 +97,9 @@ func New(cfg *configs.Config, log *slog.Logger) (*Gateway, error) {
 		newOutageLog(log, "fluss writer ids unavailable", "fluss writer ids available again", 0, nil), nil)
 	g.bridge = newBridge(acc, parts, ids, g.m, log.With(slog.String("component", "bridge")))
 	g.bridge.leaderless = snd.Leaderless
-	g.bridge.follower = &schemaFollower{tables: client, rebind: g.rebindRoutes, log: log.With(slog.String("component", "bridge")),
-		added:    func(route string, n int) { g.m.columnsAdded.WithLabelValues(route).Add(float64(n)) },
-		notAdded: func(route string, n int) { g.m.fieldsNotAdded.WithLabelValues(route).Add(float64(n)) }}
+	g.bridge.follower = &schemafollow.Follower{Tables: client, Rebind: g.rebindRoutes, Log: log.With(slog.String("component", "bridge")),
+		Added:    func(route string, n int) { g.m.columnsAdded.WithLabelValues(route).Add(float64(n)) },
+		NotAdded: func(route string, n int) { g.m.fieldsNotAdded.WithLabelValues(route).Add(float64(n)) }}
 	// A table's batches waiting for Fluss may hold its share of the
 	// requests' part of the memory budget, as its rows may of the rest.
 	g.bridge.appending = newTableAppends(int64(float64(set.accumulator.RequestMemory)*set.accumulator.MaxTableShare),
@@ -443,7 +444,7 @@ func (g *Gateway) apply(ctx context.Context, specs []mapping.RouteSpec, fresh bo
 }
 
 // rebindRoutes binds the routes in force again with fresh table infos:
-// columns were added to a table (schemaFollower).
+// columns were added to a table (schemafollow.Follower).
 func (g *Gateway) rebindRoutes(ctx context.Context) error {
 	g.reloadMu.Lock()
 	defer g.reloadMu.Unlock()

@@ -37,8 +37,9 @@ var product = []struct {
 	{"accumulator", []string{"fluss"}, "per-bucket Fluss batches within one memory budget; appends return handles"},
 	{"sender", []string{"accumulator", "backoff", "fluss"}, "drains the accumulator: one request stream per (tablet server, table), retries, writer ids, sequences"},
 	{"configs", []string{"accumulator", "fluss", "kafkaproto", "mapping", "schemaregistry", "sender"}, "YAML → config structs, defaults taken from the components"},
+	{"schemafollow", []string{"fluss", "mapping", "schemaregistry"}, "tables that follow writer schemas: columns added, tables created, `tables plan|apply`"},
 	{"acl", []string{"configs", "kafkaproto"}, "topic ACLs with Kafka's rules: which principal may Write or Describe a topic"},
-	{"gateway", []string{"accumulator", "acl", "backoff", "configs", "fluss", "kafkaproto", "mapping", "schemaregistry", "sender"}, "the bridge (route, convert, append, ack) and the gateway's lifetime"},
+	{"gateway", []string{"accumulator", "acl", "backoff", "configs", "fluss", "kafkaproto", "mapping", "schemafollow", "schemaregistry", "sender"}, "the bridge (route, convert, append, ack) and the gateway's lifetime"},
 	{"cmd/gateway", []string{"configs", "gateway"}, "main: flags, config file, signals"},
 }
 

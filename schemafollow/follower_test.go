@@ -1,4 +1,4 @@
-package gateway
+package schemafollow
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fluss-kafka/gateway/fluss"
-	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
 	"github.com/fluss-kafka/gateway/schemaregistry"
 )
@@ -62,7 +61,7 @@ func (r *raceTables) GetTableInfo(_ context.Context, path fluss.TablePath) (*flu
 	return &fluss.TableInfo{Path: path, SchemaID: r.schemaID, Descriptor: fluss.TableDescriptor{Schema: fluss.Schema{Columns: slices.Clone(r.cols)}}}, nil
 }
 
-func TestSchemaFollowerAddsThroughRaces(t *testing.T) {
+func TestFollowerAddsThroughRaces(t *testing.T) {
 	route := mapping.RouteSpec{Topic: "t", Table: fluss.TablePath{Database: "db", Table: "t"},
 		Value: mapping.ValueSpec{Format: mapping.ValueAvro}, FollowSchema: mapping.FollowSchemaSpec{AddColumns: true}}
 	sc := &schemaregistry.Schema{Type: "AVRO", ID: 2, Text: `{"type": "record", "name": "R", "fields": [
@@ -82,12 +81,12 @@ func TestSchemaFollowerAddsThroughRaces(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tables := &raceTables{cols: []fluss.Column{{Name: "id", Type: fluss.BigInt()}}, schemaID: 1, failures: tc.failures, alsoAdded: tc.alsoAdded}
 			rebinds := 0
-			f := &schemaFollower{tables: tables, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-				rebind: func(context.Context) error { rebinds++; return nil }}
+			f := &Follower{Tables: tables, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+				Rebind: func(context.Context) error { rebinds++; return nil }}
 			info, err := tables.GetTableInfo(t.Context(), route.Table)
 			require.NoError(t, err)
 			bound := bindForFollow(t, route, info)
-			err = f.add(t.Context(), bound, writerSchema{registry: sc}, []fluss.Column{{Name: "extra", Type: fluss.String()}})
+			err = f.add(t.Context(), bound, WriterSchema{Registry: sc}, []fluss.Column{{Name: "extra", Type: fluss.String()}})
 			assert.Equal(t, tc.wantAdds, tables.adds, "add attempts")
 			if tc.wantErr {
 				require.Error(t, err)
@@ -115,70 +114,58 @@ func bindForFollow(t *testing.T, spec mapping.RouteSpec, info *fluss.TableInfo) 
 	return bound.All()[0]
 }
 
-// A batch mixing a v1 and a v2 writer schema, v2 adding a top-level field
-// and a field inside a ROW column: the top-level field is added, the
-// nested one is left out (no record refused for it), logged once per
-// writer schema and counted once per field; a second batch of the same
-// schemas changes nothing and logs nothing.
+// A v2 writer schema adding a top-level field and a field inside a ROW
+// column: the top-level field is added, the nested one is left out (no
+// record is refused for it), logged once per writer schema and counted
+// once per field; v1, and v2 again, then change nothing and log nothing.
 func TestFollowNestedFieldIsNotRefused(t *testing.T) {
 	spec := mapping.RouteSpec{Topic: "t", Table: fluss.TablePath{Database: "db", Table: "t"},
 		Value: mapping.ValueSpec{Format: mapping.ValueAvro}, FollowSchema: mapping.FollowSchemaSpec{AddColumns: true}}
-	v1 := &schemaregistry.Schema{Type: "AVRO", ID: 1, Text: `{"type": "record", "name": "P", "fields": [{"name": "id", "type": "long"},
-		{"name": "addr", "type": {"type": "record", "name": "A", "fields": [{"name": "city", "type": "string"}]}}]}`}
-	v2 := &schemaregistry.Schema{Type: "AVRO", ID: 2, Text: `{"type": "record", "name": "P", "fields": [{"name": "id", "type": "long"},
+	v1 := WriterSchema{Registry: &schemaregistry.Schema{Type: "AVRO", ID: 1, Text: `{"type": "record", "name": "P", "fields": [{"name": "id", "type": "long"},
+		{"name": "addr", "type": {"type": "record", "name": "A", "fields": [{"name": "city", "type": "string"}]}}]}`}}
+	v2 := WriterSchema{Registry: &schemaregistry.Schema{Type: "AVRO", ID: 2, Text: `{"type": "record", "name": "P", "fields": [{"name": "id", "type": "long"},
 		{"name": "addr", "type": {"type": "record", "name": "A", "fields": [{"name": "city", "type": "string"}, {"name": "zip", "type": ["null", "string"], "default": null}]}},
-		{"name": "channel", "type": ["null", "string"], "default": null}]}`}
+		{"name": "channel", "type": ["null", "string"], "default": null}]}`}}
 	tables := &raceTables{cols: []fluss.Column{{Name: "id", Type: fluss.BigInt()}, {Name: "addr", Type: fluss.RowType(fluss.RowField("city", fluss.String()))}}, schemaID: 1}
 	var logs strings.Builder
 	notAdded := map[string]int{}
-	s := &bridge{}
+	var info *fluss.TableInfo
+	var route *mapping.Route
 	rebind := func(ctx context.Context) error {
-		info, err := tables.GetTableInfo(ctx, spec.Table)
-		if err != nil {
+		var err error
+		if info, err = tables.GetTableInfo(ctx, spec.Table); err != nil {
 			return err
 		}
-		s.state.Store(followState(t, spec, info))
+		route = bindForFollow(t, spec, info)
 		return nil
 	}
-	s.follower = &schemaFollower{tables: tables, log: slog.New(slog.NewTextHandler(&logs, nil)), rebind: rebind,
-		notAdded: func(route string, n int) { notAdded[route] += n }}
+	f := &Follower{Tables: tables, Log: slog.New(slog.NewTextHandler(&logs, nil)), Rebind: rebind,
+		NotAdded: func(route string, n int) { notAdded[route] += n }}
 	require.NoError(t, rebind(t.Context()))
 
-	req := &kafkaproto.PartitionProduce{Topic: "t", Records: make([]kafkaproto.Record, 3)}
-	cb := &convBatch{}
-	cb.framing.reset(3)
-	cb.framing.values[0].Schema, cb.framing.values[1].Schema, cb.framing.values[2].Schema = v1, v2, v1
-	st := s.state.Load()
-	route, _ := st.routes.Resolve("t")
-	require.True(t, s.follower.needed(st, route, req, cb))
-	st, route, err := s.follow(t.Context(), st, route, req, cb)
+	added, err := f.Follow(t.Context(), route, info, v1)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"id", "addr", "channel"}, columnNames(st.infos[spec.Table].Descriptor.Schema.Columns), "channel added, addr unchanged")
+	assert.False(t, added)
+	assert.True(t, f.Checked(route, info.SchemaID, v1))
+	assert.False(t, f.Checked(route, info.SchemaID, v2))
+	added, err = f.Follow(t.Context(), route, info, v2)
+	require.NoError(t, err)
+	assert.True(t, added)
+	assert.Equal(t, []string{"id", "addr", "channel"}, ColumnNames(info.Descriptor.Schema.Columns), "channel added, addr unchanged")
 	assert.Equal(t, 1, tables.adds)
 	assert.Equal(t, 1, strings.Count(logs.String(), "writer schema field not added to the table"), logs.String())
 	assert.Contains(t, logs.String(), "addr.zip")
 	assert.Contains(t, logs.String(), "value.unknown_fields: ignore")
 	assert.Equal(t, map[string]int{"t": 1}, notAdded)
 
-	// The next batch checks v1 against the widened table; then nothing
-	// is left to check, and nothing was added or logged again.
-	st, route, err = s.follow(t.Context(), st, route, req, cb)
-	require.NoError(t, err)
-	assert.False(t, s.follower.needed(st, route, req, cb))
+	// Against the widened table: nothing to add or log again.
+	for _, w := range []WriterSchema{v1, v2} {
+		added, err = f.Follow(t.Context(), route, info, w)
+		require.NoError(t, err)
+		assert.False(t, added)
+		assert.True(t, f.Checked(route, info.SchemaID, w))
+	}
 	assert.Equal(t, 1, tables.adds)
 	assert.Equal(t, 1, strings.Count(logs.String(), "writer schema field not added to the table"))
 	assert.Equal(t, map[string]int{"t": 1}, notAdded)
-}
-
-// followState is a routeState of one route bound to info.
-func followState(t *testing.T, spec mapping.RouteSpec, info *fluss.TableInfo) *routeState {
-	t.Helper()
-	rs, err := mapping.NewRoutes([]mapping.RouteSpec{spec})
-	require.NoError(t, err)
-	d := info.Descriptor
-	d.BucketCount = 1
-	bi := &fluss.TableInfo{Path: spec.Table, SchemaID: info.SchemaID, Descriptor: d}
-	bound, err := rs.Bind(map[fluss.TablePath]*fluss.TableInfo{spec.Table: bi})
-	require.NoError(t, err)
-	return &routeState{routes: bound, infos: map[fluss.TablePath]*fluss.TableInfo{spec.Table: bi}}
 }
