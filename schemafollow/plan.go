@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -80,7 +81,7 @@ func (p *TablePlan) String() string {
 		if d.BucketCount > 0 {
 			with = append(with, fmt.Sprintf("'bucket.num' = '%d'", d.BucketCount))
 		}
-		for _, k := range sortedKeys(d.Properties) {
+		for _, k := range slices.Sorted(maps.Keys(d.Properties)) {
 			with = append(with, fmt.Sprintf("'%s' = '%s'", k, d.Properties[k]))
 		}
 		if len(with) > 0 {
@@ -215,13 +216,4 @@ func addedMeanwhile(ctx context.Context, client DDL, p *TablePlan, err error) bo
 		}
 	}
 	return true
-}
-
-func sortedKeys(m map[string]string) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
 }
