@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fluss-kafka/gateway/accumulator"
+	"github.com/fluss-kafka/gateway/answer"
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
@@ -177,7 +178,7 @@ func (s *bridge) NextProducerID(ctx context.Context) (int64, error) {
 	}
 	id, err := s.ids.InitWriter(ctx, tables...)
 	if err != nil {
-		return 0, kafkaError(fmt.Errorf("allocate producer id: %w", err))
+		return 0, answer.Error(fmt.Errorf("allocate producer id: %w", err))
 	}
 	return id, nil
 }
@@ -248,19 +249,19 @@ func (s *bridge) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) 
 		if !prepared {
 			var err error
 			if st, route, err = s.prepareFramed(jctx, st, route, req, cb); err != nil {
-				c.Complete(failedResult(err))
+				c.Complete(answer.Failed(err))
 				return
 			}
 		}
 		if err := s.resolvePartitions(jctx, st, route, req, cb); err != nil {
 			s.log.Warn("produce: partition resolution failed", slog.String("topic", req.Topic),
 				slog.Int("partition", int(req.Partition)), slog.Any("err", err))
-			c.Complete(failedResult(kafkaError(err)))
+			c.Complete(answer.Failed(answer.Error(err)))
 			return
 		}
 		w, err := s.write(jctx, st, route, req, cb)
 		if err != nil {
-			c.Complete(failedResult(err))
+			c.Complete(answer.Failed(err))
 			return
 		}
 		go func() {
@@ -295,17 +296,13 @@ func (s *bridge) write(ctx context.Context, st *routeState, route *mapping.Route
 		s.log.Warn("produce: append failed", slog.String("topic", req.Topic),
 			slog.Int("partition", int(req.Partition)), slog.Int("appended", len(cb.handles)),
 			slog.Int("records", len(req.Records)), slog.Any("err", err))
-		return nil, kafkaError(err)
+		return nil, answer.Error(err)
 	}
 	s.m.recordsIn(route.Name(), len(req.Records))
 	if req.Acks == 0 {
 		return kafkaproto.Completed(kafkaproto.PartitionResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}), nil
 	}
 	return awaitHandles(cb.handles, s.writeDone(route.Name())), nil
-}
-
-func failedResult(err error) kafkaproto.PartitionResult {
-	return kafkaproto.PartitionResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1, Err: err, ThrottleTime: throttleFor(err)}
 }
 
 // convert converts every record of the batch. In reject mode the first
@@ -347,7 +344,7 @@ func (s *bridge) convert(route *mapping.Route, req *kafkaproto.PartitionProduce,
 		}
 		var re *mapping.RecordError
 		if !errors.As(err, &re) {
-			return kafkaError(fmt.Errorf("convert record %d of %s/%d: %w", kr.Index, req.Topic, req.Partition, err))
+			return answer.Error(fmt.Errorf("convert record %d of %s/%d: %w", kr.Index, req.Topic, req.Partition, err))
 		}
 		if dlq != nil {
 			dlq.Build(rec, route.Name(), re.Message(), &cb.convs[i])
@@ -610,12 +607,12 @@ func (w *handleWrite) Result() kafkaproto.PartitionResult {
 // KV storage pressure the answer carries the writer's hold-back as throttle
 // time, so producers slow down the Kafka way instead of filling the buffer.
 func result(first accumulator.Handle, err error) kafkaproto.PartitionResult {
-	throttle := throttleFor(err)
+	throttle := answer.Throttle(err)
 	if b := first.Batch(); b != nil {
 		throttle = max(throttle, b.Table().Throttle())
 	}
 	if err != nil {
-		return kafkaproto.PartitionResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1, Err: kafkaError(err), ThrottleTime: throttle}
+		return kafkaproto.PartitionResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1, Err: answer.Error(err), ThrottleTime: throttle}
 	}
 	return kafkaproto.PartitionResult{BaseOffset: first.Offset(), LogAppendTime: -1, LogStartOffset: -1, ThrottleTime: throttle}
 }

@@ -13,8 +13,8 @@
 // resolves Fluss partitions (partitions.go: off the connection's read
 // goroutine when a partition must be looked up or created, queued per
 // Kafka partition so order holds), appends the rows, and turns the Fluss
-// acks into the Kafka answer (errors.go holds the one Fluss → Kafka error
-// table).
+// acks into the Kafka answer (package answer holds the one Fluss → Kafka
+// error table).
 //
 // Gateway (server.go) wires the Fluss client, the accumulator and its
 // sender, the bridge, the
@@ -23,9 +23,9 @@
 // the components' configs); binds routes to tables (tables.go), reloads
 // them (reload.go; a table whose columns were added gets a writer table of
 // the new schema) and shuts down in order. The gateway's own tables
-// (producer states, transactions, staged batches) are each an ownTable
-// (own_table.go): created when missing, checked, registered with the
-// writer. Tables that follow writer schemas are package schemafollow's;
+// (producer states: package producerstate; transactions, staged batches)
+// each embed an owntable.Table: created when missing, checked, registered
+// with the writer. Tables that follow writer schemas are package schemafollow's;
 // schema_follow.go is the produce path's side (which writer schemas a
 // batch names, following them before it converts, holding a batch whose
 // table its first record creates), tables_plan.go wires `gateway tables
@@ -34,6 +34,7 @@
 //
 // Imports point down: gateway may import kafkaproto, mapping, accumulator,
 // sender, schemaregistry, fluss, configs, acl (the topic ACLs its listeners
-// authorize with), schemafollow and backoff; none of them imports gateway, and no product package
+// authorize with), schemafollow, answer, owntable, producerstate and
+// backoff; none of them imports gateway, and no product package
 // imports a dev package (tools, test helpers).
 package gateway

@@ -12,9 +12,11 @@ import (
 	"time"
 
 	"github.com/fluss-kafka/gateway/accumulator"
+	"github.com/fluss-kafka/gateway/answer"
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
+	"github.com/fluss-kafka/gateway/producerstate"
 	"github.com/fluss-kafka/gateway/sender"
 )
 
@@ -33,26 +35,14 @@ import (
 // batches in flight are resolved, and the producer's retry starts again
 // from the committed state, exactly as after a crash.
 
-// producerKey is a producer-partition: the unit of Kafka idempotence.
-type producerKey struct {
-	id        int64
-	topic     string
-	partition int32
-}
-
 // producerStore keeps the committed producer states (stateStore; an
 // in-memory one in tests).
 type producerStore interface {
-	// open makes sure the store can be used (creating its table).
-	open(ctx context.Context) error
-	lookup(ctx context.Context, k producerKey) (producerState, bool, error)
-	// commit queues an upsert of k's state and returns its acknowledgement.
-	commit(ctx context.Context, k producerKey, p *producerState) (ack, error)
-}
-
-// ack is a queued write's acknowledgement (accumulator.Handle).
-type ack interface {
-	Wait(ctx context.Context) (int64, error)
+	// Open makes sure the store can be used (creating its table).
+	Open(ctx context.Context) error
+	Lookup(ctx context.Context, k producerstate.Key) (producerstate.State, bool, error)
+	// Commit queues an upsert of k's state and returns its acknowledgement.
+	Commit(ctx context.Context, k producerstate.Key, p *producerstate.State) (producerstate.Ack, error)
 }
 
 // exactlyOnce runs the exactly-once routes' write path.
@@ -71,7 +61,7 @@ type exactlyOnce struct {
 	usable atomic.Bool
 
 	mu        sync.Mutex // guards ps and lastSweep
-	ps        map[producerKey]*producerPartition
+	ps        map[producerstate.Key]*producerPartition
 	lastSweep time.Time
 }
 
@@ -86,12 +76,12 @@ const eoMaxTargets = 1024
 const eoIdle = 10 * time.Minute
 
 func newExactlyOnce(stopped context.Context, store producerStore, acc *accumulator.Accumulator, ids writerIDs, log *slog.Logger) *exactlyOnce {
-	return &exactlyOnce{stopped: stopped, store: store, acc: acc, ids: ids, log: log, ps: make(map[producerKey]*producerPartition)}
+	return &exactlyOnce{stopped: stopped, store: store, acc: acc, ids: ids, log: log, ps: make(map[producerstate.Key]*producerPartition)}
 }
 
 // producerPartition is P's state on this instance.
 type producerPartition struct {
-	key producerKey
+	key producerstate.Key
 
 	// mu serialises P's admissions and guards the fields below.
 	mu       sync.Mutex
@@ -100,7 +90,7 @@ type producerPartition struct {
 	loaded   bool
 	// st is the state after every batch assigned so far (ahead of what
 	// is committed while batches are in flight).
-	st producerState
+	st producerstate.State
 	// recent are the batches of st.window with their completions, oldest
 	// first: a re-sent batch still in flight here waits for the original.
 	recent   []*eoBatch
@@ -117,7 +107,7 @@ type producerPartition struct {
 	// loadedTargets are the targets' last sequences in the row P's state
 	// was loaded from, nil when this instance gave P its writer id (see
 	// fresh).
-	loadedTargets map[targetKey]int32
+	loadedTargets map[producerstate.Target]int32
 	// toCommit are written batches waiting for a commit, in assignment
 	// order; committing says a commit of P is in flight, whose goroutine
 	// commits them next, all at once (the newest one's state covers the
@@ -141,7 +131,7 @@ type eoBatch struct {
 	offset  int64
 	// snapshot is P's state as of this batch's assignment: what its
 	// commit writes.
-	snapshot producerState
+	snapshot producerstate.State
 }
 
 // OwnsIdempotence implements kafkaproto.IdempotenceOwner: exactly-once
@@ -192,7 +182,7 @@ func (s *bridge) prepareExactlyOnce(ctx context.Context, routes *mapping.Routes)
 	if len(required) == 0 && len(defaulted) == 0 {
 		return nil
 	}
-	err := s.eo.store.open(ctx)
+	err := s.eo.store.Open(ctx)
 	if err == nil {
 		s.eo.usable.Store(true)
 		s.log.Info("exactly once on for idempotent producers", slog.Any("routes", append(required, defaulted...)))
@@ -258,7 +248,7 @@ func (s *bridge) writeExactlyOnce(ctx context.Context, st *routeState, route *ma
 	// none, and the producer's next batch reuses its sequence.
 	var err error
 	if st, route, err = s.prepare(ctx, st, route, req, cb); err != nil {
-		c.Complete(failedResult(err))
+		c.Complete(answer.Failed(err))
 		return
 	}
 	// Partition names resolve to the ids that exist (or are created), so a
@@ -267,15 +257,15 @@ func (s *bridge) writeExactlyOnce(ctx context.Context, st *routeState, route *ma
 		if err := s.resolvePartitions(ctx, st, route, req, cb); err != nil {
 			s.log.Warn("produce: partition resolution failed", slog.String("topic", req.Topic),
 				slog.Int("partition", int(req.Partition)), slog.Any("err", err))
-			c.Complete(failedResult(kafkaError(err)))
+			c.Complete(answer.Failed(answer.Error(err)))
 			return
 		}
 	}
 	groups := eoGroups(st, route, req, cb)
-	key := producerKey{req.ProducerID, req.Topic, req.Partition}
+	key := producerstate.Key{ProducerID: req.ProducerID, Topic: req.Topic, Partition: req.Partition}
 	w, err := s.eo.admit(ctx, key, req, route, st, groups, c, eoTiming{start, s.m.produceDone(route.Name())}, replay)
 	if err != nil {
-		c.Complete(failedResult(err))
+		c.Complete(answer.Failed(err))
 		return
 	}
 	if w != c {
@@ -292,7 +282,7 @@ func (s *bridge) writeExactlyOnce(ctx context.Context, st *routeState, route *ma
 // order.
 type eoGroup struct {
 	table  *accumulator.Table
-	target targetKey
+	target producerstate.Target
 	ops    []accumulator.Op
 }
 
@@ -314,7 +304,7 @@ func eoGroups(st *routeState, route *mapping.Route, req *kafkaproto.PartitionPro
 			t, op = dlqTable, accumulator.Op{Kind: fluss.WriteAppend, Row: cv.Row}
 			bucket, partID = req.Partition%int32(dlqTable.NumBuckets()), accumulator.NoPartition
 		}
-		tk := targetKey{tableID: t.ID(), partitionID: partID, bucket: bucket}
+		tk := producerstate.Target{TableID: t.ID(), PartitionID: partID, Bucket: bucket}
 		j := 0
 		for j < len(groups) && groups[j].target != tk {
 			j++
@@ -337,7 +327,7 @@ var errRecovering = fmt.Errorf("%w: exactly-once state of this producer is being
 var errTooManyInFlight = fmt.Errorf("%w: more than %d batches of this producer-partition in flight", kafkaproto.ErrNotEnoughReplicas, kafkaproto.SequenceWindow)
 
 // partition returns P's state holder, locked.
-func (e *exactlyOnce) partition(key producerKey) *producerPartition {
+func (e *exactlyOnce) partition(key producerstate.Key) *producerPartition {
 	for {
 		e.mu.Lock()
 		now := time.Now()
@@ -392,7 +382,7 @@ type eoTiming struct {
 // order, so a batch before the expected sequence (or of an older epoch)
 // was applied already and is answered as done, and one past it follows an
 // aborted transaction's gap and is accepted.
-func (e *exactlyOnce) admit(ctx context.Context, key producerKey, req *kafkaproto.PartitionProduce, route *mapping.Route, st *routeState, groups []eoGroup, c *kafkaproto.Completion, timing eoTiming, replay bool) (kafkaproto.PartitionWrite, error) {
+func (e *exactlyOnce) admit(ctx context.Context, key producerstate.Key, req *kafkaproto.PartitionProduce, route *mapping.Route, st *routeState, groups []eoGroup, c *kafkaproto.Completion, timing eoTiming, replay bool) (kafkaproto.PartitionWrite, error) {
 	p := e.partition(key)
 	defer p.mu.Unlock()
 	if p.poisoned {
@@ -405,20 +395,20 @@ func (e *exactlyOnce) admit(ctx context.Context, key producerKey, req *kafkaprot
 	fp := routeFingerprint(st, route)
 	if !p.loaded {
 		if err := e.load(ctx, p, route, fp); err != nil {
-			return nil, kafkaError(err)
+			return nil, answer.Error(err)
 		}
 	}
 	s := &p.st
 	var window [kafkaproto.SequenceWindow]kafkaproto.SeqRange
-	for i, w := range s.window {
-		window[i] = kafkaproto.SeqRange{First: w.first, Last: w.last}
+	for i, w := range s.Window {
+		window[i] = kafkaproto.SeqRange{First: w.First, Last: w.Last}
 	}
-	v := kafkaproto.CheckSequence(kafkaproto.SeqState{Known: s.known, Epoch: s.epoch, NextSeq: s.nextSeq, Window: window[:len(s.window)]},
+	v := kafkaproto.CheckSequence(kafkaproto.SeqState{Known: s.Known, Epoch: s.Epoch, NextSeq: s.NextSeq, Window: window[:len(s.Window)]},
 		req.ProducerEpoch, req.BaseSequence, int32(len(req.Records)))
 	if replay {
 		switch {
 		case v.Gap():
-			v.Kind, v.Restart = kafkaproto.SeqAccept, req.ProducerEpoch != s.epoch
+			v.Kind, v.Restart = kafkaproto.SeqAccept, req.ProducerEpoch != s.Epoch
 		case v.Kind == kafkaproto.SeqStale || v.Kind == kafkaproto.SeqFenced:
 			return kafkaproto.Completed(kafkaproto.PartitionResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}), nil
 		}
@@ -430,9 +420,9 @@ func (e *exactlyOnce) admit(ctx context.Context, key producerKey, req *kafkaprot
 		if b := p.batch(v.Batch); b != nil {
 			return b.c, nil // in flight or answered here: the same answer
 		}
-		return kafkaproto.Completed(kafkaproto.PartitionResult{BaseOffset: s.window[v.Batch].offset, LogAppendTime: -1, LogStartOffset: -1}), nil
+		return kafkaproto.Completed(kafkaproto.PartitionResult{BaseOffset: s.Window[v.Batch].Offset, LogAppendTime: -1, LogStartOffset: -1}), nil
 	default:
-		return nil, v.Err(key.id, key.topic, key.partition)
+		return nil, v.Err(key.ProducerID, key.Topic, key.Partition)
 	}
 	if p.inflight >= kafkaproto.SequenceWindow {
 		// Kafka producers keep at most this many batches unanswered per
@@ -440,7 +430,7 @@ func (e *exactlyOnce) admit(ctx context.Context, key producerKey, req *kafkaprot
 		return nil, errTooManyInFlight
 	}
 	first, last := req.BaseSequence, v.Last
-	if v.Restart && s.known {
+	if v.Restart && s.Known {
 		// The producer gave up on its unanswered batches (a bump follows
 		// an unknown outcome) and numbers anew: its next batches are not
 		// the ones that may sit uncommitted in Fluss, so they must not get
@@ -451,39 +441,39 @@ func (e *exactlyOnce) admit(ctx context.Context, key producerKey, req *kafkaprot
 		}
 		// Committed with the new epoch, so that a replay of this batch
 		// after a crash finds the new writer and no second bump.
-		bumped := s.clone()
-		bumped.epoch, bumped.nextSeq, bumped.window = req.ProducerEpoch, 0, nil
+		bumped := s.Clone()
+		bumped.Epoch, bumped.NextSeq, bumped.Window = req.ProducerEpoch, 0, nil
 		if err := e.newWriter(ctx, key, &bumped, route, fp, "epoch_bump"); err != nil {
-			return nil, kafkaError(err)
+			return nil, answer.Error(err)
 		}
 		*s, p.recent, p.last, p.loadedTargets = bumped, nil, nil, nil
 	}
 	if v.Restart {
-		s.window, p.recent = s.window[:0], p.recent[:0]
+		s.Window, p.recent = s.Window[:0], p.recent[:0]
 	}
 
 	// A new batch: assign, in memory, what the crashed instance would have.
 	seqs := make([]int32, len(groups))
 	for i, g := range groups {
-		seq, ok := s.targets[g.target]
+		seq, ok := s.Targets[g.target]
 		if ok {
 			seq = kafkaproto.SeqAdd(seq, 1)
 		}
-		s.targets[g.target] = seq
+		s.Targets[g.target] = seq
 		seqs[i] = seq
 	}
-	s.version++
-	s.known, s.epoch, s.nextSeq = true, req.ProducerEpoch, kafkaproto.SeqAdd(last, 1)
+	s.Version++
+	s.Known, s.Epoch, s.NextSeq = true, req.ProducerEpoch, kafkaproto.SeqAdd(last, 1)
 	b := &eoBatch{first: first, last: last, c: c, wrote: make(chan struct{}), offset: -1, timing: timing}
-	s.window = append(s.window, committedBatch{first: first, last: last, offset: -1})
+	s.Window = append(s.Window, producerstate.Batch{First: first, Last: last, Offset: -1})
 	p.recent = append(p.recent, b)
-	if len(s.window) > kafkaproto.SequenceWindow {
-		s.window = s.window[1:]
+	if len(s.Window) > kafkaproto.SequenceWindow {
+		s.Window = s.Window[1:]
 	}
-	if n := len(p.recent) - len(s.window); n > 0 {
+	if n := len(p.recent) - len(s.Window); n > 0 {
 		p.recent = p.recent[n:] // recent are the window's newest entries
 	}
-	b.snapshot = s.clone()
+	b.snapshot = s.Clone()
 	prev := p.last
 	p.last = b
 	p.inflight++
@@ -491,10 +481,10 @@ func (e *exactlyOnce) admit(ctx context.Context, key producerKey, req *kafkaprot
 	handles := make([]accumulator.Handle, 0, len(groups))
 	var werr error
 	for i, g := range groups {
-		seal := accumulator.Seal{WriterID: s.writerID, Sequence: seqs[i], Fresh: p.fresh(g.target, seqs[i])}
-		h, err := e.acc.AppendSealed(ctx, g.table, g.target.partitionID, g.target.bucket, seal, g.ops)
+		seal := accumulator.Seal{WriterID: s.WriterID, Sequence: seqs[i], Fresh: p.fresh(g.target, seqs[i])}
+		h, err := e.acc.AppendSealed(ctx, g.table, g.target.PartitionID, g.target.Bucket, seal, g.ops)
 		if err != nil {
-			werr = fmt.Errorf("exactly-once write of %s/%d to table %s bucket %d: %w", key.topic, key.partition, g.table.Path(), g.target.bucket, err)
+			werr = fmt.Errorf("exactly-once write of %s/%d to table %s bucket %d: %w", key.Topic, key.Partition, g.table.Path(), g.target.Bucket, err)
 			break
 		}
 		handles = append(handles, h)
@@ -516,7 +506,7 @@ func (e *exactlyOnce) admit(ctx context.Context, key producerKey, req *kafkaprot
 // has at most that many batches of P in flight: admit), and the replay
 // gives the re-sent batches exactly those sequences; what comes after them
 // is fresh.
-func (p *producerPartition) fresh(t targetKey, seq int32) bool {
+func (p *producerPartition) fresh(t producerstate.Target, seq int32) bool {
 	if p.loadedTargets == nil {
 		return true
 	}
@@ -530,7 +520,7 @@ func (p *producerPartition) fresh(t targetKey, seq int32) bool {
 // batch returns the in-flight record of window entry i, or nil if the
 // entry was loaded from the committed row.
 func (p *producerPartition) batch(i int) *eoBatch {
-	off := len(p.st.window) - len(p.recent)
+	off := len(p.st.Window) - len(p.recent)
 	if i < off {
 		return nil
 	}
@@ -540,7 +530,7 @@ func (p *producerPartition) batch(i int) *eoBatch {
 // load reads P's committed state, or starts a new one with its own writer
 // id, committed before any data is written under it.
 func (e *exactlyOnce) load(ctx context.Context, p *producerPartition, route *mapping.Route, fp int64) error {
-	st, ok, err := e.store.lookup(ctx, p.key)
+	st, ok, err := e.store.Lookup(ctx, p.key)
 	if err != nil {
 		e.m.load("error")
 		return fmt.Errorf("%w: %w", kafkaproto.ErrNotEnoughReplicas, err)
@@ -550,28 +540,28 @@ func (e *exactlyOnce) load(ctx context.Context, p *producerPartition, route *map
 	switch {
 	case !ok:
 		why = "new"
-		st = producerState{targets: map[targetKey]int32{}}
-	case st.fingerprint != fp:
+		st = producerstate.State{Targets: map[producerstate.Target]int32{}}
+	case st.Fingerprint != fp:
 		// The route changed since the state was written: batches in flight
 		// then may have gone elsewhere; do not replay them (at least once).
 		why = "route_changed"
 	case p.rotate:
 		why = "failed_write"
-	case len(st.targets) > eoMaxTargets:
+	case len(st.Targets) > eoMaxTargets:
 		// Nothing of P is in flight (it is loading): a fresh writer id
 		// drops the targets of e.g. old partitions, and the tablet
 		// servers' writer states with them after their expiry.
 		why = "too_many_targets"
 	}
-	var loadedTargets map[targetKey]int32
+	var loadedTargets map[producerstate.Target]int32
 	if why != "" {
 		if err := e.newWriter(ctx, p.key, &st, route, fp, why); err != nil {
 			return err
 		}
 	} else {
-		loadedTargets = maps.Clone(st.targets)
+		loadedTargets = maps.Clone(st.Targets)
 		if loadedTargets == nil {
-			loadedTargets = map[targetKey]int32{}
+			loadedTargets = map[producerstate.Target]int32{}
 		}
 	}
 	p.st, p.loaded, p.rotate, p.recent, p.last, p.loadedTargets = st, true, false, nil, nil, loadedTargets
@@ -581,16 +571,16 @@ func (e *exactlyOnce) load(ctx context.Context, p *producerPartition, route *map
 // newWriter gives st a fresh Fluss writer id with every target unseen, and
 // commits it before any data goes out under it. Batches written under the
 // old id and not committed are not replayed under the new one.
-func (e *exactlyOnce) newWriter(ctx context.Context, key producerKey, st *producerState, route *mapping.Route, fp int64, why string) error {
+func (e *exactlyOnce) newWriter(ctx context.Context, key producerstate.Key, st *producerstate.State, route *mapping.Route, fp int64, why string) error {
 	id, err := e.ids.InitWriter(ctx, route.Table())
 	if err != nil {
-		return fmt.Errorf("exactly-once writer id for %s/%d: %w", key.topic, key.partition, err)
+		return fmt.Errorf("exactly-once writer id for %s/%d: %w", key.Topic, key.Partition, err)
 	}
-	next := st.clone()
-	next.version++
-	next.writerID, next.fingerprint = id, fp
-	next.targets = map[targetKey]int32{}
-	h, err := e.store.commit(ctx, key, &next)
+	next := st.Clone()
+	next.Version++
+	next.WriterID, next.Fingerprint = id, fp
+	next.Targets = map[producerstate.Target]int32{}
+	h, err := e.store.Commit(ctx, key, &next)
 	if err != nil {
 		return fmt.Errorf("%w: commit producer state: %w", kafkaproto.ErrNotEnoughReplicas, err)
 	}
@@ -599,8 +589,8 @@ func (e *exactlyOnce) newWriter(ctx context.Context, key producerKey, st *produc
 	}
 	*st = next
 	e.m.writerID(why)
-	e.log.Debug("exactly-once writer id assigned", slog.String("topic", key.topic), slog.Int("partition", int(key.partition)),
-		slog.Int64("producer_id", key.id), slog.Int64("writer_id", id), slog.String("reason", why))
+	e.log.Debug("exactly-once writer id assigned", slog.String("topic", key.Topic), slog.Int("partition", int(key.Partition)),
+		slog.Int64("producer_id", key.ProducerID), slog.Int64("writer_id", id), slog.String("reason", why))
 	return nil
 }
 
@@ -668,14 +658,14 @@ func (e *exactlyOnce) commit(p *producerPartition) {
 		snapshot := newest.snapshot
 		// Every window entry before the newest was answered or is in this
 		// group: its offset is known.
-		for i := range snapshot.window {
-			if w := &snapshot.window[i]; w.offset < 0 {
-				w.offset = p.writtenOffset(w.first, w.last)
+		for i := range snapshot.Window {
+			if w := &snapshot.Window[i]; w.Offset < 0 {
+				w.Offset = p.writtenOffset(w.First, w.Last)
 			}
 		}
 		p.mu.Unlock()
 		start := time.Now()
-		h, err := e.store.commit(e.stopped, p.key, &snapshot)
+		h, err := e.store.Commit(e.stopped, p.key, &snapshot)
 		if err == nil {
 			_, err = h.Wait(e.stopped)
 		}
@@ -706,16 +696,16 @@ func (p *producerPartition) writtenOffset(first, last int32) int64 {
 // in flight) and, when Fluss lost the writer's state or a batch that fails
 // for good is partly written (written), takes a new writer id then.
 func (e *exactlyOnce) settle(p *producerPartition, batches []*eoBatch, err error, written bool) {
-	var answer error
+	var failure error
 	if err != nil {
-		answer = eoError(err)
+		failure = eoError(err)
 	}
 	p.mu.Lock()
 	p.inflight -= len(batches)
 	if err != nil {
 		p.poisoned = true
 		var ke *kafkaproto.Error
-		definite := errors.As(answer, &ke) && !ke.Retriable
+		definite := errors.As(failure, &ke) && !ke.Retriable
 		if errors.Is(err, sender.ErrSequenceRejected) || (definite && written) {
 			// The producer will number its next batches anew: their
 			// content must not meet the used sequences.
@@ -728,9 +718,9 @@ func (e *exactlyOnce) settle(p *producerPartition, batches []*eoBatch, err error
 			b.timing.observe(time.Since(b.timing.start))
 		}
 		if err != nil {
-			e.log.Debug("exactly-once batch failed; state reloads on the retry", slog.String("topic", p.key.topic),
-				slog.Int("partition", int(p.key.partition)), slog.Int64("producer_id", p.key.id), slog.Any("err", err))
-			b.c.Complete(failedResult(answer))
+			e.log.Debug("exactly-once batch failed; state reloads on the retry", slog.String("topic", p.key.Topic),
+				slog.Int("partition", int(p.key.Partition)), slog.Int64("producer_id", p.key.ProducerID), slog.Any("err", err))
+			b.c.Complete(answer.Failed(failure))
 			continue
 		}
 		b.c.Complete(kafkaproto.PartitionResult{BaseOffset: b.offset, LogAppendTime: -1, LogStartOffset: -1})
@@ -745,7 +735,7 @@ func eoError(err error) error {
 	if errors.Is(err, sender.ErrSequenceRejected) {
 		return fmt.Errorf("%w: %w", kafkaproto.ErrOutOfOrderSequenceNumber, err)
 	}
-	k := kafkaError(err)
+	k := answer.Error(err)
 	var ke *kafkaproto.Error
 	if errors.As(k, &ke) && ke.Retriable {
 		return k

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/mapping"
+	"github.com/fluss-kafka/gateway/producerstate"
 )
 
 // unopenable is a producer-state store whose table cannot be used.
@@ -21,7 +22,7 @@ type unopenable struct {
 	opens int
 }
 
-func (u *unopenable) open(context.Context) error { u.opens++; return u.err }
+func (u *unopenable) Open(context.Context) error { u.opens++; return u.err }
 
 // TestExactlyOnceByDefault: a route that leaves exactly_once unset writes
 // exactly once once the producer-state table opens; when it cannot be
@@ -104,11 +105,11 @@ func TestExactlyOnceByDefault(t *testing.T) {
 // crashed instance can have written: SequenceWindow batches past the
 // loaded row per target, nothing under a writer id this instance took.
 func TestExactlyOnceFreshSequences(t *testing.T) {
-	t1, t2 := targetKey{tableID: 1, bucket: 0}, targetKey{tableID: 1, bucket: 1}
+	t1, t2 := producerstate.Target{TableID: 1, Bucket: 0}, producerstate.Target{TableID: 1, Bucket: 1}
 	own := &producerPartition{}
 	assert.True(t, own.fresh(t1, 0), "a writer id taken here: nothing written before")
 
-	loaded := &producerPartition{loadedTargets: map[targetKey]int32{t1: 7}}
+	loaded := &producerPartition{loadedTargets: map[producerstate.Target]int32{t1: 7}}
 	for seq := int32(8); seq <= 12; seq++ {
 		assert.False(t, loaded.fresh(t1, seq), "seq %d: a crashed instance may have written it", seq)
 	}

@@ -3,6 +3,8 @@ package gateway
 import (
 	"time"
 
+	"github.com/fluss-kafka/gateway/owntable"
+	"github.com/fluss-kafka/gateway/producerstate"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -58,8 +60,8 @@ func newEOMetrics(reg prometheus.Registerer) (*eoMetrics, error) {
 // enableExactlyOnce lets routes with exactly_once keep their producers'
 // state in Fluss (src: the gateway's Fluss client) and registers the
 // exactly-once metrics with reg. Without it such routes are refused.
-func (s *bridge) enableExactlyOnce(src stateSource, reg prometheus.Registerer) error {
-	s.eo = newExactlyOnce(s.stopped, newStateStore(src, s.acc, defaultStateTable), s.acc, s.ids, s.log)
+func (s *bridge) enableExactlyOnce(src owntable.Source, reg prometheus.Registerer) error {
+	s.eo = newExactlyOnce(s.stopped, producerstate.New(src, s.acc, producerstate.DefaultTable), s.acc, s.ids, s.log)
 	return s.registerExactlyOnce(reg)
 }
 

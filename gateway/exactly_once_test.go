@@ -18,6 +18,7 @@ import (
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
+	"github.com/fluss-kafka/gateway/producerstate"
 )
 
 // dedupFluss is one in-memory Fluss cluster shared by several gateway
@@ -185,28 +186,28 @@ func (f *dedupFluss) rows(tableID int64) map[string]int {
 // commit of the instance using it: a crashed instance never commits.
 type memStore struct {
 	mu      sync.Mutex
-	rows    map[producerKey]producerState
+	rows    map[producerstate.Key]producerstate.State
 	commits int
 }
 
-func (m *memStore) open(context.Context) error { return nil }
+func (m *memStore) Open(context.Context) error { return nil }
 
-func (m *memStore) lookup(_ context.Context, k producerKey) (producerState, bool, error) {
+func (m *memStore) Lookup(_ context.Context, k producerstate.Key) (producerstate.State, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p, ok := m.rows[k]
 	if !ok {
-		return producerState{}, false, nil
+		return producerstate.State{}, false, nil
 	}
-	return p.clone(), true, nil
+	return p.Clone(), true, nil
 }
 
-func (m *memStore) commit(_ context.Context, k producerKey, p *producerState) (ack, error) {
+func (m *memStore) Commit(_ context.Context, k producerstate.Key, p *producerstate.State) (producerstate.Ack, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.commits++
-	if old, ok := m.rows[k]; !ok || p.version >= old.version {
-		m.rows[k] = p.clone()
+	if old, ok := m.rows[k]; !ok || p.Version >= old.Version {
+		m.rows[k] = p.Clone()
 	}
 	return doneAck{}, nil
 }
@@ -227,14 +228,14 @@ type crashable struct {
 
 func (c *crashable) crash() { c.mu.Lock(); c.crashed = true; c.mu.Unlock() }
 
-func (c *crashable) commit(ctx context.Context, k producerKey, p *producerState) (ack, error) {
+func (c *crashable) Commit(ctx context.Context, k producerstate.Key, p *producerstate.State) (producerstate.Ack, error) {
 	c.mu.Lock()
 	crashed := c.crashed
 	c.mu.Unlock()
 	if crashed {
 		return hungAck(c.hung), nil
 	}
-	return c.memStore.commit(ctx, k, p)
+	return c.memStore.Commit(ctx, k, p)
 }
 
 type hungAck chan struct{}
@@ -358,7 +359,7 @@ func TestExactlyOnceReplayAfterCrash(t *testing.T) {
 		t.Run(fmt.Sprintf("written_uncommitted_%d", k), func(t *testing.T) {
 			t.Parallel()
 			f := newDedupFluss()
-			ms := &memStore{rows: map[producerKey]producerState{}}
+			ms := &memStore{rows: map[producerstate.Key]producerstate.State{}}
 			storeA := &crashable{memStore: ms, hung: make(chan struct{})}
 			t.Cleanup(func() { close(storeA.hung) })
 			a := newEOInstance(t, f, storeA, nil)
@@ -399,7 +400,7 @@ func TestExactlyOnceReplayAfterCrash(t *testing.T) {
 func TestExactlyOnceAdmission(t *testing.T) {
 	t.Parallel()
 	f := newDedupFluss()
-	ms := &memStore{rows: map[producerKey]producerState{}}
+	ms := &memStore{rows: map[producerstate.Key]producerstate.State{}}
 	a := newEOInstance(t, f, ms, nil)
 	const n = 2
 	var offsets []int64
@@ -450,7 +451,7 @@ func total(rows map[string]int) int {
 func TestExactlyOnceUnknownOutcomeReplays(t *testing.T) {
 	t.Parallel()
 	f := newDedupFluss()
-	ms := &memStore{rows: map[producerKey]producerState{}}
+	ms := &memStore{rows: map[producerstate.Key]producerstate.State{}}
 	a := newEOInstance(t, f, ms, func(c *testWriterConfig) { c.Retries = 1 })
 	require.NoError(t, await(t, a, eoProduce(3, 0, 0, 3)).Err)
 	f.mu.Lock()
@@ -479,7 +480,7 @@ func TestExactlyOnceUnknownOutcomeReplays(t *testing.T) {
 func TestExactlyOnceWindowAcrossLoad(t *testing.T) {
 	t.Parallel()
 	f := newDedupFluss()
-	ms := &memStore{rows: map[producerKey]producerState{}}
+	ms := &memStore{rows: map[producerstate.Key]producerstate.State{}}
 	a := newEOInstance(t, f, ms, nil)
 	const n = 3
 	offsets := map[int]int64{}
@@ -513,7 +514,7 @@ func TestExactlyOnceEpochBumpAfterCrash(t *testing.T) {
 	t.Parallel()
 	const n = 4
 	f := newDedupFluss()
-	ms := &memStore{rows: map[producerKey]producerState{}}
+	ms := &memStore{rows: map[producerstate.Key]producerstate.State{}}
 	storeA := &crashable{memStore: ms, hung: make(chan struct{})}
 	t.Cleanup(func() { close(storeA.hung) })
 	a := newEOInstance(t, f, storeA, nil)
@@ -545,7 +546,7 @@ func TestExactlyOnceEpochBumpAfterCrash(t *testing.T) {
 func TestExactlyOnceRouteMetrics(t *testing.T) {
 	t.Parallel()
 	f := newDedupFluss()
-	a := newEOInstance(t, f, &memStore{rows: map[producerKey]producerState{}}, nil)
+	a := newEOInstance(t, f, &memStore{rows: map[producerstate.Key]producerstate.State{}}, nil)
 	const n, batches = 3, 4
 	for i := range batches {
 		require.NoError(t, await(t, a, eoProduce(5, 0, i, n)).Err)
@@ -565,10 +566,10 @@ type heldStore struct {
 	release chan struct{}
 }
 
-func (h *heldStore) commit(ctx context.Context, k producerKey, p *producerState) (ack, error) {
+func (h *heldStore) Commit(ctx context.Context, k producerstate.Key, p *producerstate.State) (producerstate.Ack, error) {
 	h.started <- struct{}{}
 	<-h.release
-	return h.memStore.commit(ctx, k, p)
+	return h.memStore.Commit(ctx, k, p)
 }
 
 // Batches of one producer-partition written while its commit is in flight
@@ -579,7 +580,7 @@ func TestExactlyOnceCommitsGrouped(t *testing.T) {
 	t.Parallel()
 	const n = 3
 	f := newDedupFluss()
-	ms := &memStore{rows: map[producerKey]producerState{}}
+	ms := &memStore{rows: map[producerstate.Key]producerstate.State{}}
 	held := &heldStore{memStore: ms, started: make(chan struct{}, 16), release: make(chan struct{})}
 	a := newEOInstance(t, f, held, nil)
 	var writes []kafkaproto.PartitionWrite
@@ -593,7 +594,7 @@ func TestExactlyOnceCommitsGrouped(t *testing.T) {
 	<-held.started // batch 0's commit, held
 	require.NoError(t, a.acc.Flush(t.Context()), "batches 1-3 are written meanwhile")
 	assert.Equal(t, 4*n, total(f.rows(eoTableID)))
-	p := a.eo.partition(producerKey{7, "load", 0})
+	p := a.eo.partition(producerstate.Key{ProducerID: 7, Topic: "load", Partition: 0})
 	p.mu.Unlock()
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		p.mu.Lock()
@@ -607,13 +608,13 @@ func TestExactlyOnceCommitsGrouped(t *testing.T) {
 	}
 	assert.Len(t, held.started, 1, "batches 1-3: one commit")
 	ms.mu.Lock()
-	commits, row := ms.commits, ms.rows[producerKey{7, "load", 0}]
+	commits, row := ms.commits, ms.rows[producerstate.Key{ProducerID: 7, Topic: "load", Partition: 0}]
 	ms.mu.Unlock()
 	assert.Equal(t, 3, commits, "writer id, batch 0, batches 1-3")
-	require.Len(t, row.window, 4)
-	for k, w := range row.window {
-		assert.Equal(t, writes[k].Result().BaseOffset, w.offset, "window entry %d", k)
-		assert.GreaterOrEqual(t, w.offset, int64(0))
+	require.Len(t, row.Window, 4)
+	for k, w := range row.Window {
+		assert.Equal(t, writes[k].Result().BaseOffset, w.Offset, "window entry %d", k)
+		assert.GreaterOrEqual(t, w.Offset, int64(0))
 	}
 
 	b := newEOInstance(t, f, ms, nil)
@@ -634,12 +635,12 @@ type lookupHeldStore struct {
 	release  chan struct{}
 }
 
-func (h *lookupHeldStore) lookup(ctx context.Context, k producerKey) (producerState, bool, error) {
-	if k.id == h.producer {
+func (h *lookupHeldStore) Lookup(ctx context.Context, k producerstate.Key) (producerstate.State, bool, error) {
+	if k.ProducerID == h.producer {
 		h.started <- struct{}{}
 		<-h.release
 	}
-	return h.memStore.lookup(ctx, k)
+	return h.memStore.Lookup(ctx, k)
 }
 
 // A producer whose state is being looked up holds only its own batches:
@@ -649,7 +650,7 @@ func (h *lookupHeldStore) lookup(ctx context.Context, k producerKey) (producerSt
 func TestExactlyOnceProducersDoNotQueueBehindEachOther(t *testing.T) {
 	t.Parallel()
 	f := newDedupFluss()
-	held := &lookupHeldStore{memStore: &memStore{rows: map[producerKey]producerState{}}, producer: 7,
+	held := &lookupHeldStore{memStore: &memStore{rows: map[producerstate.Key]producerstate.State{}}, producer: 7,
 		started: make(chan struct{}, 1), release: make(chan struct{})}
 	a := newEOInstance(t, f, held, nil)
 	slow, err := a.Produce(t.Context(), eoProduce(7, 0, 0, 2))

@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fluss-kafka/gateway/fluss"
+	"github.com/fluss-kafka/gateway/owntable"
+	"github.com/fluss-kafka/gateway/producerstate"
 )
 
 // ownTables is a Fluss with at most one table, for the gateway's own
@@ -56,19 +58,19 @@ func TestOwnTablesOpen(t *testing.T) {
 	path := fluss.TablePath{Database: "gateway", Table: "own"}
 	for _, tc := range []struct {
 		name    string
-		open    func(src stateSource) *ownTable
+		open    func(src owntable.Source) *owntable.Table
 		reshape func(d *fluss.TableDescriptor) // an existing table of another shape
 		unprop  func(d *fluss.TableDescriptor) // an existing table without the property
 		prop    string
 	}{
-		{"producer states", func(src stateSource) *ownTable { return &newStateStore(src, w.Accumulator, path).ownTable },
+		{"producer states", func(src owntable.Source) *owntable.Table { return &producerstate.New(src, w.Accumulator, path).Table },
 			func(d *fluss.TableDescriptor) { d.Schema.Columns[1].Name = "other" },
 			func(d *fluss.TableDescriptor) { d.Properties = nil }, "versioned merge engine"},
-		{"transactions", func(src stateSource) *ownTable { return &newTxnTable(src, w.Accumulator, path).ownTable },
+		{"transactions", func(src owntable.Source) *owntable.Table { return &newTxnTable(src, w.Accumulator, path).Table },
 			func(d *fluss.TableDescriptor) { d.BucketKeys = []string{"producer_id"} },
 			func(d *fluss.TableDescriptor) { d.Properties = map[string]string{"table.merge-engine": "versioned"} }, "first_row"},
-		{"staging", func(src stateSource) *ownTable {
-			return &newStagingLog(stagingTables{src.(*ownTables)}, w.Accumulator, path).ownTable
+		{"staging", func(src owntable.Source) *owntable.Table {
+			return &newStagingLog(stagingTables{src.(*ownTables)}, w.Accumulator, path).Table
 		},
 			func(d *fluss.TableDescriptor) { d.Schema.Columns = d.Schema.Columns[1:] },
 			func(d *fluss.TableDescriptor) { d.Properties = nil }, "INDEXED"},
@@ -76,19 +78,19 @@ func TestOwnTablesOpen(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			src := &ownTables{id: int64(len(tc.name))} // a table id of its own in the shared writer
 			o := tc.open(src)
-			require.NoError(t, o.open(t.Context()))
-			require.NoError(t, o.open(t.Context()), "opened once")
+			require.NoError(t, o.Open(t.Context()))
+			require.NoError(t, o.Open(t.Context()), "opened once")
 			assert.Equal(t, []int{1, 1, 1}, []int{src.databases, src.creates, src.waits})
-			require.NotNil(t, o.table, "registered with the writer")
-			assert.Equal(t, path, o.table.Path())
-			assert.Equal(t, o.info.Descriptor.HasPrimaryKey(), o.keyEnc != nil)
+			require.NotNil(t, o.Writer, "registered with the writer")
+			assert.Equal(t, path, o.Writer.Path())
+			assert.Equal(t, o.Info.Descriptor.HasPrimaryKey(), o.KeyEnc != nil)
 
 			for what, change := range map[string]func(*fluss.TableDescriptor){"shape": tc.reshape, "property": tc.unprop} {
-				existing := &ownTables{info: &fluss.TableInfo{TableID: 78, Path: path, Descriptor: *o.kind.descriptor()}}
+				existing := &ownTables{info: &fluss.TableInfo{TableID: 78, Path: path, Descriptor: *o.Kind.Descriptor()}}
 				change(&existing.info.Descriptor)
-				err := tc.open(existing).open(t.Context())
+				err := tc.open(existing).Open(t.Context())
 				require.Error(t, err, what)
-				assert.Contains(t, err.Error(), o.kind.what+" "+path.String(), what)
+				assert.Contains(t, err.Error(), o.Kind.What+" "+path.String(), what)
 				if what == "property" {
 					assert.Contains(t, err.Error(), tc.prop)
 				}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/internal/flusstest"
+	"github.com/fluss-kafka/gateway/producerstate"
 )
 
 // TestMain stops the cluster flusstest.Bootstrap may start for this binary.
@@ -47,42 +48,42 @@ func TestIntegrationProducerStateStore(t *testing.T) {
 		require.NoError(t, w.Close(context.Background()))
 		require.NoError(t, <-runErr)
 	}()
-	store := newStateStore(c, w.Accumulator, path)
+	store := producerstate.New(c, w.Accumulator, path)
 
-	key := producerKey{id: 77, topic: "orders", partition: 3}
-	_, ok, err := store.lookup(ctx, key)
+	key := producerstate.Key{ProducerID: 77, Topic: "orders", Partition: 3}
+	_, ok, err := store.Lookup(ctx, key)
 	require.NoError(t, err)
 	assert.False(t, ok, "no row yet")
 
-	commit := func(p producerState) {
-		h, err := store.commit(ctx, key, &p)
+	commit := func(p producerstate.State) {
+		h, err := store.Commit(ctx, key, &p)
 		require.NoError(t, err)
 		_, err = h.Wait(ctx)
 		require.NoError(t, err)
 	}
-	want := producerState{
-		version: 9, writerID: 1234, fingerprint: 55, epoch: 2, known: true, nextSeq: 4000,
-		targets: map[targetKey]int32{{tableID: 5, partitionID: -1, bucket: 1}: 17, {tableID: 6, partitionID: -1, bucket: 0}: 2},
-		window:  []committedBatch{{first: 3000, last: 3499, offset: 100}, {first: 3500, last: 3999, offset: 600}},
+	want := producerstate.State{
+		Version: 9, WriterID: 1234, Fingerprint: 55, Epoch: 2, Known: true, NextSeq: 4000,
+		Targets: map[producerstate.Target]int32{{TableID: 5, PartitionID: -1, Bucket: 1}: 17, {TableID: 6, PartitionID: -1, Bucket: 0}: 2},
+		Window:  []producerstate.Batch{{First: 3000, Last: 3499, Offset: 100}, {First: 3500, Last: 3999, Offset: 600}},
 	}
 	commit(want)
-	got, ok, err := store.lookup(ctx, key)
+	got, ok, err := store.Lookup(ctx, key)
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, want, got)
 
-	stale := want.clone()
-	stale.version, stale.nextSeq = 8, 3500
+	stale := want.Clone()
+	stale.Version, stale.NextSeq = 8, 3500
 	commit(stale)
-	got, ok, err = store.lookup(ctx, key)
+	got, ok, err = store.Lookup(ctx, key)
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, want, got, "a lower version does not replace the row")
 
-	newer := want.clone()
-	newer.version, newer.nextSeq = 10, 4500
+	newer := want.Clone()
+	newer.Version, newer.NextSeq = 10, 4500
 	commit(newer)
-	got, _, err = store.lookup(ctx, key)
+	got, _, err = store.Lookup(ctx, key)
 	require.NoError(t, err)
 	assert.Equal(t, newer, got)
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/fluss-kafka/gateway/answer"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
 	"github.com/fluss-kafka/gateway/schemafollow"
@@ -131,12 +132,12 @@ func (s *bridge) produceCreating(ctx context.Context, spec mapping.RouteSpec, re
 			s.log.Warn("produce: the route's table could not be created from the writer schema", slog.String("route", spec.Name),
 				slog.String("table", spec.Table.String()), slog.String("topic", req.Topic), slog.Any("err", err))
 			req.Release()
-			c.Complete(failedResult(err))
+			c.Complete(answer.Failed(err))
 			return
 		}
 		w, err := s.Produce(jctx, req) // routed now; Produce owns req
 		if err != nil {
-			c.Complete(failedResult(err))
+			c.Complete(answer.Failed(err))
 			return
 		}
 		go func() {

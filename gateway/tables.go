@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/fluss-kafka/gateway/accumulator"
@@ -109,7 +107,7 @@ func (r *tableRegistry) state(routes *mapping.Routes, infos map[fluss.TablePath]
 	for path, info := range infos {
 		t := r.byID[info.TableID]
 		if t == nil {
-			spec, err := tableSpec(info, r.encoders)
+			spec, err := accumulator.TableSpecOf(info, r.encoders)
 			if err != nil {
 				return nil, err
 			}
@@ -125,7 +123,7 @@ func (r *tableRegistry) state(routes *mapping.Routes, infos map[fluss.TablePath]
 			// Columns were added (Fluss changes a schema no other way): new
 			// batches are built for the new schema; rows converted for
 			// the old one are padded with nulls.
-			spec, err := tableSpec(info, r.encoders)
+			spec, err := accumulator.TableSpecOf(info, r.encoders)
 			if err != nil {
 				return nil, err
 			}
@@ -136,62 +134,4 @@ func (r *tableRegistry) state(routes *mapping.Routes, infos map[fluss.TablePath]
 		st.tables[path] = t
 	}
 	return st, nil
-}
-
-// tableSpec chooses the batch builder the table's formats ask for; an
-// Arrow log table compresses with encoders, which only a primary-key table
-// may leave nil.
-func tableSpec(info *fluss.TableInfo, encoders *fluss.ArrowEncoders) (accumulator.TableSpec, error) {
-	d := &info.Descriptor
-	schema := &d.Schema
-	spec := accumulator.TableSpec{ID: info.TableID, Path: info.Path, NumBuckets: d.BucketCount, SchemaID: info.SchemaID, Columns: len(schema.Columns)}
-	if spec.NumBuckets <= 0 {
-		return spec, fmt.Errorf("table %s: bucket count %d", info.Path, d.BucketCount)
-	}
-	if d.HasPrimaryKey() {
-		format := d.KvFormat()
-		spec.NewKvBuilder = func() (accumulator.KvBuilder, error) {
-			return fluss.NewKvBatchBuilder(schema, info.SchemaID, format)
-		}
-		return spec, nil
-	}
-	switch f := d.LogFormat(); f {
-	case fluss.LogFormatArrow:
-		codec := d.ArrowCompression()
-		level := 3
-		if v := d.Properties[fluss.PropArrowCompressionLevel]; v != "" {
-			n, err := strconv.Atoi(strings.TrimSpace(v))
-			if err != nil {
-				return spec, fmt.Errorf("table %s: %s %q: %w", info.Path, fluss.PropArrowCompressionLevel, v, err)
-			}
-			level = n
-		}
-		// One compressor per table: the compression-ratio estimate its
-		// batches share; the encoders are every table's.
-		if encoders == nil {
-			return spec, fmt.Errorf("table %s: an Arrow log table needs the gateway's shared encoders", info.Path)
-		}
-		comp, err := encoders.Compressor(codec, level)
-		if err != nil {
-			return spec, fmt.Errorf("table %s: %w", info.Path, err)
-		}
-		spec.NewLogBuilder = func() (accumulator.LogBuilder, error) {
-			return fluss.NewArrowLogBuilder(schema, info.SchemaID, codec, level, fluss.WithArrowCompressor(comp))
-		}
-	case fluss.LogFormatIndexed:
-		spec.NewLogBuilder = func() (accumulator.LogBuilder, error) {
-			return fluss.NewIndexedLogBuilder(schema, info.SchemaID)
-		}
-	case fluss.LogFormatCompacted:
-		spec.NewLogBuilder = func() (accumulator.LogBuilder, error) {
-			return fluss.NewCompactedLogBuilder(schema, info.SchemaID)
-		}
-	default:
-		return spec, fmt.Errorf("table %s: log format %q is not supported", info.Path, f)
-	}
-	// Fail at start-up, not on the first record, if the builder refuses the schema.
-	if _, err := spec.NewLogBuilder(); err != nil {
-		return spec, fmt.Errorf("table %s: %w", info.Path, err)
-	}
-	return spec, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/fluss-kafka/gateway/answer"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
 )
@@ -357,7 +358,7 @@ func (s *bridge) produceTransactional(ctx context.Context, st *routeState, route
 	h, err := t.staging.stage(ctx, sb)
 	if err != nil {
 		t.charge(p, topicPartition{req.Topic, req.Partition}, -size)
-		return nil, kafkaError(err)
+		return nil, answer.Error(err)
 	}
 	t.m.stagedBatches.Inc()
 	t.m.stagedBytes.Add(float64(size))
@@ -365,7 +366,7 @@ func (s *bridge) produceTransactional(ctx context.Context, st *routeState, route
 	go func() {
 		_, err := h.Wait(context.WithoutCancel(ctx))
 		if err != nil {
-			c.Complete(failedResult(kafkaError(fmt.Errorf("stage batch of %q: %w", req.TransactionalID, err))))
+			c.Complete(answer.Failed(answer.Error(fmt.Errorf("stage batch of %q: %w", req.TransactionalID, err))))
 			return
 		}
 		c.Complete(kafkaproto.PartitionResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1})

@@ -69,8 +69,8 @@ func TestIntegrationTxnClaims(t *testing.T) {
 	defer cancel()
 	const instances = 4
 	tables, claims, path := txnInstances(t, ctx, instances)
-	require.NoError(t, tables[0].open(ctx), "creates the table")
-	info, err := tables[0].src.TableInfo(ctx, path)
+	require.NoError(t, tables[0].Open(ctx), "creates the table")
+	info, err := tables[0].Source.TableInfo(ctx, path)
 	require.NoError(t, err)
 	assert.Equal(t, "first_row", info.Descriptor.Properties["table.merge-engine"])
 

@@ -11,6 +11,7 @@ import (
 	"github.com/fluss-kafka/gateway/accumulator"
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/kafkaproto"
+	"github.com/fluss-kafka/gateway/owntable"
 )
 
 // The staging table holds the record batches of open transactions until
@@ -63,20 +64,20 @@ type stagedBatch struct {
 // stagingLog writes and reads the staging table; it creates the table on
 // first use. Safe for concurrent use.
 type stagingLog struct {
-	ownTable
+	owntable.Table
 	fetch stagingSource // reads the staged batches back
 }
 
 // stagingSource is what the staging log needs from Fluss.
 type stagingSource interface {
-	stateSource
+	owntable.Source
 	ListOffsets(ctx context.Context, tableID, partitionID int64, buckets []int32, spec fluss.OffsetSpec) (map[int32]int64, error)
 	FetchLog(ctx context.Context, req *fluss.FetchLogRequest) ([]fluss.FetchedBucket, error)
 }
 
 func newStagingLog(src stagingSource, acc *accumulator.Accumulator, path fluss.TablePath) *stagingLog {
-	return &stagingLog{ownTable: newOwnTable(src, acc, path, ownTableKind{what: "staging table", descriptor: stagingDescriptor,
-		properties: checkStagingProperties, noLinger: true}), fetch: src}
+	return &stagingLog{Table: owntable.New(src, acc, path, owntable.Kind{What: "staging table", Descriptor: stagingDescriptor,
+		Properties: checkStagingProperties, NoLinger: true}), fetch: src}
 }
 
 func stagingDescriptor() *fluss.TableDescriptor {
@@ -101,24 +102,24 @@ func checkStagingProperties(d *fluss.TableDescriptor) error {
 func (l *stagingLog) bucket(id string) (int32, error) {
 	row := make(fluss.Row, stagingColumns)
 	row[0] = fluss.StringDatum(id)
-	b, err := l.bucketEnc.Encode(nil, row)
+	b, err := l.BucketEnc.Encode(nil, row)
 	if err != nil {
 		return 0, fmt.Errorf("encode transactional id %q: %w", id, err)
 	}
-	return fluss.BucketForKey(b, l.info.Descriptor.BucketCount), nil
+	return fluss.BucketForKey(b, l.Info.Descriptor.BucketCount), nil
 }
 
 // end returns the staging bucket's end offset for id: every batch staged
 // for id after this call is at or past it.
 func (l *stagingLog) end(ctx context.Context, id string) (int64, error) {
-	if err := l.open(ctx); err != nil {
+	if err := l.Open(ctx); err != nil {
 		return 0, err
 	}
 	b, err := l.bucket(id)
 	if err != nil {
 		return 0, err
 	}
-	offs, err := l.fetch.ListOffsets(ctx, l.info.TableID, fluss.NoPartition, []int32{b}, fluss.LatestOffset)
+	offs, err := l.fetch.ListOffsets(ctx, l.Info.TableID, fluss.NoPartition, []int32{b}, fluss.LatestOffset)
 	if err != nil {
 		return 0, fmt.Errorf("staging end offset of %q: %w", id, err)
 	}
@@ -130,13 +131,13 @@ func (l *stagingLog) end(ctx context.Context, id string) (int64, error) {
 }
 
 // stage appends one batch; the handle completes once Fluss has it.
-func (l *stagingLog) stage(ctx context.Context, sb *stagedBatch) (ack, error) {
-	if err := l.open(ctx); err != nil {
-		return nil, err
+func (l *stagingLog) stage(ctx context.Context, sb *stagedBatch) (accumulator.Handle, error) {
+	if err := l.Open(ctx); err != nil {
+		return accumulator.Handle{}, err
 	}
 	b, err := l.bucket(sb.id)
 	if err != nil {
-		return nil, err
+		return accumulator.Handle{}, err
 	}
 	records := appendStagedRecords(make([]byte, 0, stagedSize(sb.records)), sb.records)
 	row := fluss.Row{
@@ -144,9 +145,9 @@ func (l *stagingLog) stage(ctx context.Context, sb *stagedBatch) (ack, error) {
 		fluss.IntDatum(sb.producerID), fluss.IntDatum(int64(sb.epoch)), fluss.IntDatum(int64(sb.baseSequence)),
 		fluss.IntDatum(int64(len(sb.records))), fluss.BytesDatum(records),
 	}
-	handle, err := l.acc.Append(ctx, l.table, fluss.NoPartition, b, fluss.WriteAppend, nil, row)
+	handle, err := l.Acc.Append(ctx, l.Writer, fluss.NoPartition, b, fluss.WriteAppend, nil, row)
 	if err != nil {
-		return nil, fmt.Errorf("stage batch of %q: %w", sb.id, err)
+		return accumulator.Handle{}, fmt.Errorf("stage batch of %q: %w", sb.id, err)
 	}
 	return handle, nil
 }
@@ -156,7 +157,7 @@ func (l *stagingLog) stage(ctx context.Context, sb *stagedBatch) (ack, error) {
 // retry on another instance, once) and ordered by topic, partition and
 // sequence.
 func (l *stagingLog) read(ctx context.Context, id string, pid int64, epoch int16, from, to int64) ([]*stagedBatch, error) {
-	if err := l.open(ctx); err != nil {
+	if err := l.Open(ctx); err != nil {
 		return nil, err
 	}
 	b, err := l.bucket(id)
@@ -170,9 +171,9 @@ func (l *stagingLog) read(ctx context.Context, id string, pid int64, epoch int16
 	}
 	seen := map[seqKey]bool{}
 	var out []*stagedBatch
-	schema := &l.info.Descriptor.Schema
+	schema := &l.Info.Descriptor.Schema
 	for off := from; off < to; {
-		got, err := l.fetch.FetchLog(ctx, &fluss.FetchLogRequest{TableID: l.info.TableID,
+		got, err := l.fetch.FetchLog(ctx, &fluss.FetchLogRequest{TableID: l.Info.TableID,
 			Buckets: []fluss.FetchBucket{{PartitionID: fluss.NoPartition, Bucket: b, Offset: off, MaxBytes: stagingFetchMax}}})
 		if err != nil {
 			return nil, fmt.Errorf("read staged batches of %q: %w", id, err)
@@ -271,17 +272,17 @@ func decodeStagedRecords(b []byte, n int) ([]kafkaproto.Record, error) {
 	if n < 0 || n > len(b) {
 		return nil, fmt.Errorf("%w: %d records", errBadStaged, n)
 	}
-	r := stateReader{b: b[1:]}
+	r := owntable.Reader{B: b[1:]}
 	recs := make([]kafkaproto.Record, n)
 	for i := range recs {
 		rec := &recs[i]
 		rec.Index = int32(i)
-		rec.OffsetDelta = int32(r.varint())
-		rec.Timestamp = r.varint()
+		rec.OffsetDelta = int32(r.Varint())
+		rec.Timestamp = r.Varint()
 		rec.Key = nullableBytes(&r)
 		rec.Value = nullableBytes(&r)
-		h := r.uvarint()
-		if h > uint64(len(r.b)) {
+		h := r.Uvarint()
+		if h > uint64(len(r.B)) {
 			return nil, fmt.Errorf("%w: %d headers", errBadStaged, h)
 		}
 		for range h {
@@ -289,22 +290,22 @@ func decodeStagedRecords(b []byte, n int) ([]kafkaproto.Record, error) {
 			rec.Headers = append(rec.Headers, kafkaproto.Header{Key: string(k), Value: nullableBytes(&r)})
 		}
 	}
-	if r.err != nil || len(r.b) != 0 {
+	if r.Err != nil || len(r.B) != 0 {
 		return nil, fmt.Errorf("%w: truncated or trailing bytes", errBadStaged)
 	}
 	return recs, nil
 }
 
-func nullableBytes(r *stateReader) []byte {
-	n := r.varint()
-	if n < 0 || r.err != nil {
+func nullableBytes(r *owntable.Reader) []byte {
+	n := r.Varint()
+	if n < 0 || r.Err != nil {
 		return nil
 	}
-	if n > int64(len(r.b)) {
-		r.err, r.b = errBadStaged, nil
+	if n > int64(len(r.B)) {
+		r.Err, r.B = errBadStaged, nil
 		return nil
 	}
-	out := r.b[:n:n]
-	r.b = r.b[n:]
+	out := r.B[:n:n]
+	r.B = r.B[n:]
 	return out
 }

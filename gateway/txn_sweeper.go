@@ -86,7 +86,7 @@ func (w *txnSweeper) sweep(ctx context.Context) error {
 	if !ok {
 		return nil
 	}
-	if err := tab.open(ctx); err != nil {
+	if err := tab.Open(ctx); err != nil {
 		return err
 	}
 	readFrom := w.now().UnixMilli()
@@ -118,12 +118,12 @@ func (w *txnSweeper) sweep(ctx context.Context) error {
 
 // read applies the changelog rows written since the last read.
 func (w *txnSweeper) read(ctx context.Context, tab *txnTable) error {
-	schema := &tab.info.Descriptor.Schema
-	format := tab.info.Descriptor.LogFormat()
-	for b := range int32(tab.info.Descriptor.BucketCount) {
+	schema := &tab.Info.Descriptor.Schema
+	format := tab.Info.Descriptor.LogFormat()
+	for b := range int32(tab.Info.Descriptor.BucketCount) {
 		for {
 			off := w.offsets[b]
-			got, err := w.fetch(ctx, &fluss.FetchLogRequest{TableID: tab.info.TableID,
+			got, err := w.fetch(ctx, &fluss.FetchLogRequest{TableID: tab.Info.TableID,
 				Buckets: []fluss.FetchBucket{{PartitionID: fluss.NoPartition, Bucket: b, Offset: off}}})
 			if err != nil {
 				return fmt.Errorf("read the transactions changelog: %w", err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/fluss-kafka/gateway/accumulator"
 	"github.com/fluss-kafka/gateway/fluss"
+	"github.com/fluss-kafka/gateway/owntable"
 )
 
 // The transactions table holds what instances must agree on about a
@@ -83,12 +84,12 @@ type txnRows interface {
 // txnTable is txnRows on Fluss. It creates the table on first use; its
 // methods are safe for concurrent use.
 type txnTable struct {
-	ownTable
+	owntable.Table
 }
 
-func newTxnTable(src stateSource, acc *accumulator.Accumulator, path fluss.TablePath) *txnTable {
-	return &txnTable{newOwnTable(src, acc, path, ownTableKind{what: "transactions table", descriptor: txnDescriptor,
-		properties: checkTxnProperties, noLinger: true})}
+func newTxnTable(src owntable.Source, acc *accumulator.Accumulator, path fluss.TablePath) *txnTable {
+	return &txnTable{owntable.New(src, acc, path, owntable.Kind{What: "transactions table", Descriptor: txnDescriptor,
+		Properties: checkTxnProperties, NoLinger: true})}
 }
 
 func txnDescriptor() *fluss.TableDescriptor {
@@ -114,17 +115,17 @@ func checkTxnProperties(d *fluss.TableDescriptor) error {
 func (t *txnTable) bucket(id string) (int32, error) {
 	row := make(fluss.Row, txnColumns)
 	row[0] = fluss.StringDatum(id)
-	b, err := t.bucketEnc.Encode(nil, row)
+	b, err := t.BucketEnc.Encode(nil, row)
 	if err != nil {
 		return 0, fmt.Errorf("encode transactional id %q: %w", id, err)
 	}
-	return fluss.BucketForKey(b, t.info.Descriptor.BucketCount), nil
+	return fluss.BucketForKey(b, t.Info.Descriptor.BucketCount), nil
 }
 
 func (t *txnTable) key(id string, k txnKey) ([]byte, error) {
 	row := make(fluss.Row, txnColumns)
 	row[0], row[1], row[2] = fluss.StringDatum(id), fluss.IntDatum(k.claim), fluss.IntDatum(k.txn)
-	b, err := t.keyEnc.Encode(nil, row)
+	b, err := t.KeyEnc.Encode(nil, row)
 	if err != nil {
 		return nil, fmt.Errorf("encode transaction row key: %w", err)
 	}
@@ -132,7 +133,7 @@ func (t *txnTable) key(id string, k txnKey) ([]byte, error) {
 }
 
 func (t *txnTable) insert(ctx context.Context, r *txnRow) error {
-	if err := t.open(ctx); err != nil {
+	if err := t.Open(ctx); err != nil {
 		return err
 	}
 	key, err := t.key(r.id, r.key)
@@ -143,7 +144,7 @@ func (t *txnTable) insert(ctx context.Context, r *txnRow) error {
 	if err != nil {
 		return err
 	}
-	h, err := t.acc.Append(ctx, t.table, fluss.NoPartition, bucket, fluss.WriteUpsert, key, r.fluss())
+	h, err := t.Acc.Append(ctx, t.Writer, fluss.NoPartition, bucket, fluss.WriteUpsert, key, r.fluss())
 	if err != nil {
 		return fmt.Errorf("write transaction row %s %+v: %w", r.id, r.key, err)
 	}
@@ -154,7 +155,7 @@ func (t *txnTable) insert(ctx context.Context, r *txnRow) error {
 }
 
 func (t *txnTable) get(ctx context.Context, id string, keys []txnKey) ([]*txnRow, error) {
-	if err := t.open(ctx); err != nil {
+	if err := t.Open(ctx); err != nil {
 		return nil, err
 	}
 	bucket, err := t.bucket(id)
@@ -167,7 +168,7 @@ func (t *txnTable) get(ctx context.Context, id string, keys []txnKey) ([]*txnRow
 			return nil, err
 		}
 	}
-	vals, err := t.src.Lookup(ctx, t.info.TableID, fluss.NoPartition, bucket, enc)
+	vals, err := t.Source.Lookup(ctx, t.Info.TableID, fluss.NoPartition, bucket, enc)
 	if err != nil {
 		return nil, fmt.Errorf("look up transaction rows of %q: %w", id, err)
 	}
@@ -179,7 +180,7 @@ func (t *txnTable) get(ctx context.Context, id string, keys []txnKey) ([]*txnRow
 		if v == nil {
 			continue
 		}
-		_, row, err := fluss.DecodeValueRow(v, &t.info.Descriptor.Schema, t.info.Descriptor.KvFormat())
+		_, row, err := fluss.DecodeValueRow(v, &t.Info.Descriptor.Schema, t.Info.Descriptor.KvFormat())
 		if err != nil {
 			return nil, fmt.Errorf("decode transaction row of %q: %w", id, err)
 		}

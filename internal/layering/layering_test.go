@@ -38,8 +38,11 @@ var product = []struct {
 	{"sender", []string{"accumulator", "backoff", "fluss"}, "drains the accumulator: one request stream per (tablet server, table), retries, writer ids, sequences"},
 	{"configs", []string{"accumulator", "fluss", "kafkaproto", "mapping", "schemaregistry", "sender"}, "YAML → config structs, defaults taken from the components"},
 	{"schemafollow", []string{"fluss", "mapping", "schemaregistry"}, "tables that follow writer schemas: columns added, tables created, `tables plan|apply`"},
+	{"answer", []string{"accumulator", "fluss", "kafkaproto", "sender"}, "the Kafka answer to a failed write: the one Fluss → Kafka error table, throttle time"},
+	{"owntable", []string{"accumulator", "fluss"}, "the gateway's own tables: created when missing, shape and properties checked, registered with the writer"},
+	{"producerstate", []string{"accumulator", "fluss", "kafkaproto", "owntable"}, "the producer-state table: per producer-partition writer id, sequences and answered batches"},
 	{"acl", []string{"configs", "kafkaproto"}, "topic ACLs with Kafka's rules: which principal may Write or Describe a topic"},
-	{"gateway", []string{"accumulator", "acl", "backoff", "configs", "fluss", "kafkaproto", "mapping", "schemafollow", "schemaregistry", "sender"}, "the bridge (route, convert, append, ack) and the gateway's lifetime"},
+	{"gateway", []string{"accumulator", "acl", "answer", "backoff", "configs", "fluss", "kafkaproto", "mapping", "owntable", "producerstate", "schemafollow", "schemaregistry", "sender"}, "the bridge (route, convert, append, ack) and the gateway's lifetime"},
 	{"cmd/gateway", []string{"configs", "gateway"}, "main: flags, config file, signals"},
 }
 

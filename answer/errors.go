@@ -1,4 +1,4 @@
-package gateway
+package answer
 
 import (
 	"context"
@@ -77,9 +77,9 @@ var flussThrottle = map[int32]time.Duration{
 	fluss.ErrHistoricalPartitionThrottled.Code: time.Second,
 }
 
-// throttleFor is the throttle time a failed Produce partition carries
+// Throttle is the throttle time a failed Produce partition carries
 // (kafkaproto.PartitionResult.ThrottleTime); zero for most errors.
-func throttleFor(err error) time.Duration {
+func Throttle(err error) time.Duration {
 	if err == nil {
 		return 0 // the common case: no errors.As target escaping per answer
 	}
@@ -90,10 +90,10 @@ func throttleFor(err error) time.Duration {
 	return flussThrottle[fe.Code]
 }
 
-// kafkaError classifies an error of the write path for the Kafka front,
+// Error classifies an error of the write path for the Kafka front,
 // keeping the original as the message: the result matches (errors.Is) one
 // kafkaproto sentinel.
-func kafkaError(err error) error {
+func Error(err error) error {
 	if err == nil {
 		return nil
 	}
@@ -132,4 +132,8 @@ func kafkaError(err error) error {
 		return fmt.Errorf("%w: %w", kafkaproto.ErrNotLeaderOrFollower, err)
 	}
 	return fmt.Errorf("%w: %w", kafkaproto.ErrUnknownServerError, err)
+}
+
+func Failed(err error) kafkaproto.PartitionResult {
+	return kafkaproto.PartitionResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1, Err: err, ThrottleTime: Throttle(err)}
 }

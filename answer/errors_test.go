@@ -1,4 +1,4 @@
-package gateway
+package answer
 
 import (
 	"context"
@@ -82,7 +82,7 @@ func TestKafkaErrorForEveryFlussCode(t *testing.T) {
 			t.Parallel()
 			ferr := fluss.ErrorForCode(code, "from the server")
 			require.Error(t, ferr)
-			got := kafkaError(fmt.Errorf("produce_log to tablet server 1: %w", ferr))
+			got := Error(fmt.Errorf("produce_log to tablet server 1: %w", ferr))
 			want, ok := table[code]
 			if !ok {
 				want.kafka = kafkaproto.ErrUnknownServerError
@@ -107,7 +107,7 @@ func TestWriterResetIsRetriable(t *testing.T) {
 		fmt.Errorf("%w: %w", sender.ErrWriterReset, fluss.ErrorForCode(31, "out of order")),
 		fmt.Errorf("%w: %w", sender.ErrWriterReset, fluss.ErrorForCode(3, "corrupt")),
 	} {
-		got := kafkaError(fmt.Errorf("table db.t bucket 2: %w", cause))
+		got := Error(fmt.Errorf("table db.t bucket 2: %w", cause))
 		assert.ErrorIs(t, got, kafkaproto.ErrNotEnoughReplicas, "%v", cause)
 		assert.True(t, franzGoRetries(kafkaproto.ErrNotEnoughReplicas.Code))
 		assert.True(t, javaRetries[kafkaproto.ErrNotEnoughReplicas.Code])
@@ -125,7 +125,7 @@ func TestNoLeaderIsLeaderNotAvailable(t *testing.T) {
 		fmt.Errorf("%w for 5s: %w", sender.ErrNoLeader, fluss.ErrorForCode(21, "unknown table or bucket")),
 		fmt.Errorf("%w for 5s: %w", sender.ErrNoLeader, fluss.ErrConnectionClosed),
 	} {
-		got := kafkaError(fmt.Errorf("write to table db.t bucket 0: %w", cause))
+		got := Error(fmt.Errorf("write to table db.t bucket 0: %w", cause))
 		assert.ErrorIs(t, got, kafkaproto.ErrLeaderNotAvailable, "%v", cause)
 		assert.True(t, franzGoRetries(kafkaproto.ErrLeaderNotAvailable.Code))
 		assert.True(t, javaRetries[kafkaproto.ErrLeaderNotAvailable.Code])
@@ -154,7 +154,7 @@ func TestKafkaErrorLocalConditions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := kafkaError(tt.err)
+			got := Error(tt.err)
 			if tt.want == nil {
 				assert.NoError(t, got)
 				return
@@ -182,9 +182,9 @@ func TestThrottleForStoragePressure(t *testing.T) {
 	wrap := func(code int32) error {
 		return fmt.Errorf("table db.t bucket 0: %w", fluss.ErrorForCode(code, "busy"))
 	}
-	assert.Equal(t, time.Second, throttleFor(wrap(72)))
-	assert.Equal(t, time.Second, throttleFor(wrap(73)))
-	assert.Zero(t, throttleFor(wrap(10)))
-	assert.Zero(t, throttleFor(sender.ErrDeliveryTimeout))
-	assert.Zero(t, throttleFor(nil))
+	assert.Equal(t, time.Second, Throttle(wrap(72)))
+	assert.Equal(t, time.Second, Throttle(wrap(73)))
+	assert.Zero(t, Throttle(wrap(10)))
+	assert.Zero(t, Throttle(sender.ErrDeliveryTimeout))
+	assert.Zero(t, Throttle(nil))
 }

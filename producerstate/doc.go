@@ -1,0 +1,11 @@
+// Package producerstate owns the producer-state table: per Kafka
+// producer-partition of an exactly-once route, the Fluss writer id, the
+// last sequence per target bucket, the next Kafka sequence and the window
+// of answered batches (State), encoded in one row, looked up on a
+// producer-partition's first batch on an instance and committed (upserted
+// through the writer, versioned) after its batches are written. What the
+// state means and when it is committed is package exactlyonce's.
+//
+// Imports point down: producerstate imports owntable, accumulator, fluss
+// and kafkaproto (the sequence window's size) only.
+package producerstate

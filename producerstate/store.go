@@ -1,0 +1,277 @@
+package producerstate
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/fluss-kafka/gateway/accumulator"
+	"github.com/fluss-kafka/gateway/fluss"
+	"github.com/fluss-kafka/gateway/kafkaproto"
+	"github.com/fluss-kafka/gateway/owntable"
+)
+
+// The table keeps, per Kafka producer-partition of an
+// exactly-once route, what a gateway instance needs to carry on where
+// another one stopped (docs/exactly-once.md, design C): the Fluss writer id
+// of the producer-partition, the last Fluss batch sequence per target
+// bucket, the next Kafka sequence and the last committed batches. Rows are
+// upserted through the writer (batched with other commits) and looked up
+// on a producer-partition's first batch on an instance. The versioned
+// merge engine on the version column keeps a late commit of a crashed or
+// partitioned instance from rolling a row back.
+
+// DefaultTable is where the producer states live unless configured.
+var DefaultTable = fluss.TablePath{Database: "gateway", Table: "kafka_producer_state"}
+
+const (
+	stateBuckets    = 16
+	stateColVersion = "version"
+	// stateCodecV1 is the first byte of the state column.
+	stateCodecV1 = 1
+)
+
+// stateSchema is the producer-state table: one row per producer-partition.
+func stateSchema() fluss.Schema {
+	return fluss.Schema{
+		Columns: []fluss.Column{
+			{Name: "producer_id", Type: fluss.BigInt().NonNull()},
+			{Name: "topic", Type: fluss.String().NonNull()},
+			{Name: "kafka_partition", Type: fluss.Int().NonNull()},
+			{Name: stateColVersion, Type: fluss.BigInt()},
+			{Name: "writer_id", Type: fluss.BigInt()},
+			{Name: "route_fingerprint", Type: fluss.BigInt()},
+			{Name: "state", Type: fluss.Bytes()},
+		},
+		PrimaryKey: []string{"producer_id", "topic", "kafka_partition"},
+	}
+}
+
+// Target is one Fluss bucket a producer-partition's rows go to.
+type Target struct {
+	TableID, PartitionID int64
+	Bucket               int32
+}
+
+// Batch is one Kafka batch in a producer state's window.
+type Batch struct {
+	First, Last int32
+	Offset      int64 // the Kafka base offset it was answered with
+}
+
+// State is the content of one state row.
+type State struct {
+	Version     int64 // state changes so far: each batch, and each new writer id
+	WriterID    int64
+	Fingerprint int64
+	Epoch       int16
+	Known       bool  // a batch was admitted: nextSeq holds
+	NextSeq     int32 // the baseSequence the next new batch must carry
+	Targets     map[Target]int32
+	Window      []Batch // oldest first, at most kafkaproto.SequenceWindow
+}
+
+// Clone returns a deep copy.
+func (p *State) Clone() State {
+	c := *p
+	c.Targets = make(map[Target]int32, len(p.Targets))
+	for k, v := range p.Targets {
+		c.Targets[k] = v
+	}
+	c.Window = slices.Clone(p.Window)
+	return c
+}
+
+// appendState encodes the state column: codec byte, epoch, known, next
+// sequence, the window, then the targets (sorted, so equal states encode
+// equally).
+func appendState(dst []byte, p *State) []byte {
+	dst = append(dst, stateCodecV1)
+	dst = binary.AppendVarint(dst, int64(p.Epoch))
+	known := byte(0)
+	if p.Known {
+		known = 1
+	}
+	dst = append(dst, known)
+	dst = binary.AppendVarint(dst, int64(p.NextSeq))
+	dst = binary.AppendUvarint(dst, uint64(len(p.Window)))
+	for _, w := range p.Window {
+		dst = binary.AppendVarint(dst, int64(w.First))
+		dst = binary.AppendVarint(dst, int64(w.Last))
+		dst = binary.AppendVarint(dst, w.Offset)
+	}
+	keys := make([]Target, 0, len(p.Targets))
+	for k := range p.Targets {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b Target) int {
+		switch {
+		case a.TableID != b.TableID:
+			return cmpInt(a.TableID, b.TableID)
+		case a.PartitionID != b.PartitionID:
+			return cmpInt(a.PartitionID, b.PartitionID)
+		}
+		return cmpInt(int64(a.Bucket), int64(b.Bucket))
+	})
+	dst = binary.AppendUvarint(dst, uint64(len(keys)))
+	for _, k := range keys {
+		dst = binary.AppendVarint(dst, k.TableID)
+		dst = binary.AppendVarint(dst, k.PartitionID)
+		dst = binary.AppendVarint(dst, int64(k.Bucket))
+		dst = binary.AppendVarint(dst, int64(p.Targets[k]))
+	}
+	return dst
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+var errBadState = errors.New("malformed producer state")
+
+// decodeState decodes the state column into p.
+func decodeState(b []byte, p *State) error {
+	if len(b) == 0 || b[0] != stateCodecV1 {
+		return fmt.Errorf("%w: unknown codec", errBadState)
+	}
+	r := owntable.Reader{B: b[1:]}
+	p.Epoch = int16(r.Varint())
+	p.Known = r.Byte() == 1
+	p.NextSeq = int32(r.Varint())
+	n := r.Uvarint()
+	if n > kafkaproto.SequenceWindow {
+		return fmt.Errorf("%w: window of %d", errBadState, n)
+	}
+	p.Window = make([]Batch, 0, n)
+	for range n {
+		p.Window = append(p.Window, Batch{First: int32(r.Varint()), Last: int32(r.Varint()), Offset: r.Varint()})
+	}
+	n = r.Uvarint()
+	if n > uint64(len(b)) {
+		return fmt.Errorf("%w: %d targets", errBadState, n)
+	}
+	p.Targets = make(map[Target]int32, n)
+	for range n {
+		k := Target{TableID: r.Varint(), PartitionID: r.Varint(), Bucket: int32(r.Varint())}
+		p.Targets[k] = int32(r.Varint())
+	}
+	if r.Err != nil || len(r.B) != 0 {
+		return fmt.Errorf("%w: truncated or trailing bytes", errBadState)
+	}
+	return nil
+}
+
+// Store reads and commits producer states. It creates the table on
+// first use; every method is safe for concurrent use.
+type Store struct {
+	owntable.Table
+}
+
+func New(src owntable.Source, acc *accumulator.Accumulator, path fluss.TablePath) *Store {
+	return &Store{owntable.New(src, acc, path, owntable.Kind{What: "producer-state table", Descriptor: stateDescriptor, Properties: checkStateProperties})}
+}
+
+// stateDescriptor is the table the store creates when it is missing.
+func stateDescriptor() *fluss.TableDescriptor {
+	return &fluss.TableDescriptor{
+		Schema:      stateSchema(),
+		Comment:     "Kafka gateway: exactly-once producer states (docs/exactly-once.md)",
+		BucketCount: stateBuckets,
+		Properties: map[string]string{
+			"table.merge-engine":                      "versioned",
+			"table.merge-engine.versioned.ver-column": stateColVersion,
+		},
+	}
+}
+
+// checkStateProperties refuses a table without the versioned merge engine:
+// a zombie's late commit could roll a state back.
+func checkStateProperties(d *fluss.TableDescriptor) error {
+	if d.Properties["table.merge-engine"] != "versioned" || d.Properties["table.merge-engine.versioned.ver-column"] != stateColVersion {
+		return fmt.Errorf("must use the versioned merge engine on %q", stateColVersion)
+	}
+	return nil
+}
+
+func (s *Store) key(k Key) ([]byte, int32, error) {
+	row := fluss.Row{fluss.IntDatum(k.ProducerID), fluss.StringDatum(k.Topic), fluss.IntDatum(int64(k.Partition)), {}, {}, {}, {}}
+	key, err := s.KeyEnc.Encode(nil, row)
+	if err != nil {
+		return nil, 0, fmt.Errorf("encode producer-state key: %w", err)
+	}
+	return key, fluss.BucketForKey(key, s.Info.Descriptor.BucketCount), nil
+}
+
+// Lookup reads the committed state of k from the bucket's leader, which
+// has every acknowledged commit (the tablet server flushes a KV write
+// before acknowledging it). ok is false when there is none.
+func (s *Store) Lookup(ctx context.Context, k Key) (p State, ok bool, err error) {
+	if err := s.Open(ctx); err != nil {
+		return p, false, err
+	}
+	key, bucket, err := s.key(k)
+	if err != nil {
+		return p, false, err
+	}
+	vals, err := s.Source.Lookup(ctx, s.Info.TableID, fluss.NoPartition, bucket, [][]byte{key})
+	if err != nil {
+		return p, false, fmt.Errorf("look up producer state: %w", err)
+	}
+	if len(vals) != 1 || vals[0] == nil {
+		return p, false, nil
+	}
+	_, row, err := fluss.DecodeValueRow(vals[0], &s.Info.Descriptor.Schema, s.Info.Descriptor.KvFormat())
+	if err != nil {
+		return p, false, fmt.Errorf("decode producer state: %w", err)
+	}
+	if len(row) != 7 {
+		return p, false, fmt.Errorf("%w: %d columns", errBadState, len(row))
+	}
+	p.Version, p.WriterID, p.Fingerprint = row[3].I, row[4].I, row[5].I
+	if err := decodeState(row[6].B, &p); err != nil {
+		return p, false, err
+	}
+	return p, true, nil
+}
+
+// Commit queues an upsert of k's state; the handle completes once Fluss
+// acknowledged it (or failed). It blocks only for writer buffer space.
+func (s *Store) Commit(ctx context.Context, k Key, p *State) (Ack, error) {
+	if err := s.Open(ctx); err != nil {
+		return nil, err
+	}
+	key, bucket, err := s.key(k)
+	if err != nil {
+		return nil, err
+	}
+	row := fluss.Row{
+		fluss.IntDatum(k.ProducerID), fluss.StringDatum(k.Topic), fluss.IntDatum(int64(k.Partition)),
+		fluss.IntDatum(p.Version), fluss.IntDatum(p.WriterID), fluss.IntDatum(p.Fingerprint),
+		fluss.BytesDatum(appendState(nil, p)),
+	}
+	h, err := s.Acc.Append(ctx, s.Writer, fluss.NoPartition, bucket, fluss.WriteUpsert, key, row)
+	if err != nil {
+		return nil, fmt.Errorf("commit producer state: %w", err)
+	}
+	return h, nil
+}
+
+// Key is a producer-partition: the unit of Kafka idempotence.
+type Key struct {
+	ProducerID int64
+	Topic      string
+	Partition  int32
+}
+
+// Ack is a queued write's acknowledgement (accumulator.Handle).
+type Ack interface {
+	Wait(ctx context.Context) (int64, error)
+}
