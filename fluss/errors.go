@@ -355,3 +355,21 @@ func NeedsMetadataRefresh(err error) bool {
 	var ne net.Error
 	return errors.Is(err, ErrConnectionClosed) || errors.Is(err, ErrNoLeader) || errors.As(err, &ne)
 }
+
+// IsTransient reports whether a failure may go away by itself (Fluss
+// not reachable yet, a retriable error), as opposed to a configuration
+// problem or a refusal.
+func IsTransient(err error) bool {
+	var fe *Error
+	if errors.As(err, &fe) {
+		return fe.Retriable
+	}
+	return errors.Is(err, ErrRequestTimeout) || errors.Is(err, ErrConnectionClosed) ||
+		errors.Is(err, context.DeadlineExceeded) || isNetError(err)
+}
+
+func isNetError(err error) bool {
+	var ne net.Error
+	var oe *net.OpError
+	return errors.As(err, &ne) || errors.As(err, &oe)
+}

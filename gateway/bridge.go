@@ -12,6 +12,7 @@ import (
 
 	"github.com/fluss-kafka/gateway/accumulator"
 	"github.com/fluss-kafka/gateway/answer"
+	"github.com/fluss-kafka/gateway/exactlyonce"
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
@@ -31,7 +32,7 @@ type bridge struct {
 	pending *pendingWrites
 	ids     writerIDs
 	reg     *schemaregistry.Client // nil: no schema_registry configured
-	eo      *exactlyOnce           // nil: no Fluss client to keep producer states in
+	eo      *exactlyonce.Writer    // nil: no Fluss client to keep producer states in
 	txn     *transactions          // nil: transactional producers are refused
 	// follower adds the columns writer schemas need (nil: none added).
 	follower *schemafollow.Follower

@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fluss-kafka/gateway/exactlyonce"
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/mapping"
-	"github.com/fluss-kafka/gateway/producerstate"
 )
 
 // unopenable is a producer-state store whose table cannot be used.
@@ -40,10 +40,10 @@ func TestExactlyOnceByDefault(t *testing.T) {
 		require.NoError(t, err)
 		return rs
 	}
-	newBridgeWith := func(store producerStore) (*bridge, *bytes.Buffer) {
+	newBridgeWith := func(store exactlyonce.Store) (*bridge, *bytes.Buffer) {
 		var logs bytes.Buffer
 		b := &bridge{log: slog.New(slog.NewTextHandler(&logs, nil))}
-		b.eo = newExactlyOnce(context.Background(), store, nil, nil, b.log)
+		b.eo = exactlyonce.New(context.Background(), store, nil, nil, b.log)
 		return b, &logs
 	}
 	route := func(rs *mapping.Routes, topic string) *mapping.Route {
@@ -88,7 +88,7 @@ func TestExactlyOnceByDefault(t *testing.T) {
 		rs := routes(t, mapping.ExactlyOnceDefault)
 		err := b.prepareExactlyOnce(t.Context(), rs)
 		require.Error(t, err)
-		assert.True(t, isTransient(err), "the load retries: %v", err)
+		assert.True(t, fluss.IsTransient(err), "the load retries: %v", err)
 		assert.False(t, b.exactlyOnce(route(rs, "a")))
 	})
 
@@ -99,21 +99,4 @@ func TestExactlyOnceByDefault(t *testing.T) {
 		assert.False(t, b.exactlyOnce(route(rs, "a")))
 		assert.True(t, b.exactlyOnce(route(rs, "b")), "answered with an error by produceExactlyOnce")
 	})
-}
-
-// A sequence is fresh (may share a Fluss records entry) only beyond what a
-// crashed instance can have written: SequenceWindow batches past the
-// loaded row per target, nothing under a writer id this instance took.
-func TestExactlyOnceFreshSequences(t *testing.T) {
-	t1, t2 := producerstate.Target{TableID: 1, Bucket: 0}, producerstate.Target{TableID: 1, Bucket: 1}
-	own := &producerPartition{}
-	assert.True(t, own.fresh(t1, 0), "a writer id taken here: nothing written before")
-
-	loaded := &producerPartition{loadedTargets: map[producerstate.Target]int32{t1: 7}}
-	for seq := int32(8); seq <= 12; seq++ {
-		assert.False(t, loaded.fresh(t1, seq), "seq %d: a crashed instance may have written it", seq)
-	}
-	assert.True(t, loaded.fresh(t1, 13))
-	assert.False(t, loaded.fresh(t2, 4), "a target not in the row: 0-4 may be written")
-	assert.True(t, loaded.fresh(t2, 5))
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fluss-kafka/gateway/exactlyonce"
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
@@ -264,7 +266,14 @@ const (
 
 // newEOInstance is one gateway instance's bridge with an exactly-once
 // route "load" to a 2-bucket log table in f, keeping states in store.
-func newEOInstance(t *testing.T, f *dedupFluss, store producerStore, set func(*testWriterConfig)) *bridge {
+func newEOInstance(t *testing.T, f *dedupFluss, store exactlyonce.Store, set func(*testWriterConfig)) *bridge {
+	t.Helper()
+	return newEOInstanceWith(t, f, store, set, prometheus.NewPedanticRegistry())
+}
+
+// newEOInstanceWith is newEOInstance registering its exactly-once metrics
+// with reg.
+func newEOInstanceWith(t *testing.T, f *dedupFluss, store exactlyonce.Store, set func(*testWriterConfig), reg *prometheus.Registry) *bridge {
 	t.Helper()
 	indexed := map[string]string{fluss.PropLogFormat: string(fluss.LogFormatIndexed)}
 	info := &fluss.TableInfo{TableID: eoTableID, SchemaID: 1, Path: fluss.TablePath{Database: "db", Table: "load"},
@@ -290,8 +299,7 @@ func newEOInstance(t *testing.T, f *dedupFluss, store producerStore, set func(*t
 	require.NoError(t, err)
 	log := slog.New(slog.DiscardHandler)
 	b := newBridge(w.Accumulator, pc, f, newGatewayMetrics(prometheus.NewRegistry()), log)
-	b.eo = newExactlyOnce(b.stopped, store, w.Accumulator, f, log)
-	reg := prometheus.NewPedanticRegistry()
+	b.eo = exactlyonce.New(b.stopped, store, w.Accumulator, f, log)
 	require.NoError(t, b.registerExactlyOnce(reg))
 	problems, err := testutil.GatherAndLint(reg)
 	require.NoError(t, err)
@@ -401,7 +409,8 @@ func TestExactlyOnceAdmission(t *testing.T) {
 	t.Parallel()
 	f := newDedupFluss()
 	ms := &memStore{rows: map[producerstate.Key]producerstate.State{}}
-	a := newEOInstance(t, f, ms, nil)
+	regA, regB := prometheus.NewPedanticRegistry(), prometheus.NewPedanticRegistry()
+	a := newEOInstanceWith(t, f, ms, nil, regA)
 	const n = 2
 	var offsets []int64
 	for i := range 7 {
@@ -415,18 +424,18 @@ func TestExactlyOnceAdmission(t *testing.T) {
 	r := await(t, a, eoProduce(9, 1, 6, n))
 	require.NoError(t, r.Err)
 	assert.Equal(t, offsets[6], r.BaseOffset)
-	b := newEOInstance(t, f, ms, nil)
+	b := newEOInstanceWith(t, f, ms, nil, regB)
 	r = await(t, b, eoProduce(9, 1, 5, n))
 	require.NoError(t, r.Err)
 	assert.Equal(t, offsets[5], r.BaseOffset, "another instance answers from the committed window")
 	assert.Equal(t, rows, total(f.rows(eoTableID)), "nothing written again")
 	assert.Equal(t, commits, ms.commits, "nothing committed again")
-	assert.Equal(t, 1.0, testutil.ToFloat64(a.eo.m.window))
-	assert.Equal(t, 1.0, testutil.ToFloat64(a.eo.m.loads.WithLabelValues("missing")))
-	assert.Equal(t, 1.0, testutil.ToFloat64(a.eo.m.writerIDs.WithLabelValues("new")))
-	assert.Equal(t, 1.0, testutil.ToFloat64(b.eo.m.window))
-	assert.Equal(t, 1.0, testutil.ToFloat64(b.eo.m.loads.WithLabelValues("found")))
-	assert.Equal(t, 0.0, testutil.ToFloat64(b.eo.m.writerIDs.WithLabelValues("new")), "B carries on with A's writer id")
+	assert.Equal(t, 1.0, metricValue(t, regA, "fluss_gateway_exactly_once_window_answers_total"))
+	assert.Equal(t, 1.0, metricValue(t, regA, "fluss_gateway_exactly_once_state_loads_total", "result", "missing"))
+	assert.Equal(t, 1.0, metricValue(t, regA, "fluss_gateway_exactly_once_writer_ids_total", "reason", "new"))
+	assert.Equal(t, 1.0, metricValue(t, regB, "fluss_gateway_exactly_once_window_answers_total"))
+	assert.Equal(t, 1.0, metricValue(t, regB, "fluss_gateway_exactly_once_state_loads_total", "result", "found"))
+	assert.Equal(t, 0.0, metricValue(t, regB, "fluss_gateway_exactly_once_writer_ids_total", "reason", "new"), "B carries on with A's writer id")
 
 	assert.ErrorIs(t, await(t, b, eoProduce(9, 1, 9, n)).Err, kafkaproto.ErrOutOfOrderSequenceNumber)
 	assert.ErrorIs(t, await(t, b, eoProduce(9, 1, 0, n)).Err, kafkaproto.ErrDuplicateSequenceNumber)
@@ -452,7 +461,8 @@ func TestExactlyOnceUnknownOutcomeReplays(t *testing.T) {
 	t.Parallel()
 	f := newDedupFluss()
 	ms := &memStore{rows: map[producerstate.Key]producerstate.State{}}
-	a := newEOInstance(t, f, ms, func(c *testWriterConfig) { c.Retries = 1 })
+	reg := prometheus.NewPedanticRegistry()
+	a := newEOInstanceWith(t, f, ms, func(c *testWriterConfig) { c.Retries = 1 }, reg)
 	require.NoError(t, await(t, a, eoProduce(3, 0, 0, 3)).Err)
 	f.mu.Lock()
 	f.lostAnswers = 2 // the first send and its one retry
@@ -465,7 +475,7 @@ func TestExactlyOnceUnknownOutcomeReplays(t *testing.T) {
 	require.Len(t, f.rows(eoTableID), 6, "the batch was written once")
 
 	require.NoError(t, await(t, a, eoProduce(3, 0, 1, 3)).Err, "the retry")
-	assert.Equal(t, 1.0, testutil.ToFloat64(a.eo.m.recovered))
+	assert.Equal(t, 1.0, metricValue(t, reg, "fluss_gateway_exactly_once_recoveries_total"))
 	require.NoError(t, await(t, a, eoProduce(3, 0, 2, 3)).Err)
 	got := f.rows(eoTableID)
 	assert.Len(t, got, 9)
@@ -528,7 +538,8 @@ func TestExactlyOnceEpochBumpAfterCrash(t *testing.T) {
 	require.NoError(t, a.acc.Flush(t.Context()))
 	require.Equal(t, 4*n, total(f.rows(eoTableID)))
 
-	b := newEOInstance(t, f, ms, nil)
+	reg := prometheus.NewPedanticRegistry()
+	b := newEOInstanceWith(t, f, ms, nil, reg)
 	bumped := eoProduce(8, 1, 10, n) // records 40..43, numbered from 0 in epoch 1
 	bumped.BaseSequence = 0
 	require.NoError(t, await(t, b, bumped).Err)
@@ -536,7 +547,7 @@ func TestExactlyOnceEpochBumpAfterCrash(t *testing.T) {
 	for i := 40; i < 44; i++ {
 		assert.Equal(t, 1, got[fmt.Sprintf("p8/%d", i)], "record %d of the new epoch", i)
 	}
-	assert.Equal(t, 1.0, testutil.ToFloat64(b.eo.m.writerIDs.WithLabelValues("epoch_bump")))
+	assert.Equal(t, 1.0, metricValue(t, reg, "fluss_gateway_exactly_once_writer_ids_total", "reason", "epoch_bump"))
 }
 
 // TestExactlyOnceRouteMetrics: an exactly-once route records the route
@@ -594,12 +605,8 @@ func TestExactlyOnceCommitsGrouped(t *testing.T) {
 	<-held.started // batch 0's commit, held
 	require.NoError(t, a.acc.Flush(t.Context()), "batches 1-3 are written meanwhile")
 	assert.Equal(t, 4*n, total(f.rows(eoTableID)))
-	p := a.eo.partition(producerstate.Key{ProducerID: 7, Topic: "load", Partition: 0})
-	p.mu.Unlock()
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		assert.Len(c, p.toCommit, 3, "batches 1-3 wait for the commit in flight")
+		assert.Equal(c, 3, a.eo.Queued(producerstate.Key{ProducerID: 7, Topic: "load", Partition: 0}), "batches 1-3 wait for the commit in flight")
 	}, time.Minute, time.Millisecond)
 	close(held.release)
 	for k, pw := range writes {
@@ -667,4 +674,27 @@ func TestExactlyOnceProducersDoNotQueueBehindEachOther(t *testing.T) {
 	<-slow.Done()
 	require.NoError(t, slow.Result().Err)
 	assert.Equal(t, 4, total(f.rows(eoTableID)))
+}
+
+// metricValue is the value of the counter name in g whose labels are the
+// given name, value pairs (0 when there is none).
+func metricValue(t *testing.T, g prometheus.Gatherer, name string, labels ...string) float64 {
+	t.Helper()
+	families, err := g.Gather()
+	require.NoError(t, err)
+	for _, mf := range families {
+		if mf.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range mf.GetMetric() {
+			for i := 0; i+1 < len(labels); i += 2 {
+				if !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == labels[i] && l.GetValue() == labels[i+1] }) {
+					continue metrics
+				}
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	return 0
 }

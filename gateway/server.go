@@ -375,7 +375,7 @@ func (g *Gateway) load(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return err
 		}
-		if !isTransient(err) {
+		if !fluss.IsTransient(err) {
 			return err
 		}
 		d := retry.Next()
@@ -396,23 +396,6 @@ func (g *Gateway) applyStartup(ctx context.Context) error {
 		return nil
 	}
 	return g.apply(ctx, g.set.routes, false)
-}
-
-// isTransient reports whether a load failure may go away by itself (Fluss
-// not reachable yet), as opposed to a configuration problem.
-func isTransient(err error) bool {
-	var fe *fluss.Error
-	if errors.As(err, &fe) {
-		return fe.Retriable
-	}
-	return errors.Is(err, fluss.ErrRequestTimeout) || errors.Is(err, fluss.ErrConnectionClosed) ||
-		errors.Is(err, context.DeadlineExceeded) || isNetError(err)
-}
-
-func isNetError(err error) bool {
-	var ne net.Error
-	var oe *net.OpError
-	return errors.As(err, &ne) || errors.As(err, &oe)
 }
 
 // apply binds cfg's routes and swaps them in; fresh as in bindRoutes.

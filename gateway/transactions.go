@@ -112,7 +112,7 @@ func (s *bridge) enableTransactions(src stagingSource, maxTimeout time.Duration,
 
 // TransactionsEnabled implements kafkaproto.Transactions.
 func (s *bridge) TransactionsEnabled() bool {
-	return s.txn != nil && s.eo != nil && s.eo.usable.Load()
+	return s.txn != nil && s.eo.Usable()
 }
 
 // InitTransaction implements kafkaproto.Transactions: commits of the id's

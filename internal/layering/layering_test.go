@@ -41,8 +41,9 @@ var product = []struct {
 	{"answer", []string{"accumulator", "fluss", "kafkaproto", "sender"}, "the Kafka answer to a failed write: the one Fluss → Kafka error table, throttle time"},
 	{"owntable", []string{"accumulator", "fluss"}, "the gateway's own tables: created when missing, shape and properties checked, registered with the writer"},
 	{"producerstate", []string{"accumulator", "fluss", "kafkaproto", "owntable"}, "the producer-state table: per producer-partition writer id, sequences and answered batches"},
+	{"exactlyonce", []string{"accumulator", "answer", "fluss", "kafkaproto", "mapping", "producerstate", "sender"}, "the exactly-once path: Kafka's idempotence rules on Fluss-held state, sealed batches, grouped state commits"},
 	{"acl", []string{"configs", "kafkaproto"}, "topic ACLs with Kafka's rules: which principal may Write or Describe a topic"},
-	{"gateway", []string{"accumulator", "acl", "answer", "backoff", "configs", "fluss", "kafkaproto", "mapping", "owntable", "producerstate", "schemafollow", "schemaregistry", "sender"}, "the bridge (route, convert, append, ack) and the gateway's lifetime"},
+	{"gateway", []string{"accumulator", "acl", "answer", "backoff", "configs", "exactlyonce", "fluss", "kafkaproto", "mapping", "owntable", "producerstate", "schemafollow", "schemaregistry", "sender"}, "the bridge (route, convert, append, ack) and the gateway's lifetime"},
 	{"cmd/gateway", []string{"configs", "gateway"}, "main: flags, config file, signals"},
 }
 

@@ -1,16 +1,14 @@
-package gateway
+package exactlyonce
 
 import (
 	"time"
 
-	"github.com/fluss-kafka/gateway/owntable"
-	"github.com/fluss-kafka/gateway/producerstate"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// eoMetrics are the exactly-once path's metrics. A nil *eoMetrics records
+// metrics are the exactly-once path's metrics. A nil *metrics records
 // nothing (a bridge whose metrics were not registered).
-type eoMetrics struct {
+type metrics struct {
 	loads     *prometheus.CounterVec
 	writerIDs *prometheus.CounterVec
 	window    prometheus.Counter
@@ -21,8 +19,8 @@ type eoMetrics struct {
 	committedBatches prometheus.Counter
 }
 
-func newEOMetrics(reg prometheus.Registerer) (*eoMetrics, error) {
-	m := &eoMetrics{
+func newEOMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
 		loads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fluss_gateway_exactly_once_state_loads_total",
 			Help: "Producer-partition states looked up in the producer-state table on first contact (result found, missing or error).",
@@ -57,55 +55,44 @@ func newEOMetrics(reg prometheus.Registerer) (*eoMetrics, error) {
 	return m, nil
 }
 
-// enableExactlyOnce lets routes with exactly_once keep their producers'
-// state in Fluss (src: the gateway's Fluss client) and registers the
-// exactly-once metrics with reg. Without it such routes are refused.
-func (s *bridge) enableExactlyOnce(src owntable.Source, reg prometheus.Registerer) error {
-	s.eo = newExactlyOnce(s.stopped, producerstate.New(src, s.acc, producerstate.DefaultTable), s.acc, s.ids, s.log)
-	return s.registerExactlyOnce(reg)
-}
-
-// registerExactlyOnce registers the exactly-once metrics with reg; until
-// it is called they are not recorded.
-func (s *bridge) registerExactlyOnce(reg prometheus.Registerer) error {
-	if s.eo == nil {
-		return nil
-	}
-	m, err := newEOMetrics(reg)
-	if err != nil {
-		return err
-	}
-	s.eo.m = m
-	return nil
-}
-
-func (m *eoMetrics) load(result string) {
+func (m *metrics) load(result string) {
 	if m != nil {
 		m.loads.WithLabelValues(result).Inc()
 	}
 }
 
-func (m *eoMetrics) writerID(reason string) {
+func (m *metrics) writerID(reason string) {
 	if m != nil {
 		m.writerIDs.WithLabelValues(reason).Inc()
 	}
 }
 
-func (m *eoMetrics) windowAnswer() {
+func (m *metrics) windowAnswer() {
 	if m != nil {
 		m.window.Inc()
 	}
 }
 
-func (m *eoMetrics) recovery() {
+func (m *metrics) recovery() {
 	if m != nil {
 		m.recovered.Inc()
 	}
 }
 
-func (m *eoMetrics) committed(d time.Duration, batches int) {
+func (m *metrics) committed(d time.Duration, batches int) {
 	if m != nil {
 		m.commit.Observe(d.Seconds())
 		m.committedBatches.Add(float64(batches))
 	}
+}
+
+// Register registers the exactly-once metrics with reg; until it is called
+// they are not recorded.
+func (e *Writer) Register(reg prometheus.Registerer) error {
+	m, err := newEOMetrics(reg)
+	if err != nil {
+		return err
+	}
+	e.m = m
+	return nil
 }
