@@ -756,7 +756,7 @@ func TestTransactionsFlink2Listing(t *testing.T) {
 	logs := g.Logs()
 	aborted := 0
 	for id, pid := range lingering {
-		line := fmt.Sprintf("transaction aborted: a new producer with the same transactional id started\" component=bridge transactional_id=%s producer_id=%d epoch=%d",
+		line := fmt.Sprintf("transaction aborted: a new producer with the same transactional id started\" component=transactions transactional_id=%s producer_id=%d epoch=%d",
 			id, pid, epochs[pid])
 		t.Logf("lingering %s: producer %d epoch %d, in the checkpoint %v, aborted by a new claim %v",
 			id, pid, epochs[pid], precommitted[id], strings.Contains(logs, line))

@@ -3,12 +3,15 @@ package gateway
 import (
 	"github.com/fluss-kafka/gateway/acl"
 	"github.com/fluss-kafka/gateway/kafkaproto"
+	"github.com/fluss-kafka/gateway/produce"
 )
 
-// backend is what the Kafka listeners serve: the bridge, with the ACLs in
-// force as its kafkaproto.Authorizer.
+// backend is what the Kafka listeners serve: the produce path, the
+// transaction coordinator (nil: transactions are not served) and the ACLs
+// in force as its kafkaproto.Authorizer.
 type backend struct {
-	*bridge
+	*produce.Path
+	*transactions
 	acls *acl.InForce
 }
 

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -18,6 +17,7 @@ import (
 	"github.com/fluss-kafka/gateway/configs"
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/fluss/flussfake"
+	"github.com/fluss-kafka/gateway/internal/metrictest"
 )
 
 // One table's Fluss writes are held (a stalled table) while several
@@ -109,7 +109,9 @@ routes:
 	// batch of 256 KiB), or its share of the requests' memory, past which
 	// the gateway refuses its batches as busy (which of the two comes first
 	// depends on how large the waiting batches are once compressed).
-	busy := func() float64 { return testutil.ToFloat64(g.m.routeBusy.WithLabelValues("held")) }
+	busy := func() float64 {
+		return metrictest.Value(t, g.reg, "fluss_gateway_route_table_busy_batches_total", "route", "held")
+	}
 	require.Eventually(t, func() bool { return g.acc.BufferedBytes() >= 4<<20-512<<10 || busy() > 0 }, time.Minute, 10*time.Millisecond)
 
 	// The other table's producer: every record acknowledged meanwhile.
@@ -139,7 +141,7 @@ routes:
 	hold.Release() // before the wait: a producer with a full buffer waits in Produce
 	wg.Wait()
 	t.Logf("held table during the hold: %d records handed to the producers, %d batches refused as busy",
-		heldSent.Load(), int(testutil.ToFloat64(g.m.routeBusy.WithLabelValues("held"))))
+		heldSent.Load(), int(metrictest.Value(t, g.reg, "fluss_gateway_route_table_busy_batches_total", "route", "held")))
 	require.Eventually(t, func() bool { return heldAcked.Load()+heldFailed.Load() == heldSent.Load() }, time.Minute, 10*time.Millisecond,
 		"held table after the hold: %d acknowledged, %d failed of %d", heldAcked.Load(), heldFailed.Load(), heldSent.Load())
 	assert.Zero(t, heldFailed.Load())

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fluss-kafka/gateway/fluss"
+	"github.com/fluss-kafka/gateway/internal/writertest"
 	"github.com/fluss-kafka/gateway/owntable"
 	"github.com/fluss-kafka/gateway/producerstate"
 )
@@ -53,7 +54,7 @@ func (o *ownTables) Lookup(context.Context, int64, int64, int32, [][]byte) ([][]
 // an existing table of another shape or without the property the code
 // relies on is refused, naming the table and what is wrong.
 func TestOwnTablesOpen(t *testing.T) {
-	w, err := newTestWriter(testWriterDefaults(), ackTransport{})
+	w, err := writertest.New(writertest.Defaults(), writertest.AckTransport{})
 	require.NoError(t, err)
 	path := fluss.TablePath{Database: "gateway", Table: "own"}
 	for _, tc := range []struct {

@@ -10,9 +10,11 @@ import (
 	"github.com/fluss-kafka/gateway/backoff"
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/kafkaproto"
+	"github.com/fluss-kafka/gateway/outage"
+	"github.com/fluss-kafka/gateway/produce"
 )
 
-// producerIDs is the bridge's source of producer ids: Fluss InitWriter,
+// producerIDs is the produce path's source of producer ids: Fluss InitWriter,
 // asked within a short bound and not at all while it keeps failing.
 //
 // A Kafka client waits for InitProducerId much less than
@@ -24,12 +26,12 @@ import (
 // Fluss, then one request probes Fluss again while the others keep the
 // cached answer. Failures are answered with a code every idempotent
 // producer retries (writerIDError) and logged through one
-// outageLog.
+// outage.Log.
 type producerIDs struct {
-	src     writerIDs
+	src     produce.WriterIDs
 	timeout time.Duration
 	now     func() time.Time
-	outage  *outageLog
+	outage  *outage.Log
 
 	mu         sync.Mutex       // guards the fields below
 	failure    error            // the cached answer while failing; nil when healthy
@@ -41,7 +43,7 @@ type producerIDs struct {
 // initialWriterIDBackoff is the first pause after a failure.
 const initialWriterIDBackoff = time.Second
 
-func newProducerIDs(src writerIDs, timeout, backoffMax time.Duration, outage *outageLog, now func() time.Time) *producerIDs {
+func newProducerIDs(src produce.WriterIDs, timeout, backoffMax time.Duration, outage *outage.Log, now func() time.Time) *producerIDs {
 	if now == nil {
 		now = time.Now
 	}
@@ -51,7 +53,7 @@ func newProducerIDs(src writerIDs, timeout, backoffMax time.Duration, outage *ou
 	}
 }
 
-var _ writerIDs = (*producerIDs)(nil)
+var _ produce.WriterIDs = (*producerIDs)(nil)
 
 // InitWriter implements writerIDs. It returns an error matching a
 // kafkaproto sentinel: kafkaproto.ErrCoordinatorLoadInProgress while
@@ -63,7 +65,7 @@ func (p *producerIDs) InitWriter(ctx context.Context, tables ...fluss.TablePath)
 	if p.failure != nil && (p.probing || p.now().Before(p.retryAt)) {
 		err := p.failure
 		p.mu.Unlock()
-		p.outage.fail(err)
+		p.outage.Fail(err)
 		return 0, err
 	}
 	probe := p.failure != nil
@@ -92,7 +94,7 @@ func (p *producerIDs) InitWriter(ctx context.Context, tables ...fluss.TablePath)
 	p.failure, p.probing = nil, false
 	p.retryDelay.Reset()
 	p.mu.Unlock()
-	p.outage.ok()
+	p.outage.OK()
 	return id, nil
 }
 
@@ -117,7 +119,7 @@ func (p *producerIDs) failed(probe bool, cause error) error {
 		p.probing = false
 	}
 	p.mu.Unlock()
-	p.outage.fail(cause)
+	p.outage.Fail(cause)
 	return answer
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/fluss/flussfake"
 	"github.com/fluss-kafka/gateway/kafkaproto"
+	"github.com/fluss-kafka/gateway/outage"
 )
 
 // fakeClock is a settable clock.
@@ -170,7 +171,7 @@ func TestProducerIDsBackOffDuringOutage(t *testing.T) {
 	clock := newFakeClock()
 	h := &recordingHandler{}
 	src := &flakyWriterIDs{failing: true}
-	outage := newOutageLog(slog.New(h), "fluss writer ids unavailable", "fluss writer ids available again", 30*time.Second, clock.now)
+	outage := outage.New(slog.New(h), "fluss writer ids unavailable", "fluss writer ids available again", 30*time.Second, clock.now)
 	p := newProducerIDs(src, 5*time.Second, 8*time.Second, outage, clock.now)
 	ctx := t.Context()
 
@@ -234,7 +235,7 @@ func TestProducerIDsBoundedWait(t *testing.T) {
 	t.Parallel()
 	src := &flakyWriterIDs{block: true}
 	h := &recordingHandler{}
-	p := newProducerIDs(src, 20*time.Millisecond, time.Second, newOutageLog(slog.New(h), "fluss writer ids unavailable", "up", 0, nil), nil)
+	p := newProducerIDs(src, 20*time.Millisecond, time.Second, outage.New(slog.New(h), "fluss writer ids unavailable", "up", 0, nil), nil)
 	_, err := p.InitWriter(t.Context())
 	require.ErrorIs(t, err, kafkaproto.ErrCoordinatorLoadInProgress)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
@@ -247,13 +248,13 @@ func TestProducerIDsClientGone(t *testing.T) {
 	t.Parallel()
 	src := &flakyWriterIDs{block: true}
 	h := &recordingHandler{}
-	outage := newOutageLog(slog.New(h), "fluss writer ids unavailable", "up", 0, nil)
+	outage := outage.New(slog.New(h), "fluss writer ids unavailable", "up", 0, nil)
 	p := newProducerIDs(src, time.Minute, time.Second, outage, nil)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	_, err := p.InitWriter(ctx)
 	require.Error(t, err)
-	assert.False(t, outage.isFailing())
+	assert.False(t, outage.Failing())
 	assert.Empty(t, h.lines(slog.LevelWarn))
 }
 
@@ -265,7 +266,7 @@ func TestProducerIDsAuthorizationIsFatal(t *testing.T) {
 	src := writerIDsFunc(func(context.Context) (int64, error) {
 		return 0, fluss.ErrorForCode(48, "no WRITE permission on db.t")
 	})
-	p := newProducerIDs(src, time.Second, time.Second, newOutageLog(slog.New(slog.DiscardHandler), "down", "up", 0, nil), nil)
+	p := newProducerIDs(src, time.Second, time.Second, outage.New(slog.New(slog.DiscardHandler), "down", "up", 0, nil), nil)
 	_, err := p.InitWriter(t.Context())
 	require.ErrorIs(t, err, kafkaproto.ErrClusterAuthorizationFailed)
 	assert.True(t, strings.Contains(err.Error(), "no WRITE permission"))
@@ -327,7 +328,7 @@ routes: [{topic: events, table: db.t, value: {format: raw, column: payload}}]
 	// without asking Fluss.
 	meta := kmsg.NewPtrMetadataRequest()
 	meta.Version = 1
-	for corr := int32(1); kafkaRoundTrip(t, nc, corr, meta) != nil && !g.bridge.loaded(); corr++ {
+	for corr := int32(1); kafkaRoundTrip(t, nc, corr, meta) != nil && !g.path.Loaded(); corr++ {
 		select {
 		case <-ctx.Done():
 			t.Fatal("routes never loaded")
@@ -359,7 +360,7 @@ routes: [{topic: events, table: db.t, value: {format: raw, column: payload}}]
 		}
 	}
 	assert.Equal(t, 1, outageLines, "one WARN for the outage, not one per request")
-	assert.LessOrEqual(t, stillLines, int(time.Since(began)/defaultOutageLogInterval), "summaries come at most every 30 s")
+	assert.LessOrEqual(t, stillLines, int(time.Since(began)/outage.DefaultInterval), "summaries come at most every 30 s")
 	v, ok := h.attrOf(slog.LevelWarn, "fluss writer ids unavailable", "err")
 	require.True(t, ok)
 	assert.NotContains(t, v.String(), "ZooKeeperClient.java", "no stack trace")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/internal/flusstest"
+	"github.com/fluss-kafka/gateway/internal/writertest"
 	"github.com/fluss-kafka/gateway/producerstate"
 )
 
@@ -40,7 +41,7 @@ func TestIntegrationProducerStateStore(t *testing.T) {
 			t.Logf("drop database %s: %v", path.Database, err)
 		}
 	})
-	w, err := newTestWriter(testWriterDefaults(), c)
+	w, err := writertest.New(writertest.Defaults(), c)
 	require.NoError(t, err)
 	runErr := make(chan error, 1)
 	go func() { runErr <- w.Run(context.Background()) }()

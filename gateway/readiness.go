@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/fluss-kafka/gateway/fluss"
+	"github.com/fluss-kafka/gateway/outage"
+	"github.com/fluss-kafka/gateway/produce"
 )
 
 // writeReadiness is the Fluss half of /readyz: whether the gateway can write.
@@ -23,7 +25,7 @@ type writeReadiness struct {
 	grace    time.Duration
 	timeout  time.Duration // bounds one probe
 	now      func() time.Time
-	outage   *outageLog
+	outage   *outage.Log
 
 	mu      sync.Mutex // guards the fields below
 	okOnce  bool
@@ -34,7 +36,7 @@ type writeReadiness struct {
 // errNotProbedYet is the readiness before the first probe finished.
 var errNotProbedYet = errors.New("fluss not checked yet")
 
-func newReadiness(probe func(context.Context) error, interval, grace time.Duration, outage *outageLog, now func() time.Time) *writeReadiness {
+func newReadiness(probe func(context.Context) error, interval, grace time.Duration, outage *outage.Log, now func() time.Time) *writeReadiness {
 	if now == nil {
 		now = time.Now
 	}
@@ -80,9 +82,9 @@ func (r *writeReadiness) observe(err error) {
 	}
 	r.mu.Unlock()
 	if err == nil {
-		r.outage.ok()
+		r.outage.OK()
 	} else {
-		r.outage.fail(err)
+		r.outage.Fail(err)
 	}
 }
 
@@ -136,12 +138,12 @@ var pingPayload = func() []byte {
 // leader this instance cannot reach may be its own trouble, so it does.
 // Partitioned tables' buckets are checked by the writes themselves
 // (partitions come and go); their table metadata is checked here.
-func flussProbe(c clusterProbe, state func() *routeState) func(context.Context) error {
+func flussProbe(c clusterProbe, state func() *produce.Bound) func(context.Context) error {
 	return func(ctx context.Context) error {
 		st := state()
 		var tables []fluss.TablePath
 		if st != nil {
-			tables = st.routes.Tables()
+			tables = st.Routes.Tables()
 		}
 		if err := c.RefreshMetadata(ctx, tables...); err != nil {
 			return fmt.Errorf("fluss metadata: %w", err)
@@ -158,7 +160,7 @@ func flussProbe(c clusterProbe, state func() *routeState) func(context.Context) 
 		}
 		var leaders []string
 		for _, path := range tables {
-			info := st.infos[path]
+			info := st.Infos[path]
 			if info == nil || info.Descriptor.IsPartitioned() {
 				continue
 			}

@@ -26,11 +26,13 @@ import (
 	"github.com/fluss-kafka/gateway/fluss/flussfake"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
+	"github.com/fluss-kafka/gateway/outage"
+	"github.com/fluss-kafka/gateway/produce"
 )
 
 func newTestReadiness(clock *fakeClock, h slog.Handler, probe func(context.Context) error) *writeReadiness {
 	return newReadiness(probe, 2*time.Second, 10*time.Second,
-		newOutageLog(slog.New(h), "fluss not writable", "fluss writable again", time.Minute, clock.now), clock.now)
+		outage.New(slog.New(h), "fluss not writable", "fluss writable again", time.Minute, clock.now), clock.now)
 }
 
 // TestReadinessGrace: not ready until a check passes; a failing check
@@ -165,7 +167,7 @@ func TestFlussProbe(t *testing.T) {
 	}}
 	bound, err := routes.Bind(map[fluss.TablePath]*fluss.TableInfo{path: info})
 	require.NoError(t, err)
-	st := &routeState{routes: bound, infos: map[fluss.TablePath]*fluss.TableInfo{path: info}}
+	st := &produce.Bound{Routes: bound, Infos: map[fluss.TablePath]*fluss.TableInfo{path: info}}
 	healthy := func() *fakeCluster {
 		return &fakeCluster{coordinator: fluss.ServerNode{ID: 100, Host: "co", Port: 9123},
 			leaders: map[int32]string{0: "ts0", 1: "ts1", 2: "ts0"}, down: map[string]bool{}, noLeader: map[int32]bool{}}
@@ -173,29 +175,29 @@ func TestFlussProbe(t *testing.T) {
 	ctx := t.Context()
 
 	c := healthy()
-	require.NoError(t, flussProbe(c, func() *routeState { return st })(ctx))
+	require.NoError(t, flussProbe(c, func() *produce.Bound { return st })(ctx))
 	assert.Equal(t, []string{"co:9123", "ts0:9124", "ts1:9124"}, c.pinged, "coordinator, then each leader once")
 
 	c = healthy()
-	require.NoError(t, flussProbe(c, func() *routeState { return nil })(ctx), "before routes load, metadata and the coordinator only")
+	require.NoError(t, flussProbe(c, func() *produce.Bound { return nil })(ctx), "before routes load, metadata and the coordinator only")
 	assert.Equal(t, []string{"co:9123"}, c.pinged)
 
 	c = healthy()
 	c.metadataErr = errors.New("no fluss server reachable")
-	assert.ErrorContains(t, flussProbe(c, func() *routeState { return st })(ctx), "fluss metadata: no fluss server reachable")
+	assert.ErrorContains(t, flussProbe(c, func() *produce.Bound { return st })(ctx), "fluss metadata: no fluss server reachable")
 
 	c = healthy()
 	c.down["co:9123"] = true
-	assert.ErrorContains(t, flussProbe(c, func() *routeState { return st })(ctx), "fluss coordinator co:9123 unreachable")
+	assert.ErrorContains(t, flussProbe(c, func() *produce.Bound { return st })(ctx), "fluss coordinator co:9123 unreachable")
 
 	c = healthy()
 	c.noLeader[1] = true
-	require.NoError(t, flussProbe(c, func() *routeState { return st })(ctx), "a leaderless bucket is its topic's matter")
+	require.NoError(t, flussProbe(c, func() *produce.Bound { return st })(ctx), "a leaderless bucket is its topic's matter")
 	assert.Equal(t, []string{"co:9123", "ts0:9124"}, c.pinged, "the leaders there are are pinged")
 
 	c = healthy()
 	c.down["ts1:9124"] = true
-	assert.ErrorContains(t, flussProbe(c, func() *routeState { return st })(ctx), "tablet server ts1:9124")
+	assert.ErrorContains(t, flussProbe(c, func() *produce.Bound { return st })(ctx), "tablet server ts1:9124")
 }
 
 // kafkaRoundTrip sends one non-flexible request on nc and decodes its

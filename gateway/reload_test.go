@@ -88,9 +88,9 @@ func TestReloadDuringStartupIsKept(t *testing.T) {
 	require.True(t, g.Reload(ctx, path))
 	require.NoError(t, <-loaded)
 
-	_, ok := g.bridge.Topic("new")
+	_, ok := g.path.Topic("new")
 	assert.True(t, ok, "the reloaded route is served")
-	_, ok = g.bridge.Topic("old")
+	_, ok = g.path.Topic("old")
 	assert.False(t, ok, "the start-up configuration did not come back")
 	g.health.check(ctx) // as Run's readiness loop does
 	assert.NoError(t, g.ready())
@@ -116,7 +116,7 @@ func TestLoadRetriesTransientTableInfoErrors(t *testing.T) {
 	require.NoError(t, err)
 	defer g.client.Close()
 	require.NoError(t, g.load(ctx))
-	n, ok := g.bridge.Topic("events")
+	n, ok := g.path.Topic("events")
 	assert.True(t, ok)
 	assert.Equal(t, int32(2), n)
 	assert.GreaterOrEqual(t, failures.Load(), int32(2))
@@ -167,7 +167,7 @@ func TestReloadSeesRecreatedTable(t *testing.T) {
 	require.NoError(t, err)
 	defer g.client.Close()
 	require.NoError(t, g.load(ctx))
-	n, ok := g.bridge.Topic("events")
+	n, ok := g.path.Topic("events")
 	require.True(t, ok)
 	require.Equal(t, int32(1), n)
 
@@ -178,10 +178,10 @@ func TestReloadSeesRecreatedTable(t *testing.T) {
 	require.NotEqual(t, oldID, newID)
 
 	require.True(t, g.Reload(ctx, path))
-	n, ok = g.bridge.Topic("events")
+	n, ok = g.path.Topic("events")
 	require.True(t, ok)
 	assert.Equal(t, int32(3), n, "the re-created table's bucket count")
-	assert.Equal(t, newID, g.bridge.state.Load().infos[tpath].TableID)
+	assert.Equal(t, newID, g.path.Current().Infos[tpath].TableID)
 }
 
 // TestReloadSwapsACLs: the ACLs are reloaded with the routes; a reload
@@ -204,7 +204,7 @@ func TestReloadSwapsACLs(t *testing.T) {
 	defer g.client.Close()
 	require.NoError(t, g.load(ctx))
 	assert.Contains(t, h.lines(slog.LevelWarn), durabilityMessage, "start-up warns: the fake's table states no replication factor")
-	b := backend{g.bridge, g.acls}
+	b := backend{g.path, g.txn, g.acls}
 	require.True(t, b.Authorize("User:alice", kafkaproto.OpWrite, "events"))
 	require.False(t, b.Authorize("User:bob", kafkaproto.OpWrite, "events"))
 

@@ -27,13 +27,16 @@ import (
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
+	"github.com/fluss-kafka/gateway/outage"
+	"github.com/fluss-kafka/gateway/produce"
+	"github.com/fluss-kafka/gateway/producerstate"
 	"github.com/fluss-kafka/gateway/schemafollow"
 	"github.com/fluss-kafka/gateway/schemaregistry"
 	"github.com/fluss-kafka/gateway/sender"
 )
 
 // Gateway owns every component and their lifetimes: the Fluss client, the
-// writer, the bridge, the Kafka listeners and the admin server.
+// writer, the produce path, the Kafka listeners and the admin server.
 type Gateway struct {
 	cfg *configs.Config
 	set settings
@@ -44,14 +47,15 @@ type Gateway struct {
 	client  *fluss.Client
 	acc     *accumulator.Accumulator
 	snd     *sender.Sender
-	tables  *tableRegistry
-	bridge  *bridge
+	tables  *produce.TableRegistry
+	path    *produce.Path
+	txn     *transactions // nil: transactional producers are refused
 	acls    *acl.InForce
 	health  *writeReadiness
 	servers []*kafkaproto.Server
 	admin   *adminServer
 	// loadLog reports the start-up load's retries while Fluss is away.
-	loadLog *outageLog
+	loadLog *outage.Log
 
 	// listeners are opened by listen, before Run, so that callers (tests,
 	// the demo) know the ports.
@@ -91,44 +95,45 @@ func New(cfg *configs.Config, log *slog.Logger) (*Gateway, error) {
 		return nil, fmt.Errorf("sender: %w", err)
 	}
 	g.acc, g.snd = acc, snd
-	parts := newPartitionCache(client)
-	g.tables = newTableRegistry(acc, parts)
+	parts := produce.NewPartitionCache(client)
+	g.tables = produce.NewTableRegistry(acc, parts)
 	ids := newProducerIDs(client, set.initWriterTimeout, set.initWriterBackoffMax,
-		newOutageLog(log, "fluss writer ids unavailable", "fluss writer ids available again", 0, nil), nil)
-	g.bridge = newBridge(acc, parts, ids, g.m, log.With(slog.String("component", "bridge")))
-	g.bridge.leaderless = snd.Leaderless
-	g.bridge.follower = &schemafollow.Follower{Tables: client, Rebind: g.rebindRoutes, Log: log.With(slog.String("component", "bridge")),
-		Added:    func(route string, n int) { g.m.columnsAdded.WithLabelValues(route).Add(float64(n)) },
-		NotAdded: func(route string, n int) { g.m.fieldsNotAdded.WithLabelValues(route).Add(float64(n)) }}
+		outage.New(log, "fluss writer ids unavailable", "fluss writer ids available again", 0, nil), nil)
+	pm := produce.NewMetrics(reg)
+	g.path = produce.New(acc, parts, ids, pm, log.With(slog.String("component", "produce")))
+	g.path.Leaderless = snd.Leaderless
+	g.path.Follower = &schemafollow.Follower{Tables: client, Rebind: g.rebindRoutes, Log: log.With(slog.String("component", "produce")),
+		Added: pm.ColumnsAdded, NotAdded: pm.FieldsNotAdded}
 	// A table's batches waiting for Fluss may hold its share of the
 	// requests' part of the memory budget, as its rows may of the rest.
-	g.bridge.appending = newTableAppends(int64(float64(set.accumulator.RequestMemory)*set.accumulator.MaxTableShare),
-		log.With(slog.String("component", "bridge")))
-	if err := g.bridge.enableExactlyOnce(client, reg); err != nil {
+	g.path.Appending = produce.NewTableAppends(int64(float64(set.accumulator.RequestMemory)*set.accumulator.MaxTableShare),
+		log.With(slog.String("component", "produce")))
+	if err := g.path.EnableExactlyOnce(producerstate.New(client, acc, producerstate.DefaultTable), reg); err != nil {
 		client.Close()
 		return nil, fmt.Errorf("exactly-once metrics: %w", err)
 	}
 	if set.transactions {
-		if err := g.bridge.enableTransactions(client, set.txnMaxTimeout, set.txnMaxBytes, reg); err != nil {
+		if g.txn, err = newTransactions(g.path, acc, ids, log.With(slog.String("component", "transactions")), client, set.txnMaxTimeout, set.txnMaxBytes, reg); err != nil {
 			client.Close()
 			return nil, fmt.Errorf("transaction metrics: %w", err)
 		}
+		g.path.Transactions = g.txn
 	}
 	g.acls = acl.NewInForce(set.acls)
-	g.health = newReadiness(flussProbe(client, g.bridge.state.Load), set.readyInterval, set.readyGrace,
-		newOutageLog(log, "fluss not writable: readiness check failing", "fluss writable again: readiness check passing", 0, nil), nil)
-	g.loadLog = newOutageLog(log, "cannot load routes yet; retrying", "routes loaded after retries", 0, nil)
+	g.health = newReadiness(flussProbe(client, g.path.Current), set.readyInterval, set.readyGrace,
+		outage.New(log, "fluss not writable: readiness check failing", "fluss writable again: readiness check passing", 0, nil), nil)
+	g.loadLog = outage.New(log, "cannot load routes yet; retrying", "routes loaded after retries", 0, nil)
 	if set.registry != nil {
-		if g.bridge.reg, err = schemaregistry.New(*set.registry); err != nil {
+		if g.path.Registry, err = schemaregistry.New(*set.registry); err != nil {
 			client.Close()
 			return nil, fmt.Errorf("schema_registry: %w", err)
 		}
-		registerRegistryStats(reg, g.bridge.reg)
+		registerRegistryStats(reg, g.path.Registry)
 	}
 	for i, l := range set.listeners {
 		name := l.name
 		l.kafka.Memory = acc.RequestMemory() // shared by every listener
-		srv, err := kafkaproto.New(l.kafka, backend{g.bridge, g.acls},
+		srv, err := kafkaproto.New(l.kafka, backend{g.path, g.txn, g.acls},
 			kafkaproto.WithReadyCheck(g.routesReady),
 			kafkaproto.WithLogger(log.With(slog.String("listener", name))),
 			kafkaproto.WithRegisterer(prometheus.WrapRegistererWith(prometheus.Labels{"listener": name}, reg)))
@@ -368,7 +373,7 @@ func (g *Gateway) load(ctx context.Context) error {
 	for {
 		err := g.applyStartup(ctx)
 		if err == nil {
-			g.loadLog.ok()
+			g.loadLog.OK()
 			return nil
 		}
 		g.setLoadErr(err)
@@ -379,7 +384,7 @@ func (g *Gateway) load(ctx context.Context) error {
 			return err
 		}
 		d := retry.Next()
-		g.loadLog.fail(err, slog.Duration("backoff", d))
+		g.loadLog.Fail(err, slog.Duration("backoff", d))
 		if !backoff.Sleep(ctx, d) {
 			return err
 		}
@@ -392,7 +397,7 @@ func (g *Gateway) load(ctx context.Context) error {
 func (g *Gateway) applyStartup(ctx context.Context) error {
 	g.reloadMu.Lock()
 	defer g.reloadMu.Unlock()
-	if g.bridge.loaded() {
+	if g.path.Loaded() {
 		return nil
 	}
 	return g.apply(ctx, g.set.routes, false)
@@ -404,14 +409,14 @@ func (g *Gateway) apply(ctx context.Context, specs []mapping.RouteSpec, fresh bo
 	if err != nil {
 		return err
 	}
-	if err := g.bridge.prepareExactlyOnce(ctx, routes); err != nil {
+	if err := g.path.PrepareExactlyOnce(ctx, routes); err != nil {
 		return err
 	}
-	st, err := g.tables.state(routes, infos, creating)
+	st, err := g.tables.Bind(routes, infos, creating)
 	if err != nil {
 		return err
 	}
-	g.bridge.setState(st)
+	g.path.SetState(st)
 	g.specs = specs
 	g.m.routes.Set(float64(len(routes.All())))
 	g.setLoadErr(nil)
@@ -511,12 +516,12 @@ func (g *Gateway) Run(ctx, force context.Context) error {
 	r.stopWriter, r.writerDone = stopWriter, make(chan error, 1)
 	go func() { r.writerDone <- g.snd.Run(runCtx) }()
 	r.endSweep = func() {}
-	if g.bridge.txn != nil {
+	if g.txn != nil {
 		sweepCtx, stopSweep := context.WithCancel(runCtx)
 		sweepDone := make(chan struct{})
 		go func() {
 			defer close(sweepDone)
-			newTxnSweeper(g.bridge, g.client.FetchLog).run(sweepCtx)
+			newTxnSweeper(g.txn, g.client.FetchLog).run(sweepCtx)
 		}()
 		r.endSweep = func() {
 			stopSweep()
@@ -543,7 +548,7 @@ func (g *Gateway) Run(ctx, force context.Context) error {
 		}
 		// Out of time: appends waiting for buffer memory give up too.
 		<-sctx.Done()
-		g.bridge.stopAppends()
+		g.path.StopAppends()
 	}()
 	errs := g.shutdown(sctx, r)
 	if len(errs) == 0 {
@@ -600,7 +605,7 @@ func (g *Gateway) shutdown(ctx context.Context, r *running) []error {
 	}
 	if writing {
 		r.endSweep()
-		if err := g.bridge.drain(ctx); err != nil {
+		if err := g.path.Drain(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("drain queued batches: %w", err))
 		}
 		if err := g.acc.Flush(ctx); err != nil {

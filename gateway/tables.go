@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
-	"github.com/fluss-kafka/gateway/accumulator"
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/mapping"
 )
@@ -16,17 +14,6 @@ type tableSource interface {
 	TableInfo(ctx context.Context, path fluss.TablePath) (*fluss.TableInfo, error)
 	// InvalidateTableInfo makes the next TableInfo ask the server.
 	InvalidateTableInfo(path fluss.TablePath)
-}
-
-// routeState is one immutable generation of routes bound to their tables;
-// the bridge reads it through an atomic pointer and a reload swaps it.
-type routeState struct {
-	routes *mapping.Routes
-	tables map[fluss.TablePath]*accumulator.Table
-	infos  map[fluss.TablePath]*fluss.TableInfo
-	// creating are the routes (by exact topic) whose table does not exist
-	// yet and is created from their first record (follow_schema.create).
-	creating map[string]mapping.RouteSpec
 }
 
 // bindRoutes compiles the configured routes, fetches every table they name
@@ -80,58 +67,4 @@ func bindRoutes(ctx context.Context, src tableSource, routes []mapping.RouteSpec
 		return nil, nil, nil, err
 	}
 	return bound, infos, creating, nil
-}
-
-// tableRegistry keeps one writer table per Fluss table id across
-// reloads, so a reload never strands batches already queued.
-type tableRegistry struct {
-	acc   *accumulator.Accumulator
-	parts *partitionCache // per-partition bucket counts for the writer
-	// encoders are the Arrow compression encoders every log table shares,
-	// so that memory does not grow with the tables written.
-	encoders *fluss.ArrowEncoders
-
-	mu   sync.Mutex // guards byID
-	byID map[int64]*accumulator.Table
-}
-
-func newTableRegistry(acc *accumulator.Accumulator, parts *partitionCache) *tableRegistry {
-	return &tableRegistry{acc: acc, parts: parts, encoders: fluss.NewArrowEncoders(), byID: make(map[int64]*accumulator.Table)}
-}
-
-// state registers the tables of bound routes and returns the new generation.
-func (r *tableRegistry) state(routes *mapping.Routes, infos map[fluss.TablePath]*fluss.TableInfo, creating map[string]mapping.RouteSpec) (*routeState, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	st := &routeState{routes: routes, tables: make(map[fluss.TablePath]*accumulator.Table, len(infos)), infos: infos, creating: creating}
-	for path, info := range infos {
-		t := r.byID[info.TableID]
-		if t == nil {
-			spec, err := accumulator.TableSpecOf(info, r.encoders)
-			if err != nil {
-				return nil, err
-			}
-			if parts, id := r.parts, info.TableID; parts != nil && info.Descriptor.IsPartitioned() {
-				// The count the bridge bucketed the partition's rows with.
-				spec.PartitionBuckets = func(partitionID int64) int { return parts.bucketsOf(id, partitionID) }
-			}
-			if t, err = r.acc.AddTable(spec); err != nil {
-				return nil, fmt.Errorf("register table %s: %w", path, err)
-			}
-			r.byID[info.TableID] = t
-		} else if t.SchemaID() != info.SchemaID {
-			// Columns were added (Fluss changes a schema no other way): new
-			// batches are built for the new schema; rows converted for
-			// the old one are padded with nulls.
-			spec, err := accumulator.TableSpecOf(info, r.encoders)
-			if err != nil {
-				return nil, err
-			}
-			if err := t.Reschema(spec); err != nil {
-				return nil, fmt.Errorf("table %s: schema %d: %w", path, info.SchemaID, err)
-			}
-		}
-		st.tables[path] = t
-	}
-	return st, nil
 }

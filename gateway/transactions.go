@@ -11,16 +11,20 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/fluss-kafka/gateway/accumulator"
 	"github.com/fluss-kafka/gateway/answer"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
+	"github.com/fluss-kafka/gateway/produce"
 )
 
-// transactions serves transactional producers for the bridge
+// transactions serves transactional producers for the produce path
 // (docs/transactions.md): claims and the ledger decide in the transactions
 // table, batches are staged in the staging table, and a commit is applied
 // to the routes' tables through the exactly-once path.
 type transactions struct {
+	// path writes a commit's batches through its exactly-once path.
+	path    *produce.Path
 	claims  *txnClaims
 	ledger  *txnLedger
 	staging *stagingLog
@@ -48,7 +52,7 @@ type transactions struct {
 
 type txnSession struct {
 	producer kafkaproto.TxnProducer
-	parts    map[topicPartition]bool
+	parts    map[produce.TopicPartition]bool
 	staged   int64 // bytes staged here
 	// begun: an AddPartitionsToTxn here found or wrote the begin row of
 	// transaction n of the claim, so later ones only check that it has no
@@ -80,47 +84,46 @@ const (
 	maxApplyBytes          = 1 << 20
 )
 
-// enableTransactions serves transactional producers, their state and
+// newTransactions serves transactional producers on path, their state and
 // staged batches in Fluss (src: the gateway's Fluss client), and registers
 // their metrics with reg.
-func (s *bridge) enableTransactions(src stagingSource, maxTimeout time.Duration, maxBytes int64, reg prometheus.Registerer) error {
-	rows := newTxnTable(src, s.acc, defaultTxnTable)
-	claims := newTxnClaims(rows, s.ids, maxTimeout, nil)
-	s.txn = &transactions{
+func newTransactions(path *produce.Path, acc *accumulator.Accumulator, ids produce.WriterIDs, log *slog.Logger, src stagingSource, maxTimeout time.Duration, maxBytes int64, reg prometheus.Registerer) (*transactions, error) {
+	rows := newTxnTable(src, acc, defaultTxnTable)
+	claims := newTxnClaims(rows, ids, maxTimeout, nil)
+	t := &transactions{
+		path:            path,
 		claims:          claims,
 		ledger:          &txnLedger{claims: claims, rows: rows, now: time.Now},
-		staging:         newStagingLog(src, s.acc, defaultStagingTable),
-		log:             s.log,
+		staging:         newStagingLog(src, acc, defaultStagingTable),
+		log:             log,
 		maxApplyRecords: defaultMaxApplyRecords,
 		maxBytes:        maxBytes,
 		added:           map[string]*txnSession{},
 		failpoint:       os.Getenv(EnvFailpoint),
 		view:            &txnView{},
 	}
-	t := s.txn
 	m, err := newTxnMetrics(reg, func() float64 {
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		return float64(len(t.added))
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	t.m = m
-	return nil
+	return t, nil
 }
 
 // TransactionsEnabled implements kafkaproto.Transactions.
-func (s *bridge) TransactionsEnabled() bool {
-	return s.txn != nil && s.eo.Usable()
+func (t *transactions) TransactionsEnabled() bool {
+	return t != nil && t.path.ExactlyOnceUsable()
 }
 
 // InitTransaction implements kafkaproto.Transactions: commits of the id's
 // current and previous claim that a crash left unapplied are applied, the
 // next claim is taken, and the replaced claim's open transaction is
 // aborted (or, if its commit got in first, applied) before the answer.
-func (s *bridge) InitTransaction(ctx context.Context, id string, timeoutMs int32, pid int64, epoch int16) (int64, int16, error) {
-	t := s.txn
+func (t *transactions) InitTransaction(ctx context.Context, id string, timeoutMs int32, pid int64, epoch int16) (int64, int16, error) {
 	cur, err := t.claims.current(ctx, id)
 	if err != nil {
 		return -1, -1, fmt.Errorf("%w: %w", kafkaproto.ErrCoordinatorLoadInProgress, err)
@@ -135,7 +138,7 @@ func (s *bridge) InitTransaction(ctx context.Context, id string, timeoutMs int32
 			}
 			cm, err := t.ledger.lastCommit(ctx, row)
 			if err == nil && cm != nil {
-				err = s.applyCommit(ctx, id, row, cm)
+				err = t.applyCommit(ctx, id, row, cm)
 			}
 			if err != nil {
 				return -1, -1, fmt.Errorf("%w: finish an earlier commit of %q: %w", kafkaproto.ErrCoordinatorLoadInProgress, id, err)
@@ -153,13 +156,13 @@ func (s *bridge) InitTransaction(ctx context.Context, id string, timeoutMs int32
 		}
 		if err == nil && out != nil && out.outcome == outcomeAbort && out.reason == reasonFenced {
 			t.m.outcomes.WithLabelValues("fenced").Inc()
-			s.log.Info("transaction aborted: a new producer with the same transactional id started", slog.String("transactional_id", id),
+			t.log.Info("transaction aborted: a new producer with the same transactional id started", slog.String("transactional_id", id),
 				slog.Int64("producer_id", cur.producerID), slog.Int("epoch", int(cur.epoch)))
 		}
 		if err == nil && out != nil && out.outcome == outcomeCommit {
 			var cm *committed
 			if cm, err = t.ledger.lastCommit(ctx, cur); err == nil && cm != nil {
-				err = s.applyCommit(ctx, id, cur, cm)
+				err = t.applyCommit(ctx, id, cur, cm)
 			}
 		}
 		if err != nil {
@@ -178,22 +181,21 @@ func (s *bridge) InitTransaction(ctx context.Context, id string, timeoutMs int32
 // begins (its begin row) if it has not, and the partitions are remembered
 // here. Every partition's route must write exactly once: a commit is
 // applied through that path.
-func (s *bridge) AddPartitions(ctx context.Context, p kafkaproto.TxnProducer, partitions map[string][]int32) error {
-	st := s.state.Load()
+func (t *transactions) AddPartitions(ctx context.Context, p kafkaproto.TxnProducer, partitions map[string][]int32) error {
+	st := t.path.Current()
 	if st == nil {
 		return fmt.Errorf("%w: routes not loaded yet", kafkaproto.ErrCoordinatorLoadInProgress)
 	}
 	for topic := range partitions {
-		route, ok := st.routes.Resolve(topic)
+		route, ok := st.Routes.Resolve(topic)
 		if !ok {
 			return fmt.Errorf("%w: topic %s has no route", kafkaproto.ErrUnknownTopicOrPartition, topic)
 		}
-		if !s.exactlyOnce(route) {
+		if !t.path.WritesExactlyOnce(route) {
 			return fmt.Errorf("%w: route %s of topic %s does not write exactly once (exactly_once: false), which transactions need",
 				kafkaproto.ErrTransactionalIDAuthorizationFailed, route.Name(), topic)
 		}
 	}
-	t := s.txn
 	t.mu.Lock()
 	sess := t.added[p.TransactionalID]
 	begun := sess != nil && sess.producer == p && sess.begun
@@ -216,7 +218,7 @@ func (s *bridge) AddPartitions(ctx context.Context, p kafkaproto.TxnProducer, pa
 	if err != nil {
 		if errors.Is(err, errTxnTimedOut) {
 			t.m.outcomes.WithLabelValues("timeout").Inc()
-			s.log.Info("transaction aborted: it passed its timeout", slog.String("transactional_id", p.TransactionalID), slog.Any("err", err))
+			t.log.Info("transaction aborted: it passed its timeout", slog.String("transactional_id", p.TransactionalID), slog.Any("err", err))
 		}
 		return err
 	}
@@ -234,7 +236,7 @@ func (t *transactions) addParts(p kafkaproto.TxnProducer, partitions map[string]
 		t.added[p.TransactionalID] = sess
 	}
 	if sess.parts == nil || sess.claim != claim || sess.n != n {
-		sess.parts, sess.staged = map[topicPartition]bool{}, 0
+		sess.parts, sess.staged = map[produce.TopicPartition]bool{}, 0
 	}
 	sess.begun, sess.claim, sess.n = true, claim, n
 	if begin != nil {
@@ -242,7 +244,7 @@ func (t *transactions) addParts(p kafkaproto.TxnProducer, partitions map[string]
 	}
 	for topic, ps := range partitions {
 		for _, part := range ps {
-			sess.parts[topicPartition{topic, part}] = true
+			sess.parts[produce.TopicPartition{Topic: topic, Partition: part}] = true
 		}
 	}
 	return nil
@@ -251,8 +253,7 @@ func (t *transactions) addParts(p kafkaproto.TxnProducer, partitions map[string]
 // EndTransaction implements kafkaproto.Transactions: the outcome is
 // decided, and a commit is applied before the answer (again, harmlessly,
 // when EndTxn is repeated).
-func (s *bridge) EndTransaction(ctx context.Context, p kafkaproto.TxnProducer, commit bool) error {
-	t := s.txn
+func (t *transactions) EndTransaction(ctx context.Context, p kafkaproto.TxnProducer, commit bool) error {
 	defer func() {
 		t.mu.Lock()
 		if sess := t.added[p.TransactionalID]; sess != nil && sess.producer == p {
@@ -288,7 +289,7 @@ func (s *bridge) EndTransaction(ctx context.Context, p kafkaproto.TxnProducer, c
 			if errors.Is(err, errTxnTimedOut) {
 				t.m.outcomes.WithLabelValues("timeout").Inc()
 			}
-			s.log.Info("transaction not committed", slog.String("transactional_id", p.TransactionalID), slog.Any("err", err))
+			t.log.Info("transaction not committed", slog.String("transactional_id", p.TransactionalID), slog.Any("err", err))
 		}
 		return err
 	}
@@ -297,11 +298,11 @@ func (s *bridge) EndTransaction(ctx context.Context, p kafkaproto.TxnProducer, c
 	}
 	if !commit {
 		t.m.outcomes.WithLabelValues("abort").Inc()
-		s.log.Info("transaction aborted by its producer", slog.String("transactional_id", p.TransactionalID), slog.Int64("producer_id", p.ProducerID))
+		t.log.Info("transaction aborted by its producer", slog.String("transactional_id", p.TransactionalID), slog.Int64("producer_id", p.ProducerID))
 		return nil
 	}
 	if t.failpoint == FailpointTxnCommitDecided {
-		s.log.Error("failpoint: the process kills itself after a commit decision, before its apply", slog.String("transactional_id", p.TransactionalID))
+		t.log.Error("failpoint: the process kills itself after a commit decision, before its apply", slog.String("transactional_id", p.TransactionalID))
 		if self, err := os.FindProcess(os.Getpid()); err == nil {
 			_ = self.Kill()
 		}
@@ -319,7 +320,7 @@ func (s *bridge) EndTransaction(ctx context.Context, p kafkaproto.TxnProducer, c
 			return nil // applied already
 		}
 	}
-	if err := s.applyCommit(ctx, p.TransactionalID, claim, cm); err != nil {
+	if err := t.applyCommit(ctx, p.TransactionalID, claim, cm); err != nil {
 		// Decided: the producer's retry of EndTxn applies it again.
 		return fmt.Errorf("%w: apply the commit of %q: %w", kafkaproto.ErrCoordinatorLoadInProgress, p.TransactionalID, err)
 	}
@@ -327,37 +328,34 @@ func (s *bridge) EndTransaction(ctx context.Context, p kafkaproto.TxnProducer, c
 	return nil
 }
 
-// produceTransactional stages a batch of an open transaction; the answer
+// Stage implements TxnStager: it stages a batch of an open transaction; the answer
 // comes once it is durable in the staging table. The batch is converted
 // first, so that a record its route refuses is refused now, while the
 // producer can still abort, and not at the commit.
-func (s *bridge) produceTransactional(ctx context.Context, st *routeState, route *mapping.Route, req *kafkaproto.PartitionProduce) (kafkaproto.PartitionWrite, error) {
+func (t *transactions) Stage(ctx context.Context, st *produce.Bound, route *mapping.Route, req *kafkaproto.PartitionProduce) (kafkaproto.PartitionWrite, error) {
 	defer req.Release()
-	t := s.txn
-	if t == nil || !s.exactlyOnce(route) {
+	if t == nil || !t.path.WritesExactlyOnce(route) {
 		return nil, fmt.Errorf("%w: transactions are not served for route %s", kafkaproto.ErrTransactionalIDAuthorizationFailed, route.Name())
 	}
 	p := kafkaproto.TxnProducer{TransactionalID: req.TransactionalID, ProducerID: req.ProducerID, Epoch: req.ProducerEpoch}
 	size := int64(stagedSize(req.Records))
-	if err := t.charge(p, topicPartition{req.Topic, req.Partition}, size); err != nil {
-		t.logRefusal(s.log, req, err)
+	if err := t.charge(p, produce.TopicPartition{Topic: req.Topic, Partition: req.Partition}, size); err != nil {
+		t.logRefusal(t.log, req, err)
 		return nil, err
 	}
-	cb := s.getBatch(len(req.Records))
-	defer s.putBatch(cb)
 	// Prepared as any batch (schemas followed, refused records refused
 	// now, while the producer can still abort); the rows are not kept:
 	// the apply prepares the staged records again, against the table as
 	// it is then.
-	if _, _, err := s.prepare(ctx, st, route, req, cb); err != nil {
-		t.charge(p, topicPartition{req.Topic, req.Partition}, -size)
+	if err := t.path.Check(ctx, st, route, req); err != nil {
+		t.charge(p, produce.TopicPartition{Topic: req.Topic, Partition: req.Partition}, -size)
 		return nil, err
 	}
 	sb := &stagedBatch{id: req.TransactionalID, topic: req.Topic, partition: req.Partition,
 		producerID: req.ProducerID, epoch: req.ProducerEpoch, baseSequence: req.BaseSequence, records: req.Records, stagingOffset: -1}
 	h, err := t.staging.stage(ctx, sb)
 	if err != nil {
-		t.charge(p, topicPartition{req.Topic, req.Partition}, -size)
+		t.charge(p, produce.TopicPartition{Topic: req.Topic, Partition: req.Partition}, -size)
 		return nil, answer.Error(err)
 	}
 	t.m.stagedBatches.Inc()
@@ -399,7 +397,7 @@ func (t *transactions) logRefusal(log *slog.Logger, req *kafkaproto.PartitionPro
 // partition the transaction's AddPartitionsToTxn here did not add
 // (INVALID_TXN_STATE). A transaction this instance has no session for
 // (its partitions were added on another one) is counted from here on.
-func (t *transactions) charge(p kafkaproto.TxnProducer, tp topicPartition, size int64) error {
+func (t *transactions) charge(p kafkaproto.TxnProducer, tp produce.TopicPartition, size int64) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	sess := t.added[p.TransactionalID]
@@ -411,7 +409,7 @@ func (t *transactions) charge(p kafkaproto.TxnProducer, tp topicPartition, size 
 		sess = &txnSession{producer: p}
 		t.added[p.TransactionalID] = sess
 	case sess.parts != nil && !sess.parts[tp]:
-		return fmt.Errorf("%w: partition %s/%d was not added to the transaction of %q", kafkaproto.ErrInvalidTxnState, tp.topic, tp.partition, p.TransactionalID)
+		return fmt.Errorf("%w: partition %s/%d was not added to the transaction of %q", kafkaproto.ErrInvalidTxnState, tp.Topic, tp.Partition, p.TransactionalID)
 	}
 	if size > 0 && sess.staged+size > t.maxBytes {
 		return fmt.Errorf("%w: the transaction of %q would stage %d bytes on this gateway, past kafka.transaction_max_bytes %d; abort it",
@@ -424,24 +422,23 @@ func (t *transactions) charge(p kafkaproto.TxnProducer, tp topicPartition, size 
 // applyCommit writes a committed transaction's staged batches to their
 // tables through the exactly-once path and marks it applied. Partitions
 // are applied concurrently, each one's batches in sequence order.
-func (s *bridge) applyCommit(ctx context.Context, id string, claim *txnRow, cm *committed) error {
-	t := s.txn
+func (t *transactions) applyCommit(ctx context.Context, id string, claim *txnRow, cm *committed) error {
 	start := time.Now()
 	batches, err := t.staging.read(ctx, id, claim.producerID, claim.epoch, cm.begin.stagingOffset, cm.outcome.stagingOffset)
 	if err != nil {
 		return err
 	}
-	st := s.state.Load()
+	st := t.path.Current()
 	if st == nil {
 		return errors.New("routes not loaded yet")
 	}
 	type part struct {
-		tp      topicPartition
+		tp      produce.TopicPartition
 		batches []*stagedBatch
 	}
 	var parts []part
 	for _, b := range batches {
-		tp := topicPartition{b.topic, b.partition}
+		tp := produce.TopicPartition{Topic: b.topic, Partition: b.partition}
 		if len(parts) == 0 || parts[len(parts)-1].tp != tp {
 			parts = append(parts, part{tp: tp})
 		}
@@ -451,14 +448,14 @@ func (s *bridge) applyCommit(ctx context.Context, id string, claim *txnRow, cm *
 	var wg sync.WaitGroup
 	records := 0
 	for i, pt := range parts {
-		route, ok := st.routes.Resolve(pt.tp.topic)
+		route, ok := st.Routes.Resolve(pt.tp.Topic)
 		if !ok {
-			return fmt.Errorf("topic %s of a committed transaction has no route any more", pt.tp.topic)
+			return fmt.Errorf("topic %s of a committed transaction has no route any more", pt.tp.Topic)
 		}
 		for _, b := range pt.batches {
 			records += len(b.records)
 		}
-		wg.Go(func() { errs[i] = s.applyPartition(ctx, st, route, pt.batches, t.maxApplyRecords) })
+		wg.Go(func() { errs[i] = t.applyPartition(ctx, st, route, pt.batches, t.maxApplyRecords) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -468,18 +465,18 @@ func (s *bridge) applyCommit(ctx context.Context, id string, claim *txnRow, cm *
 	// DescribeTransactions right after sees it applied; a mark that cannot
 	// be written only makes a later one apply the commit again, harmlessly.
 	if err := t.ledger.markApplied(ctx, id, cm); err != nil {
-		s.log.Warn("committed transaction applied, its applied mark not written", slog.String("transactional_id", id), slog.Any("err", err))
+		t.log.Warn("committed transaction applied, its applied mark not written", slog.String("transactional_id", id), slog.Any("err", err))
 	}
 	t.m.apply.Observe(time.Since(start).Seconds())
 	t.m.appliedRecords.Add(float64(records))
-	s.log.Debug("transaction committed", slog.String("transactional_id", id), slog.Int64("producer_id", claim.producerID),
+	t.log.Debug("transaction committed", slog.String("transactional_id", id), slog.Int64("producer_id", claim.producerID),
 		slog.Int("batches", len(batches)), slog.Int("records", records), slog.Duration("apply", time.Since(start)))
 	return nil
 }
 
 // applyPartition applies one partition's batches of a commit, joined into
 // batches of at most maxRecords consecutive records, one after the other.
-func (s *bridge) applyPartition(ctx context.Context, st *routeState, route *mapping.Route, batches []*stagedBatch, maxRecords int) error {
+func (t *transactions) applyPartition(ctx context.Context, st *produce.Bound, route *mapping.Route, batches []*stagedBatch, maxRecords int) error {
 	for i := 0; i < len(batches); {
 		first := batches[i]
 		req := &kafkaproto.PartitionProduce{Topic: first.topic, Partition: first.partition, Acks: -1,
@@ -499,7 +496,7 @@ func (s *bridge) applyPartition(ctx context.Context, st *routeState, route *mapp
 			}
 			next = kafkaproto.SeqAdd(b.baseSequence, int32(len(b.records)))
 		}
-		w, err := s.produceExactlyOnce(ctx, st, route, req, true)
+		w, err := t.path.Replay(ctx, st, route, req)
 		if err != nil {
 			return fmt.Errorf("apply %s/%d from sequence %d: %w", req.Topic, req.Partition, req.BaseSequence, err)
 		}

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/fluss-kafka/gateway/kafkaproto"
+	"github.com/fluss-kafka/gateway/produce"
 )
 
 // The Admin view of transactions (kafkaproto.TransactionsViewer):
@@ -20,16 +21,15 @@ import (
 // DescribeTransactions implements kafkaproto.TransactionsViewer. The
 // partitions are those added on this instance, when the transaction's
 // AddPartitionsToTxn came here.
-func (s *bridge) DescribeTransactions(ctx context.Context, ids []string) []kafkaproto.TxnDescription {
+func (t *transactions) DescribeTransactions(ctx context.Context, ids []string) []kafkaproto.TxnDescription {
 	out := make([]kafkaproto.TxnDescription, len(ids))
 	for i, id := range ids {
-		out[i] = s.describeTransaction(ctx, id)
+		out[i] = t.describeTransaction(ctx, id)
 	}
 	return out
 }
 
-func (s *bridge) describeTransaction(ctx context.Context, id string) kafkaproto.TxnDescription {
-	t := s.txn
+func (t *transactions) describeTransaction(ctx context.Context, id string) kafkaproto.TxnDescription {
 	d := kafkaproto.TxnDescription{TransactionalID: id, ProducerID: -1, Epoch: -1, StartMs: -1}
 	claim, err := t.claims.current(ctx, id)
 	switch {
@@ -52,7 +52,7 @@ func (s *bridge) describeTransaction(ctx context.Context, id string) kafkaproto.
 		parts := t.partitionsOf(txnRef{id, claim.key.claim, pos.n}, claim.producerID, claim.epoch, pos.begin)
 		d.Partitions = map[string][]int32{}
 		for tp := range parts {
-			d.Partitions[tp.topic] = append(d.Partitions[tp.topic], tp.partition)
+			d.Partitions[tp.Topic] = append(d.Partitions[tp.Topic], tp.Partition)
 		}
 	case pos.last == nil:
 		d.State = "Empty"
@@ -70,8 +70,7 @@ func (s *bridge) describeTransaction(ctx context.Context, id string) kafkaproto.
 // ListTransactions implements kafkaproto.TransactionsViewer: the open
 // transactions (Ongoing) and the commits not yet applied (PrepareCommit)
 // this instance's sweeper knows of, as of its last sweep.
-func (s *bridge) ListTransactions(context.Context) ([]kafkaproto.TxnListing, error) {
-	t := s.txn
+func (t *transactions) ListTransactions(context.Context) ([]kafkaproto.TxnListing, error) {
 	if t.view == nil {
 		return nil, errors.New("the transaction sweeper has not run yet")
 	}
@@ -119,8 +118,8 @@ func (t *transactions) begunHereSince(readFromMs int64, seen map[txnRef]bool) []
 // known to every instance) and those its AddPartitionsToTxn requests
 // added on this instance. Partitions added later on another instance are
 // not known here (docs/transactions.md, "Admin APIs").
-func (t *transactions) partitionsOf(ref txnRef, producerID int64, epoch int16, begin *txnRow) map[topicPartition]bool {
-	parts := map[topicPartition]bool{}
+func (t *transactions) partitionsOf(ref txnRef, producerID int64, epoch int16, begin *txnRow) map[produce.TopicPartition]bool {
+	parts := map[produce.TopicPartition]bool{}
 	beginPartitions(begin, parts)
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -136,8 +135,7 @@ func (t *transactions) partitionsOf(ref txnRef, producerID int64, epoch int16, b
 // DescribeProducers implements kafkaproto.TransactionsViewer: the open
 // transactions of the sweeper's last sweep, and those begun here since,
 // on the partitions they are known to write (partitionsOf).
-func (s *bridge) DescribeProducers(_ context.Context, topic string, partitions []int32) (map[int32][]kafkaproto.ProducerState, error) {
-	t := s.txn
+func (t *transactions) DescribeProducers(_ context.Context, topic string, partitions []int32) (map[int32][]kafkaproto.ProducerState, error) {
 	if t.view == nil {
 		return nil, fmt.Errorf("%w: the transaction sweeper has not run yet", kafkaproto.ErrNotLeaderOrFollower)
 	}
@@ -157,8 +155,8 @@ func (s *bridge) DescribeProducers(_ context.Context, topic string, partitions [
 	out := make(map[int32][]kafkaproto.ProducerState, len(partitions))
 	for _, o := range open {
 		for tp := range t.partitionsOf(o.ref, o.producerID, o.epoch, o.begin) {
-			if tp.topic == topic && asked[tp.partition] {
-				out[tp.partition] = append(out[tp.partition], kafkaproto.ProducerState{ProducerID: o.producerID, Epoch: o.epoch,
+			if tp.Topic == topic && asked[tp.Partition] {
+				out[tp.Partition] = append(out[tp.Partition], kafkaproto.ProducerState{ProducerID: o.producerID, Epoch: o.epoch,
 					LastTimestampMs: o.startMs, TxnStartOffset: o.stagingOffset})
 			}
 		}
@@ -233,4 +231,4 @@ func (v *txnView) ongoing() ([]openTxn, int64, error) {
 	return slices.Clone(v.running), v.readFromMs, nil
 }
 
-var _ kafkaproto.TransactionsViewer = (*bridge)(nil)
+var _ kafkaproto.TransactionsViewer = (*transactions)(nil)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fluss-kafka/gateway/kafkaproto"
+	"github.com/fluss-kafka/gateway/produce"
 )
 
 // The Admin views agree on which partitions an open transaction writes
@@ -19,8 +20,8 @@ import (
 func TestDescribeProducersAndTransactionsAgree(t *testing.T) {
 	ctx := t.Context()
 	l, _, clock := newTestLedger()
-	b := &bridge{txn: &transactions{claims: l.claims, ledger: l, added: map[string]*txnSession{}, view: &txnView{}}}
-	tx := b.txn
+	tx := &transactions{claims: l.claims, ledger: l, added: map[string]*txnSession{}, view: &txnView{}}
+	b := tx
 
 	_, err := b.DescribeProducers(ctx, "t", []int32{0})
 	require.ErrorIs(t, err, kafkaproto.ErrNotLeaderOrFollower, "no answer before the sweeper read the table")
@@ -45,7 +46,7 @@ func TestDescribeProducersAndTransactionsAgree(t *testing.T) {
 	// stale: a session here whose transaction the sweep no longer lists
 	// (ended on another instance long before).
 	stale := initTxn(t, l, "stale", 60_000)
-	tx.added["stale"] = &txnSession{producer: stale, begun: true, parts: map[topicPartition]bool{{"t", 0}: true},
+	tx.added["stale"] = &txnSession{producer: stale, begun: true, parts: map[produce.TopicPartition]bool{{Topic: "t", Partition: 0}: true},
 		beganAtMs: sweptAt - 60_000}
 
 	got, err := b.DescribeProducers(ctx, "t", []int32{0, 1, 2, 3})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fluss-kafka/gateway/kafkaproto"
+	"github.com/fluss-kafka/gateway/produce"
 )
 
 // txnClaims hands out the producer id and epoch of transactional ids
@@ -21,7 +22,7 @@ import (
 // is fenced.
 type txnClaims struct {
 	rows       txnRows
-	pids       writerIDs // producer ids unique across instances
+	pids       produce.WriterIDs // producer ids unique across instances
 	maxTimeout time.Duration
 	now        func() time.Time
 }
@@ -34,7 +35,7 @@ const claimProbes = 16
 // (Short.MaxValue - 1 is exhausted there).
 const maxTxnEpoch = math.MaxInt16 - 2
 
-func newTxnClaims(rows txnRows, pids writerIDs, maxTimeout time.Duration, now func() time.Time) *txnClaims {
+func newTxnClaims(rows txnRows, pids produce.WriterIDs, maxTimeout time.Duration, now func() time.Time) *txnClaims {
 	if now == nil {
 		now = time.Now
 	}

@@ -17,7 +17,9 @@ import (
 
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/internal/flusstest"
+	"github.com/fluss-kafka/gateway/internal/writertest"
 	"github.com/fluss-kafka/gateway/kafkaproto"
+	"github.com/fluss-kafka/gateway/outage"
 )
 
 // Integration, on a real Fluss: the transactions table is created as a
@@ -40,7 +42,7 @@ func txnInstances(t *testing.T, ctx context.Context, instances int) ([]*txnTable
 		c, err := fluss.NewClient(fluss.Config{Bootstrap: strings.Split(addr, ",")})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = c.Close() })
-		w, err := newTestWriter(testWriterDefaults(), c)
+		w, err := writertest.New(writertest.Defaults(), c)
 		require.NoError(t, err)
 		runErr := make(chan error, 1)
 		go func() { runErr <- w.Run(context.Background()) }()
@@ -50,7 +52,7 @@ func txnInstances(t *testing.T, ctx context.Context, instances int) ([]*txnTable
 		})
 		tab := newTxnTable(c, w.Accumulator, path)
 		tables = append(tables, tab)
-		claims[i] = newTxnClaims(tab, newProducerIDs(c, 30*time.Second, time.Minute, newOutageLog(slog.New(slog.DiscardHandler), "down", "up", time.Second, nil), nil), time.Hour, nil)
+		claims[i] = newTxnClaims(tab, newProducerIDs(c, 30*time.Second, time.Minute, outage.New(slog.New(slog.DiscardHandler), "down", "up", time.Second, nil), nil), time.Hour, nil)
 		if i == 0 {
 			t.Cleanup(func() {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

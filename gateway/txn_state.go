@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fluss-kafka/gateway/kafkaproto"
+	"github.com/fluss-kafka/gateway/produce"
 )
 
 // txnLedger keeps the transactions of each claim in the transactions table
@@ -54,7 +55,7 @@ func encodeTxnPartitions(parts map[string][]int32) string {
 
 // beginPartitions adds the partitions a begin row names to into; a row
 // without them (or written by an older version) adds none.
-func beginPartitions(begin *txnRow, into map[topicPartition]bool) {
+func beginPartitions(begin *txnRow, into map[produce.TopicPartition]bool) {
 	if begin == nil || begin.reason == "" {
 		return
 	}
@@ -64,7 +65,7 @@ func beginPartitions(begin *txnRow, into map[topicPartition]bool) {
 	}
 	for topic, ps := range parts {
 		for _, p := range ps {
-			into[topicPartition{topic, p}] = true
+			into[produce.TopicPartition{Topic: topic, Partition: p}] = true
 		}
 	}
 }

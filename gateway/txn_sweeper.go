@@ -23,7 +23,7 @@ import (
 // else, so instances sweeping together, or racing a producer, agree; two
 // applies of one commit write once (the exactly-once path).
 type txnSweeper struct {
-	b     *bridge
+	t     *transactions
 	fetch func(ctx context.Context, req *fluss.FetchLogRequest) ([]fluss.FetchedBucket, error)
 	// interval between sweeps; applyGrace is how long a commit may stay
 	// unapplied before the sweeper applies it (the deciding instance
@@ -50,8 +50,8 @@ const (
 	defaultApplyGrace    = 10 * time.Second
 )
 
-func newTxnSweeper(b *bridge, fetch func(context.Context, *fluss.FetchLogRequest) ([]fluss.FetchedBucket, error)) *txnSweeper {
-	return &txnSweeper{b: b, fetch: fetch, interval: defaultSweepInterval, applyGrace: defaultApplyGrace, now: time.Now,
+func newTxnSweeper(t *transactions, fetch func(context.Context, *fluss.FetchLogRequest) ([]fluss.FetchedBucket, error)) *txnSweeper {
+	return &txnSweeper{t: t, fetch: fetch, interval: defaultSweepInterval, applyGrace: defaultApplyGrace, now: time.Now,
 		offsets: map[int32]int64{}, pending: map[txnRef]*sweptTxn{}}
 }
 
@@ -65,10 +65,10 @@ func (w *txnSweeper) run(ctx context.Context) {
 		err := w.sweep(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil && !failing:
-			w.b.log.Warn("transaction sweep failed; retrying at the next one", slog.Any("err", err))
+			w.t.log.Warn("transaction sweep failed; retrying at the next one", slog.Any("err", err))
 			failing = true
 		case err == nil && failing:
-			w.b.log.Info("transaction sweep works again")
+			w.t.log.Info("transaction sweep works again")
 			failing = false
 		}
 		select {
@@ -81,7 +81,7 @@ func (w *txnSweeper) run(ctx context.Context) {
 
 // sweep reads the changelog's new rows and acts on what is overdue.
 func (w *txnSweeper) sweep(ctx context.Context) error {
-	t := w.b.txn
+	t := w.t
 	tab, ok := t.ledger.rows.(*txnTable)
 	if !ok {
 		return nil
@@ -190,7 +190,7 @@ func (w *txnSweeper) entry(ref txnRef) *sweptTxn {
 // abort decides an expired open transaction; a commit that got in first
 // is kept for applying.
 func (w *txnSweeper) abort(ctx context.Context, ref txnRef, st *sweptTxn) error {
-	t := w.b.txn
+	t := w.t
 	claim, err := t.claims.claim(ctx, ref.id, ref.claim)
 	if err != nil || claim == nil {
 		return fmt.Errorf("read its claim: %v", err)
@@ -204,7 +204,7 @@ func (w *txnSweeper) abort(ctx context.Context, ref txnRef, st *sweptTxn) error 
 		if won.reason == reasonTimeout {
 			t.m.outcomes.WithLabelValues("timeout").Inc()
 		}
-		w.b.log.Info("transaction aborted: its producer did not end it within its timeout", slog.String("transactional_id", ref.id),
+		w.t.log.Info("transaction aborted: its producer did not end it within its timeout", slog.String("transactional_id", ref.id),
 			slog.Int64("producer_id", claim.producerID), slog.Int("epoch", int(claim.epoch)), slog.Int("timeout_ms", int(st.begin.timeoutMs)))
 		return nil
 	}
@@ -214,7 +214,7 @@ func (w *txnSweeper) abort(ctx context.Context, ref txnRef, st *sweptTxn) error 
 
 // apply finishes a commit left unapplied.
 func (w *txnSweeper) apply(ctx context.Context, ref txnRef, st *sweptTxn) error {
-	t := w.b.txn
+	t := w.t
 	claim, err := t.claims.claim(ctx, ref.id, ref.claim)
 	if err != nil || claim == nil {
 		return fmt.Errorf("read its claim: %v", err)
@@ -227,12 +227,12 @@ func (w *txnSweeper) apply(ctx context.Context, ref txnRef, st *sweptTxn) error 
 		}
 		begin = got[0]
 	}
-	if err := w.b.applyCommit(ctx, ref.id, claim, &committed{claim: ref.claim, n: ref.n, begin: begin, outcome: st.outcome}); err != nil {
+	if err := w.t.applyCommit(ctx, ref.id, claim, &committed{claim: ref.claim, n: ref.n, begin: begin, outcome: st.outcome}); err != nil {
 		return err
 	}
 	delete(w.pending, ref)
 	t.m.outcomes.WithLabelValues("commit").Inc()
-	w.b.log.Info("committed transaction applied by the sweeper: the instance that decided it did not finish", slog.String("transactional_id", ref.id),
+	w.t.log.Info("committed transaction applied by the sweeper: the instance that decided it did not finish", slog.String("transactional_id", ref.id),
 		slog.Int64("producer_id", claim.producerID), slog.Int("epoch", int(claim.epoch)))
 	return nil
 }
@@ -256,5 +256,5 @@ func (w *txnSweeper) publish(readFromMs int64) {
 		}
 		open = append(open, l)
 	}
-	w.b.txn.view.set(open, running, readFromMs)
+	w.t.view.set(open, running, readFromMs)
 }

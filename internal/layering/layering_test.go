@@ -38,12 +38,14 @@ var product = []struct {
 	{"sender", []string{"accumulator", "backoff", "fluss"}, "drains the accumulator: one request stream per (tablet server, table), retries, writer ids, sequences"},
 	{"configs", []string{"accumulator", "fluss", "kafkaproto", "mapping", "schemaregistry", "sender"}, "YAML → config structs, defaults taken from the components"},
 	{"schemafollow", []string{"fluss", "mapping", "schemaregistry"}, "tables that follow writer schemas: columns added, tables created, `tables plan|apply`"},
+	{"outage", nil, "the one rate-limited log of a dependency that keeps failing"},
 	{"answer", []string{"accumulator", "fluss", "kafkaproto", "sender"}, "the Kafka answer to a failed write: the one Fluss → Kafka error table, throttle time"},
 	{"owntable", []string{"accumulator", "fluss"}, "the gateway's own tables: created when missing, shape and properties checked, registered with the writer"},
 	{"producerstate", []string{"accumulator", "fluss", "kafkaproto", "owntable"}, "the producer-state table: per producer-partition writer id, sequences and answered batches"},
 	{"exactlyonce", []string{"accumulator", "answer", "fluss", "kafkaproto", "mapping", "producerstate", "sender"}, "the exactly-once path: Kafka's idempotence rules on Fluss-held state, sealed batches, grouped state commits"},
+	{"produce", []string{"accumulator", "answer", "exactlyonce", "fluss", "kafkaproto", "mapping", "outage", "producerstate", "schemafollow", "schemaregistry"}, "the produce path: route, prepare, resolve partitions, append, await the ack"},
 	{"acl", []string{"configs", "kafkaproto"}, "topic ACLs with Kafka's rules: which principal may Write or Describe a topic"},
-	{"gateway", []string{"accumulator", "acl", "answer", "backoff", "configs", "exactlyonce", "fluss", "kafkaproto", "mapping", "owntable", "producerstate", "schemafollow", "schemaregistry", "sender"}, "the bridge (route, convert, append, ack) and the gateway's lifetime"},
+	{"gateway", []string{"accumulator", "acl", "answer", "backoff", "configs", "exactlyonce", "fluss", "kafkaproto", "mapping", "outage", "owntable", "produce", "producerstate", "schemafollow", "schemaregistry", "sender"}, "wiring, lifetime, reload, admin, readiness; the transaction coordinator"},
 	{"cmd/gateway", []string{"configs", "gateway"}, "main: flags, config file, signals"},
 }
 

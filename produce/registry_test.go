@@ -1,4 +1,4 @@
-package gateway
+package produce
 
 import (
 	"encoding/binary"
@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sr/srfake"
 
 	"github.com/fluss-kafka/gateway/fluss"
+	"github.com/fluss-kafka/gateway/internal/writertest"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
 	"github.com/fluss-kafka/gateway/schemaregistry"
@@ -28,7 +29,7 @@ const eventAvro = `{"type": "record", "name": "Event", "fields": [{"name": "id",
 
 // registryBridge is a bridge with one avro route over a table (id, name)
 // and a registry client on reg; the writer is not running.
-func registryBridge(t *testing.T, reg *srfake.Registry) (*bridge, *testWriter, *gatewayMetrics) {
+func registryBridge(t *testing.T, reg *srfake.Registry) (*Path, *writertest.Writer, *Metrics) {
 	t.Helper()
 	rs, err := mapping.NewRoutes([]mapping.RouteSpec{{
 		Topic: "events", Table: fluss.TablePath{Database: "db", Table: "events"},
@@ -42,21 +43,21 @@ func registryBridge(t *testing.T, reg *srfake.Registry) (*bridge, *testWriter, *
 	infos := map[fluss.TablePath]*fluss.TableInfo{info.Path: info}
 	bound, err := rs.Bind(infos)
 	require.NoError(t, err)
-	cfg := testWriterDefaults()
+	cfg := writertest.Defaults()
 	cfg.Linger = time.Hour
-	w, err := newTestWriter(cfg, failingTransport{code: 36})
+	w, err := writertest.New(cfg, failingTransport{code: 36})
 	require.NoError(t, err)
-	t.Cleanup(func() { closeWriter(t, w) })
-	pc := newPartitionCache(fakePartitions{})
-	st, err := newTableRegistry(w.Accumulator, pc).state(bound, infos, nil)
+	t.Cleanup(func() { writertest.Shut(t, w) })
+	pc := NewPartitionCache(fakePartitions{})
+	st, err := NewTableRegistry(w.Accumulator, pc).Bind(bound, infos, nil)
 	require.NoError(t, err)
-	m := newGatewayMetrics(prometheus.NewRegistry())
-	s := newBridge(w.Accumulator, pc, nil, m, slog.New(slog.DiscardHandler))
+	m := NewMetrics(prometheus.NewRegistry())
+	s := New(w.Accumulator, pc, nil, m, slog.New(slog.DiscardHandler))
 	rc := schemaregistry.DefaultConfig()
 	rc.URLs, rc.RequestTimeout = []string{reg.URL()}, 30*time.Second // the fake answers at once; no test waits for it to time out
-	s.reg, err = schemaregistry.New(rc)
+	s.Registry, err = schemaregistry.New(rc)
 	require.NoError(t, err)
-	s.setState(st)
+	s.SetState(st)
 	return s, w, m
 }
 
@@ -102,18 +103,18 @@ func TestRegistryRecordsFetchOffTheReaderThenFromCache(t *testing.T) {
 	}
 	first, err := s.Produce(t.Context(), batch(1, 2))
 	require.NoError(t, err)
-	require.NoError(t, s.drain(t.Context()))
+	require.NoError(t, s.Drain(t.Context()))
 	assert.Equal(t, 1, w.Incomplete(), "the first batch is appended once its schema is fetched")
 	select {
 	case <-first.Done():
 		t.Fatal("acknowledged before Fluss acked (the writer is not running)")
 	default:
 	}
-	assert.False(t, s.pending.busy(mergedQueue(topicPartition{"events", 0})))
+	assert.False(t, s.pending.busy(mergedQueue(TopicPartition{"events", 0})))
 	// From the cache: converted and appended within Produce.
 	_, err = s.Produce(t.Context(), batch(3))
 	require.NoError(t, err)
-	assert.False(t, s.pending.busy(mergedQueue(topicPartition{"events", 0})), "a cached schema needs no queue")
+	assert.False(t, s.pending.busy(mergedQueue(TopicPartition{"events", 0})), "a cached schema needs no queue")
 	assert.EqualValues(t, 1, fetches.Load(), "one registry request for the schema")
 	assert.Equal(t, 1, w.Incomplete(), "both batches share the open Fluss batch")
 }
@@ -170,43 +171,8 @@ func TestRegistryDownIsRetriable(t *testing.T) {
 	down.Store(false)
 	_, err = s.Produce(t.Context(), req)
 	require.NoError(t, err)
-	require.NoError(t, s.drain(t.Context()))
+	require.NoError(t, s.Drain(t.Context()))
 	assert.Equal(t, 1, w.Incomplete(), "the retry is written once the registry answers")
-}
-
-// TestValidateChecksSubjectsLatestSchema: `gateway validate` checks a route
-// naming a subject against that subject's latest schema: a field that
-// cannot fill its column is reported with the column; a fitting schema
-// passes; an unknown subject is reported.
-func TestValidateChecksSubjectsLatestSchema(t *testing.T) {
-	reg := srfake.New()
-	defer reg.Close()
-	reg.SeedSchema("good-value", 1, 21, sr.Schema{Schema: eventAvro})
-	reg.SeedSchema("bad-value", 1, 22, sr.Schema{Schema: `{"type": "record", "name": "E", "fields": [{"name": "id", "type": "boolean"}]}`})
-	info := &fluss.TableInfo{TableID: 7, Path: fluss.TablePath{Database: "db", Table: "events"}, Descriptor: fluss.TableDescriptor{
-		Schema:      fluss.Schema{Columns: []fluss.Column{{Name: "id", Type: fluss.BigInt()}, {Name: "name", Type: fluss.String()}}},
-		BucketCount: 1,
-	}}
-	route := func(topic, subject string) mapping.RouteSpec {
-		return mapping.RouteSpec{Topic: topic, Table: info.Path, Value: mapping.ValueSpec{Format: mapping.ValueAvro, Subject: subject}}
-	}
-	rc := schemaregistry.DefaultConfig()
-	rc.URLs = []string{reg.URL()}
-	client, err := schemaregistry.New(rc)
-	require.NoError(t, err)
-	bind := func(specs ...mapping.RouteSpec) *mapping.Routes {
-		rs, err := mapping.NewRoutes(specs)
-		require.NoError(t, err)
-		bound, err := rs.Bind(map[fluss.TablePath]*fluss.TableInfo{info.Path: info})
-		require.NoError(t, err)
-		return bound
-	}
-	require.NoError(t, checkSubjects(t.Context(), client, bind(route("a", "good-value"), route("b", ""))))
-	err = checkSubjects(t.Context(), client, bind(route("a", "bad-value"), route("b", "missing-value")))
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), `route "a"`)
-	assert.Contains(t, err.Error(), `column "id"`)
-	assert.Contains(t, err.Error(), `route "b": value.subject "missing-value"`)
 }
 
 // TestRegistryGUIDHeader: Confluent Platform 8's header mode — the raw Avro
@@ -218,7 +184,7 @@ func TestRegistryGUIDHeader(t *testing.T) {
 	defer reg.Close()
 	reg.SeedSchema("events-value", 1, 11, sr.Schema{Schema: eventAvro})
 	s, w, _ := registryBridge(t, reg)
-	latest, err := s.reg.LatestSchema(t.Context(), "events-value")
+	latest, err := s.Registry.LatestSchema(t.Context(), "events-value")
 	require.NoError(t, err)
 	require.NotEmpty(t, latest.GUID, "srfake lists the schema's GUID")
 	guid, err := hex.DecodeString(strings.ReplaceAll(latest.GUID, "-", ""))
@@ -230,7 +196,7 @@ func TestRegistryGUIDHeader(t *testing.T) {
 	}}}
 	pw, err := s.Produce(t.Context(), req)
 	require.NoError(t, err)
-	require.NoError(t, s.drain(t.Context()))
+	require.NoError(t, s.Drain(t.Context()))
 	assert.Equal(t, 1, w.Incomplete(), "the record resolved by GUID is appended")
 	select {
 	case <-pw.Done():

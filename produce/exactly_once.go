@@ -1,4 +1,4 @@
-package gateway
+package produce
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
-	"github.com/fluss-kafka/gateway/owntable"
 	"github.com/fluss-kafka/gateway/producerstate"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -25,21 +24,21 @@ import (
 // OwnsIdempotence implements kafkaproto.IdempotenceOwner: exactly-once
 // routes admit idempotent batches from the Fluss-held state, not from one
 // instance's memory.
-func (s *bridge) OwnsIdempotence(topic string) bool {
+func (s *Path) OwnsIdempotence(topic string) bool {
 	st := s.state.Load()
 	if st == nil || s.eo == nil {
 		return false
 	}
-	r, ok := st.routes.Resolve(topic)
-	return ok && s.exactlyOnce(r)
+	r, ok := st.Routes.Resolve(topic)
+	return ok && s.WritesExactlyOnce(r)
 }
 
-// exactlyOnce reports whether route writes idempotent producers' batches
+// WritesExactlyOnce reports whether route writes idempotent producers' batches
 // exactly once: set so, or left unset while the producer-state store is
 // usable. The store only ever becomes usable, so a batch admitted by the
 // in-memory window may go on to the exactly-once path (its state is then
 // new there, which accepts it), never the reverse.
-func (s *bridge) exactlyOnce(route *mapping.Route) bool {
+func (s *Path) WritesExactlyOnce(route *mapping.Route) bool {
 	switch route.Spec().ExactlyOnce {
 	case mapping.ExactlyOnceOn:
 		return true
@@ -49,20 +48,20 @@ func (s *bridge) exactlyOnce(route *mapping.Route) bool {
 	return s.eo.Usable()
 }
 
-// prepareExactlyOnce opens the producer-state store for routes before they
+// PrepareExactlyOnce opens the producer-state store for routes before they
 // are swapped in (Writer.Prepare).
-func (s *bridge) prepareExactlyOnce(ctx context.Context, routes *mapping.Routes) error {
+func (s *Path) PrepareExactlyOnce(ctx context.Context, routes *mapping.Routes) error {
 	return s.eo.Prepare(ctx, routes)
 }
 
-var _ kafkaproto.IdempotenceOwner = (*bridge)(nil)
+var _ kafkaproto.IdempotenceOwner = (*Path)(nil)
 
 // produceExactlyOnce queues the batch of an idempotent producer on an
 // exactly-once route behind its producer's earlier batches of the Kafka
 // partition (its first batch on this instance looks the producer state up, which
 // blocks on Fluss) and returns its completion. replay marks a committed
 // transaction's batch (see admit).
-func (s *bridge) produceExactlyOnce(ctx context.Context, st *routeState, route *mapping.Route, req *kafkaproto.PartitionProduce, replay bool) (kafkaproto.PartitionWrite, error) {
+func (s *Path) produceExactlyOnce(ctx context.Context, st *Bound, route *mapping.Route, req *kafkaproto.PartitionProduce, replay bool) (kafkaproto.PartitionWrite, error) {
 	start := time.Now()
 	if s.eo == nil {
 		return nil, fmt.Errorf("%w: exactly-once routes are not available in this gateway", kafkaproto.ErrUnknownServerError)
@@ -79,7 +78,7 @@ func (s *bridge) produceExactlyOnce(ctx context.Context, st *routeState, route *
 		return nil, err
 	}
 	c := kafkaproto.NewCompletion()
-	s.pending.enqueue(pendingKey{topicPartition{req.Topic, req.Partition}, req.ProducerID}, func() {
+	s.pending.enqueue(pendingKey{TopicPartition{req.Topic, req.Partition}, req.ProducerID}, func() {
 		defer leave()
 		jctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 		defer cancel()
@@ -92,7 +91,7 @@ func (s *bridge) produceExactlyOnce(ctx context.Context, st *routeState, route *
 
 // writeExactlyOnce converts, admits, writes and (in a goroutine) commits
 // one batch; c gets its answer.
-func (s *bridge) writeExactlyOnce(ctx context.Context, st *routeState, route *mapping.Route, req *kafkaproto.PartitionProduce, c *kafkaproto.Completion, start time.Time, replay bool) {
+func (s *Path) writeExactlyOnce(ctx context.Context, st *Bound, route *mapping.Route, req *kafkaproto.PartitionProduce, c *kafkaproto.Completion, start time.Time, replay bool) {
 	// The writer copies the rows when they are written; the decoded records
 	// (and their charge to the read budget) go back once this returns.
 	defer req.Release()
@@ -135,11 +134,11 @@ func (s *bridge) writeExactlyOnce(ctx context.Context, st *routeState, route *ma
 // eoGroups splits the converted batch by target bucket, in order of first
 // appearance. Dead-letter rows go to the bucket of their Kafka partition
 // (never a sticky one: a replay must find the same target).
-func eoGroups(st *routeState, route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) []exactlyonce.Group {
-	table := st.tables[route.Table()]
+func eoGroups(st *Bound, route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) []exactlyonce.Group {
+	table := st.Tables[route.Table()]
 	var dlqTable *accumulator.Table
 	if d := route.DLQ(); d != nil {
-		dlqTable = st.tables[d.Table()]
+		dlqTable = st.Tables[d.Table()]
 	}
 	var groups []exactlyonce.Group
 	for i := range cb.convs {
@@ -166,7 +165,7 @@ func eoGroups(st *routeState, route *mapping.Route, req *kafkaproto.PartitionPro
 // routeFingerprint identifies what decides where and how a route writes:
 // its spec and the ids and schema ids of its tables. A state written under
 // another fingerprint is not replayed (docs/exactly-once.md, 5.2).
-func routeFingerprint(st *routeState, route *mapping.Route) int64 {
+func routeFingerprint(st *Bound, route *mapping.Route) int64 {
 	h := fnv.New64a()
 	fmt.Fprintf(h, "%+v", route.Spec())
 	paths := []fluss.TablePath{route.Table()}
@@ -174,26 +173,35 @@ func routeFingerprint(st *routeState, route *mapping.Route) int64 {
 		paths = append(paths, d.Table())
 	}
 	for _, path := range paths {
-		if info := st.infos[path]; info != nil {
+		if info := st.Infos[path]; info != nil {
 			fmt.Fprintf(h, "|%d/%d/%d", info.TableID, info.SchemaID, info.Descriptor.BucketCount)
 		}
 	}
 	return int64(h.Sum64() &^ (1 << 63))
 }
 
-// enableExactlyOnce lets routes with exactly_once keep their producers'
-// state in Fluss (src: the gateway's Fluss client) and registers the
-// exactly-once metrics with reg. Without it such routes are refused.
-func (s *bridge) enableExactlyOnce(src owntable.Source, reg prometheus.Registerer) error {
-	s.eo = exactlyonce.New(s.stopped, producerstate.New(src, s.acc, producerstate.DefaultTable), s.acc, s.ids, s.log)
-	return s.registerExactlyOnce(reg)
+// EnableExactlyOnce lets routes with exactly_once keep their producers'
+// state in store (the producer-state table) and registers the exactly-once
+// metrics with reg. Without it such routes are refused.
+func (s *Path) EnableExactlyOnce(store exactlyonce.Store, reg prometheus.Registerer) error {
+	s.eo = exactlyonce.New(s.stopped, store, s.acc, s.ids, s.log)
+	return s.RegisterExactlyOnce(reg)
 }
 
-// registerExactlyOnce registers the exactly-once metrics with reg; until
+// RegisterExactlyOnce registers the exactly-once metrics with reg; until
 // it is called they are not recorded.
-func (s *bridge) registerExactlyOnce(reg prometheus.Registerer) error {
+func (s *Path) RegisterExactlyOnce(reg prometheus.Registerer) error {
 	if s.eo == nil {
 		return nil
 	}
 	return s.eo.Register(reg)
 }
+
+// Replay writes a committed transaction's batch through the exactly-once
+// path (see exactlyonce.Writer.Admit for what its sequence means).
+func (s *Path) Replay(ctx context.Context, st *Bound, route *mapping.Route, req *kafkaproto.PartitionProduce) (kafkaproto.PartitionWrite, error) {
+	return s.produceExactlyOnce(ctx, st, route, req, true)
+}
+
+// ExactlyOnceUsable reports whether the producer-state store opened.
+func (s *Path) ExactlyOnceUsable() bool { return s.eo.Usable() }

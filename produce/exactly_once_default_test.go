@@ -1,4 +1,4 @@
-package gateway
+package produce
 
 import (
 	"bytes"
@@ -40,9 +40,9 @@ func TestExactlyOnceByDefault(t *testing.T) {
 		require.NoError(t, err)
 		return rs
 	}
-	newBridgeWith := func(store exactlyonce.Store) (*bridge, *bytes.Buffer) {
+	newBridgeWith := func(store exactlyonce.Store) (*Path, *bytes.Buffer) {
 		var logs bytes.Buffer
-		b := &bridge{log: slog.New(slog.NewTextHandler(&logs, nil))}
+		b := &Path{log: slog.New(slog.NewTextHandler(&logs, nil))}
 		b.eo = exactlyonce.New(context.Background(), store, nil, nil, b.log)
 		return b, &logs
 	}
@@ -55,10 +55,10 @@ func TestExactlyOnceByDefault(t *testing.T) {
 	t.Run("usable", func(t *testing.T) {
 		b, logs := newBridgeWith(&memStore{})
 		rs := routes(t, mapping.ExactlyOnceDefault, mapping.ExactlyOnceOff)
-		assert.False(t, b.exactlyOnce(route(rs, "a")), "not before the store opened")
-		require.NoError(t, b.prepareExactlyOnce(t.Context(), rs))
-		assert.True(t, b.exactlyOnce(route(rs, "a")), "unset: exactly once")
-		assert.False(t, b.exactlyOnce(route(rs, "b")), "false: the merged path")
+		assert.False(t, b.WritesExactlyOnce(route(rs, "a")), "not before the store opened")
+		require.NoError(t, b.PrepareExactlyOnce(t.Context(), rs))
+		assert.True(t, b.WritesExactlyOnce(route(rs, "a")), "unset: exactly once")
+		assert.False(t, b.WritesExactlyOnce(route(rs, "b")), "false: the merged path")
 		assert.Contains(t, logs.String(), "exactly once on for idempotent producers")
 	})
 
@@ -67,36 +67,36 @@ func TestExactlyOnceByDefault(t *testing.T) {
 		store := &unopenable{err: denied}
 		b, logs := newBridgeWith(store)
 		rs := routes(t, mapping.ExactlyOnceDefault)
-		require.NoError(t, b.prepareExactlyOnce(t.Context(), rs), "unset routes load without it")
-		assert.False(t, b.exactlyOnce(route(rs, "a")))
+		require.NoError(t, b.PrepareExactlyOnce(t.Context(), rs), "unset routes load without it")
+		assert.False(t, b.WritesExactlyOnce(route(rs, "a")))
 		assert.Contains(t, logs.String(), "level=ERROR")
 		assert.Contains(t, logs.String(), "exactly once is off")
 		assert.Contains(t, logs.String(), "no CREATE permission")
 
-		err := b.prepareExactlyOnce(t.Context(), routes(t, mapping.ExactlyOnceDefault, mapping.ExactlyOnceOn))
+		err := b.PrepareExactlyOnce(t.Context(), routes(t, mapping.ExactlyOnceDefault, mapping.ExactlyOnceOn))
 		require.Error(t, err, "a route that asks for exactly once cannot load without it")
 		assert.Contains(t, err.Error(), "exactly_once: true")
 		assert.Contains(t, err.Error(), "no CREATE permission")
 
 		opens := store.opens
-		require.NoError(t, b.prepareExactlyOnce(t.Context(), routes(t, mapping.ExactlyOnceOff)))
+		require.NoError(t, b.PrepareExactlyOnce(t.Context(), routes(t, mapping.ExactlyOnceOff)))
 		assert.Equal(t, opens, store.opens, "no route wants it: the store is not touched")
 	})
 
 	t.Run("transient", func(t *testing.T) {
 		b, _ := newBridgeWith(&unopenable{err: fmt.Errorf("lookup: %w", fluss.ErrRequestTimeout)})
 		rs := routes(t, mapping.ExactlyOnceDefault)
-		err := b.prepareExactlyOnce(t.Context(), rs)
+		err := b.PrepareExactlyOnce(t.Context(), rs)
 		require.Error(t, err)
 		assert.True(t, fluss.IsTransient(err), "the load retries: %v", err)
-		assert.False(t, b.exactlyOnce(route(rs, "a")))
+		assert.False(t, b.WritesExactlyOnce(route(rs, "a")))
 	})
 
 	t.Run("no store", func(t *testing.T) {
-		b := &bridge{log: slog.New(slog.DiscardHandler)}
+		b := &Path{log: slog.New(slog.DiscardHandler)}
 		rs := routes(t, mapping.ExactlyOnceDefault, mapping.ExactlyOnceOn)
-		require.NoError(t, b.prepareExactlyOnce(t.Context(), rs))
-		assert.False(t, b.exactlyOnce(route(rs, "a")))
-		assert.True(t, b.exactlyOnce(route(rs, "b")), "answered with an error by produceExactlyOnce")
+		require.NoError(t, b.PrepareExactlyOnce(t.Context(), rs))
+		assert.False(t, b.WritesExactlyOnce(route(rs, "a")))
+		assert.True(t, b.WritesExactlyOnce(route(rs, "b")), "answered with an error by produceExactlyOnce")
 	})
 }

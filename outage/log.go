@@ -1,4 +1,4 @@
-package gateway
+package outage
 
 import (
 	"context"
@@ -8,16 +8,16 @@ import (
 	"time"
 )
 
-// outageLog is the one way the gateway logs a dependency that keeps
+// Log is the one way the gateway logs a dependency that keeps
 // failing (Fluss writer ids, the coordinator, route loading): a state
 // change is logged once, then a summary at most every interval with the
 // number of failures since the previous line, and once more when it
 // recovers. Under load a failing dependency fails thousands of requests a
-// second; a line per failure buried the real cause in the issue 12 runs.
+// second; a line per failure would bury the real cause.
 //
 // Causes are logged by their first line only and cut to maxCauseLen: a
 // Fluss server error message may carry a whole Java stack trace.
-type outageLog struct {
+type Log struct {
 	log      *slog.Logger
 	down     string // WARN message when the outage starts
 	up       string // INFO message when it ends
@@ -32,26 +32,26 @@ type outageLog struct {
 	total    int       // failures in this outage
 }
 
-// defaultOutageLogInterval spaces the summaries of an outage: often enough
+// DefaultInterval spaces the summaries of an outage: often enough
 // that an operator sees it is still going on, rarely enough to be read.
-const defaultOutageLogInterval = 30 * time.Second
+const DefaultInterval = 30 * time.Second
 
 // maxCauseLen bounds the cause logged with an outage line.
 const maxCauseLen = 300
 
-func newOutageLog(log *slog.Logger, down, up string, interval time.Duration, now func() time.Time) *outageLog {
+func New(log *slog.Logger, down, up string, interval time.Duration, now func() time.Time) *Log {
 	if interval <= 0 {
-		interval = defaultOutageLogInterval
+		interval = DefaultInterval
 	}
 	if now == nil {
 		now = time.Now
 	}
-	return &outageLog{log: log, down: down, up: up, interval: interval, now: now}
+	return &Log{log: log, down: down, up: up, interval: interval, now: now}
 }
 
-// fail records one failure and logs it when it starts an outage or when
+// Fail records one failure and logs it when it starts an outage or when
 // the last line is older than the interval.
-func (o *outageLog) fail(err error, attrs ...slog.Attr) {
+func (o *Log) Fail(err error, attrs ...slog.Attr) {
 	o.mu.Lock()
 	now := o.now()
 	o.total++
@@ -77,8 +77,8 @@ func (o *outageLog) fail(err error, attrs ...slog.Attr) {
 	o.log.LogAttrs(context.Background(), slog.LevelWarn, msg, append(logAttr, attrs...)...)
 }
 
-// ok records a success; it logs the recovery when an outage was going on.
-func (o *outageLog) ok() {
+// OK records a success; it logs the recovery when an outage was going on.
+func (o *Log) OK() {
 	o.mu.Lock()
 	if !o.failing {
 		o.mu.Unlock()
@@ -90,8 +90,8 @@ func (o *outageLog) ok() {
 	o.log.Info(o.up, slog.Duration("after", d.Round(time.Millisecond)), slog.Int("failures", n))
 }
 
-// isFailing reports whether an outage is going on.
-func (o *outageLog) isFailing() bool {
+// Failing reports whether an outage is going on.
+func (o *Log) Failing() bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.failing

@@ -1,11 +1,10 @@
-package gateway
+package produce
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +17,8 @@ import (
 
 	"github.com/fluss-kafka/gateway/exactlyonce"
 	"github.com/fluss-kafka/gateway/fluss"
+	"github.com/fluss-kafka/gateway/internal/metrictest"
+	"github.com/fluss-kafka/gateway/internal/writertest"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
 	"github.com/fluss-kafka/gateway/producerstate"
@@ -266,14 +267,14 @@ const (
 
 // newEOInstance is one gateway instance's bridge with an exactly-once
 // route "load" to a 2-bucket log table in f, keeping states in store.
-func newEOInstance(t *testing.T, f *dedupFluss, store exactlyonce.Store, set func(*testWriterConfig)) *bridge {
+func newEOInstance(t *testing.T, f *dedupFluss, store exactlyonce.Store, set func(*writertest.Config)) *Path {
 	t.Helper()
 	return newEOInstanceWith(t, f, store, set, prometheus.NewPedanticRegistry())
 }
 
 // newEOInstanceWith is newEOInstance registering its exactly-once metrics
 // with reg.
-func newEOInstanceWith(t *testing.T, f *dedupFluss, store exactlyonce.Store, set func(*testWriterConfig), reg *prometheus.Registry) *bridge {
+func newEOInstanceWith(t *testing.T, f *dedupFluss, store exactlyonce.Store, set func(*writertest.Config), reg *prometheus.Registry) *Path {
 	t.Helper()
 	indexed := map[string]string{fluss.PropLogFormat: string(fluss.LogFormatIndexed)}
 	info := &fluss.TableInfo{TableID: eoTableID, SchemaID: 1, Path: fluss.TablePath{Database: "db", Table: "load"},
@@ -286,21 +287,21 @@ func newEOInstanceWith(t *testing.T, f *dedupFluss, store exactlyonce.Store, set
 	require.NoError(t, err)
 	bound, err := rs.Bind(infos)
 	require.NoError(t, err)
-	wcfg := testWriterDefaults()
+	wcfg := writertest.Defaults()
 	wcfg.Linger = 0
 	wcfg.RetryBackoff, wcfg.RetryBackoffMax = time.Millisecond, time.Millisecond
 	if set != nil {
 		set(&wcfg)
 	}
-	w, err := newTestWriter(wcfg, f)
+	w, err := writertest.New(wcfg, f)
 	require.NoError(t, err)
-	pc := newPartitionCache(nil)
-	st, err := newTableRegistry(w.Accumulator, pc).state(bound, infos, nil)
+	pc := NewPartitionCache(nil)
+	st, err := NewTableRegistry(w.Accumulator, pc).Bind(bound, infos, nil)
 	require.NoError(t, err)
 	log := slog.New(slog.DiscardHandler)
-	b := newBridge(w.Accumulator, pc, f, newGatewayMetrics(prometheus.NewRegistry()), log)
+	b := New(w.Accumulator, pc, f, NewMetrics(prometheus.NewRegistry()), log)
 	b.eo = exactlyonce.New(b.stopped, store, w.Accumulator, f, log)
-	require.NoError(t, b.registerExactlyOnce(reg))
+	require.NoError(t, b.RegisterExactlyOnce(reg))
 	problems, err := testutil.GatherAndLint(reg)
 	require.NoError(t, err)
 	require.Empty(t, problems)
@@ -308,7 +309,7 @@ func newEOInstanceWith(t *testing.T, f *dedupFluss, store exactlyonce.Store, set
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { _ = w.Run(ctx) }()
 	t.Cleanup(func() {
-		closeWriter(t, w)
+		writertest.Shut(t, w)
 		cancel()
 	})
 	require.True(t, b.OwnsIdempotence("load"))
@@ -337,7 +338,7 @@ func eoMixed(id int64, k, n int) *kafkaproto.PartitionProduce {
 	return p
 }
 
-func await(t *testing.T, b *bridge, req *kafkaproto.PartitionProduce) kafkaproto.PartitionResult {
+func await(t *testing.T, b *Path, req *kafkaproto.PartitionProduce) kafkaproto.PartitionResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
@@ -379,7 +380,7 @@ func TestExactlyOnceReplayAfterCrash(t *testing.T) {
 				_, err := a.Produce(t.Context(), eoMixed(7, i, n)) // never answered
 				require.NoError(t, err)
 			}
-			require.NoError(t, a.drain(t.Context()), "A admitted them")
+			require.NoError(t, a.Drain(t.Context()), "A admitted them")
 			require.NoError(t, a.acc.Flush(t.Context()), "A's data writes reach Fluss")
 			written := total(f.rows(eoTableID)) + total(f.rows(eoDLQTableID))
 			require.Equal(t, (3+k)*n, written, "A wrote its batches")
@@ -430,12 +431,12 @@ func TestExactlyOnceAdmission(t *testing.T) {
 	assert.Equal(t, offsets[5], r.BaseOffset, "another instance answers from the committed window")
 	assert.Equal(t, rows, total(f.rows(eoTableID)), "nothing written again")
 	assert.Equal(t, commits, ms.commits, "nothing committed again")
-	assert.Equal(t, 1.0, metricValue(t, regA, "fluss_gateway_exactly_once_window_answers_total"))
-	assert.Equal(t, 1.0, metricValue(t, regA, "fluss_gateway_exactly_once_state_loads_total", "result", "missing"))
-	assert.Equal(t, 1.0, metricValue(t, regA, "fluss_gateway_exactly_once_writer_ids_total", "reason", "new"))
-	assert.Equal(t, 1.0, metricValue(t, regB, "fluss_gateway_exactly_once_window_answers_total"))
-	assert.Equal(t, 1.0, metricValue(t, regB, "fluss_gateway_exactly_once_state_loads_total", "result", "found"))
-	assert.Equal(t, 0.0, metricValue(t, regB, "fluss_gateway_exactly_once_writer_ids_total", "reason", "new"), "B carries on with A's writer id")
+	assert.Equal(t, 1.0, metrictest.Value(t, regA, "fluss_gateway_exactly_once_window_answers_total"))
+	assert.Equal(t, 1.0, metrictest.Value(t, regA, "fluss_gateway_exactly_once_state_loads_total", "result", "missing"))
+	assert.Equal(t, 1.0, metrictest.Value(t, regA, "fluss_gateway_exactly_once_writer_ids_total", "reason", "new"))
+	assert.Equal(t, 1.0, metrictest.Value(t, regB, "fluss_gateway_exactly_once_window_answers_total"))
+	assert.Equal(t, 1.0, metrictest.Value(t, regB, "fluss_gateway_exactly_once_state_loads_total", "result", "found"))
+	assert.Equal(t, 0.0, metrictest.Value(t, regB, "fluss_gateway_exactly_once_writer_ids_total", "reason", "new"), "B carries on with A's writer id")
 
 	assert.ErrorIs(t, await(t, b, eoProduce(9, 1, 9, n)).Err, kafkaproto.ErrOutOfOrderSequenceNumber)
 	assert.ErrorIs(t, await(t, b, eoProduce(9, 1, 0, n)).Err, kafkaproto.ErrDuplicateSequenceNumber)
@@ -462,7 +463,7 @@ func TestExactlyOnceUnknownOutcomeReplays(t *testing.T) {
 	f := newDedupFluss()
 	ms := &memStore{rows: map[producerstate.Key]producerstate.State{}}
 	reg := prometheus.NewPedanticRegistry()
-	a := newEOInstanceWith(t, f, ms, func(c *testWriterConfig) { c.Retries = 1 }, reg)
+	a := newEOInstanceWith(t, f, ms, func(c *writertest.Config) { c.Retries = 1 }, reg)
 	require.NoError(t, await(t, a, eoProduce(3, 0, 0, 3)).Err)
 	f.mu.Lock()
 	f.lostAnswers = 2 // the first send and its one retry
@@ -475,7 +476,7 @@ func TestExactlyOnceUnknownOutcomeReplays(t *testing.T) {
 	require.Len(t, f.rows(eoTableID), 6, "the batch was written once")
 
 	require.NoError(t, await(t, a, eoProduce(3, 0, 1, 3)).Err, "the retry")
-	assert.Equal(t, 1.0, metricValue(t, reg, "fluss_gateway_exactly_once_recoveries_total"))
+	assert.Equal(t, 1.0, metrictest.Value(t, reg, "fluss_gateway_exactly_once_recoveries_total"))
 	require.NoError(t, await(t, a, eoProduce(3, 0, 2, 3)).Err)
 	got := f.rows(eoTableID)
 	assert.Len(t, got, 9)
@@ -534,7 +535,7 @@ func TestExactlyOnceEpochBumpAfterCrash(t *testing.T) {
 	storeA.crash()
 	_, err := a.Produce(t.Context(), eoProduce(8, 0, 3, n)) // written, never committed nor answered
 	require.NoError(t, err)
-	require.NoError(t, a.drain(t.Context()))
+	require.NoError(t, a.Drain(t.Context()))
 	require.NoError(t, a.acc.Flush(t.Context()))
 	require.Equal(t, 4*n, total(f.rows(eoTableID)))
 
@@ -547,7 +548,7 @@ func TestExactlyOnceEpochBumpAfterCrash(t *testing.T) {
 	for i := 40; i < 44; i++ {
 		assert.Equal(t, 1, got[fmt.Sprintf("p8/%d", i)], "record %d of the new epoch", i)
 	}
-	assert.Equal(t, 1.0, metricValue(t, reg, "fluss_gateway_exactly_once_writer_ids_total", "reason", "epoch_bump"))
+	assert.Equal(t, 1.0, metrictest.Value(t, reg, "fluss_gateway_exactly_once_writer_ids_total", "reason", "epoch_bump"))
 }
 
 // TestExactlyOnceRouteMetrics: an exactly-once route records the route
@@ -674,27 +675,4 @@ func TestExactlyOnceProducersDoNotQueueBehindEachOther(t *testing.T) {
 	<-slow.Done()
 	require.NoError(t, slow.Result().Err)
 	assert.Equal(t, 4, total(f.rows(eoTableID)))
-}
-
-// metricValue is the value of the counter name in g whose labels are the
-// given name, value pairs (0 when there is none).
-func metricValue(t *testing.T, g prometheus.Gatherer, name string, labels ...string) float64 {
-	t.Helper()
-	families, err := g.Gather()
-	require.NoError(t, err)
-	for _, mf := range families {
-		if mf.GetName() != name {
-			continue
-		}
-	metrics:
-		for _, m := range mf.GetMetric() {
-			for i := 0; i+1 < len(labels); i += 2 {
-				if !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == labels[i] && l.GetValue() == labels[i+1] }) {
-					continue metrics
-				}
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	return 0
 }

@@ -1,4 +1,4 @@
-package gateway
+package produce
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // route refuses fails the batch, or goes to the dead-letter table). It
 // returns the routes to write with: a new generation when columns were
 // added. A failure leaves the whole batch unwritten.
-func (s *bridge) prepare(ctx context.Context, st *routeState, route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) (*routeState, *mapping.Route, error) {
+func (s *Path) prepare(ctx context.Context, st *Bound, route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) (*Bound, *mapping.Route, error) {
 	s.frame(route, req, cb)
 	return s.prepareFramed(ctx, st, route, req, cb)
 }
@@ -24,7 +24,7 @@ func (s *bridge) prepare(ctx context.Context, st *routeState, route *mapping.Rou
 // prepareFramed is prepare once frame has run (the merged path frames on
 // the connection's read goroutine, to see whether anything must be
 // fetched first).
-func (s *bridge) prepareFramed(ctx context.Context, st *routeState, route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) (*routeState, *mapping.Route, error) {
+func (s *Path) prepareFramed(ctx context.Context, st *Bound, route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) (*Bound, *mapping.Route, error) {
 	if err := s.resolveSchemas(ctx, route.Name(), cb); err != nil {
 		s.log.Warn("produce: schema lookup failed; the producer will retry", slog.String("topic", req.Topic),
 			slog.Int("partition", int(req.Partition)), slog.Any("err", err))
@@ -44,9 +44,19 @@ func (s *bridge) prepareFramed(ctx context.Context, st *routeState, route *mappi
 // prepareCached is prepare without blocking, on the connection's read
 // goroutine: done is false when a writer schema must be fetched or
 // followed first (prepareFramed then, off that goroutine).
-func (s *bridge) prepareCached(st *routeState, route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) (done bool, err error) {
+func (s *Path) prepareCached(st *Bound, route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) (done bool, err error) {
 	if s.frame(route, req, cb) || s.followNeeded(st, route, req, cb) {
 		return false, nil
 	}
 	return true, s.convert(route, req, cb)
+}
+
+// Check prepares a batch as any other and drops its rows: a transaction's
+// batch is refused at once for a record its route refuses, while the
+// producer can still abort; the apply prepares it again at the commit.
+func (s *Path) Check(ctx context.Context, st *Bound, route *mapping.Route, req *kafkaproto.PartitionProduce) error {
+	cb := s.getBatch(len(req.Records))
+	defer s.putBatch(cb)
+	_, _, err := s.prepare(ctx, st, route, req, cb)
+	return err
 }

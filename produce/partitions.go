@@ -1,4 +1,4 @@
-package gateway
+package produce
 
 import (
 	"context"
@@ -9,19 +9,19 @@ import (
 	"github.com/fluss-kafka/gateway/fluss"
 )
 
-// partitionSource is what partition resolution needs from Fluss.
-type partitionSource interface {
+// PartitionSource is what partition resolution needs from Fluss.
+type PartitionSource interface {
 	EnsurePartition(ctx context.Context, path fluss.TablePath, spec fluss.PartitionSpec) (int64, error)
 	// BucketCount is a partition's own bucket count (Fluss 1.0: fixed when
 	// the partition is created, the table's count at that moment).
 	BucketCount(ctx context.Context, tableID, partitionID int64) (int32, error)
 }
 
-// partitionCache resolves partition names to ids and bucket counts,
+// PartitionCache resolves partition names to ids and bucket counts,
 // creating partitions that do not exist yet. Ids are cached per table id,
 // so a re-created table does not reuse stale ones.
-type partitionCache struct {
-	src partitionSource
+type PartitionCache struct {
+	src PartitionSource
 
 	mu      sync.RWMutex // guards ids and buckets
 	ids     map[partitionKey]int64
@@ -39,7 +39,7 @@ type partitionRef struct {
 
 // forget drops the cached id and bucket count of a partition that Fluss
 // says is gone, or whose bucket count was wrong.
-func (c *partitionCache) forget(tableID, partitionID int64) {
+func (c *PartitionCache) forget(tableID, partitionID int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k, id := range c.ids {
@@ -50,13 +50,13 @@ func (c *partitionCache) forget(tableID, partitionID int64) {
 	delete(c.buckets, partitionRef{tableID, partitionID})
 }
 
-func newPartitionCache(src partitionSource) *partitionCache {
-	return &partitionCache{src: src, ids: make(map[partitionKey]int64), buckets: make(map[partitionRef]int32)}
+func NewPartitionCache(src PartitionSource) *PartitionCache {
+	return &PartitionCache{src: src, ids: make(map[partitionKey]int64), buckets: make(map[partitionRef]int32)}
 }
 
 // bucketsOf returns the cached bucket count of a partition (0: unknown).
 // It never calls Fluss: the writer asks it on its write path.
-func (c *partitionCache) bucketsOf(tableID, partitionID int64) int {
+func (c *PartitionCache) bucketsOf(tableID, partitionID int64) int {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return int(c.buckets[partitionRef{tableID, partitionID}])
@@ -64,7 +64,7 @@ func (c *partitionCache) bucketsOf(tableID, partitionID int64) int {
 
 // cached returns the partition id and bucket count of name in the table
 // when both are known, without calling Fluss.
-func (c *partitionCache) cached(tableID int64, name string) (int64, int, bool) {
+func (c *PartitionCache) cached(tableID int64, name string) (int64, int, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	id, ok := c.ids[partitionKey{tableID, name}]
@@ -78,7 +78,7 @@ func (c *partitionCache) cached(tableID int64, name string) (int64, int, bool) {
 // id returns the partition id and bucket count of name in the table,
 // creating the partition when it does not exist. It may block on Fluss,
 // honouring ctx.
-func (c *partitionCache) id(ctx context.Context, info *fluss.TableInfo, name string) (int64, int, error) {
+func (c *PartitionCache) id(ctx context.Context, info *fluss.TableInfo, name string) (int64, int, error) {
 	if id, n, ok := c.cached(info.TableID, name); ok {
 		return id, n, nil
 	}
@@ -109,7 +109,7 @@ func (c *partitionCache) id(ctx context.Context, info *fluss.TableInfo, name str
 }
 
 // countOf looks up and caches a partition's bucket count.
-func (c *partitionCache) countOf(ctx context.Context, info *fluss.TableInfo, name string, id int64) (int64, int, error) {
+func (c *PartitionCache) countOf(ctx context.Context, info *fluss.TableInfo, name string, id int64) (int64, int, error) {
 	n, err := c.src.BucketCount(ctx, info.TableID, id)
 	if err != nil {
 		return 0, 0, fmt.Errorf("bucket count of partition %q of table %s: %w", name, info.Path, err)
@@ -123,10 +123,10 @@ func (c *partitionCache) countOf(ctx context.Context, info *fluss.TableInfo, nam
 	return id, int(n), nil
 }
 
-// topicPartition names a Kafka partition.
-type topicPartition struct {
-	topic     string
-	partition int32
+// TopicPartition names a Kafka partition.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
 }
 
 // pendingKey names one FIFO of pendingWrites: a Kafka partition's batches
@@ -138,12 +138,12 @@ type topicPartition struct {
 // one queue per partition made every producer wait for every other's
 // first lookup.
 type pendingKey struct {
-	topicPartition
+	TopicPartition
 	producer int64
 }
 
 // mergedQueue is the FIFO of tp's batches on the merged path.
-func mergedQueue(tp topicPartition) pendingKey { return pendingKey{tp, -1} }
+func mergedQueue(tp TopicPartition) pendingKey { return pendingKey{tp, -1} }
 
 // pendingWrites holds the converted batches that wait for a Fluss partition
 // to be resolved (and the exactly-once path's batches), one FIFO per

@@ -1,4 +1,4 @@
-package gateway
+package produce
 
 import (
 	"context"
@@ -66,13 +66,13 @@ func sameWriter(a, b *mapping.Serialized) bool {
 
 // followNeeded reports, without blocking, whether a writer schema of the
 // batch has not been checked against the route's table yet.
-func (s *bridge) followNeeded(st *routeState, route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) bool {
-	if s.follower == nil || !schemafollow.Follows(route) {
+func (s *Path) followNeeded(st *Bound, route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) bool {
+	if s.Follower == nil || !schemafollow.Follows(route) {
 		return false
 	}
-	info := st.infos[route.Table()]
+	info := st.Infos[route.Table()]
 	for _, w := range writerSchemas(route, req, cb) {
-		if !s.follower.Checked(route, info.SchemaID, w) {
+		if !s.Follower.Checked(route, info.SchemaID, w) {
 			return true
 		}
 	}
@@ -82,8 +82,8 @@ func (s *bridge) followNeeded(st *routeState, route *mapping.Route, req *kafkapr
 // follow adds the columns the batch's writer schemas need and returns the
 // routes to convert it with (a new generation when columns were added).
 // A failure is retriable for the producer: nothing of the batch is written.
-func (s *bridge) follow(ctx context.Context, st *routeState, route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) (*routeState, *mapping.Route, error) {
-	f := s.follower
+func (s *Path) follow(ctx context.Context, st *Bound, route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) (*Bound, *mapping.Route, error) {
+	f := s.Follower
 	if f == nil || !schemafollow.Follows(route) {
 		return st, route, nil
 	}
@@ -91,7 +91,7 @@ func (s *bridge) follow(ctx context.Context, st *routeState, route *mapping.Rout
 		// Twice at most: a second look after adding finds the table
 		// holding w and marks it checked for the new table schema.
 		for range 2 {
-			info := st.infos[route.Table()]
+			info := st.Infos[route.Table()]
 			if f.Checked(route, info.SchemaID, w) {
 				break
 			}
@@ -103,7 +103,7 @@ func (s *bridge) follow(ctx context.Context, st *routeState, route *mapping.Rout
 				break
 			}
 			st = s.state.Load()
-			r, ok := st.routes.Resolve(req.Topic)
+			r, ok := st.Routes.Resolve(req.Topic)
 			if !ok {
 				return st, route, kafkaproto.ErrUnknownTopicOrPartition
 			}
@@ -117,13 +117,13 @@ func (s *bridge) follow(ctx context.Context, st *routeState, route *mapping.Rout
 // (follow_schema.create): the table is created from the batch's first
 // writer schema, the routes are bound again, and the batch is produced as
 // any other. Queued per Kafka partition, so later batches wait for it.
-func (s *bridge) produceCreating(ctx context.Context, spec mapping.RouteSpec, req *kafkaproto.PartitionProduce) (kafkaproto.PartitionWrite, error) {
+func (s *Path) produceCreating(ctx context.Context, spec mapping.RouteSpec, req *kafkaproto.PartitionProduce) (kafkaproto.PartitionWrite, error) {
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(defaultResolveTimeout)
 	}
 	c := kafkaproto.NewCompletion()
-	s.pending.enqueue(mergedQueue(topicPartition{req.Topic, req.Partition}), func() {
+	s.pending.enqueue(mergedQueue(TopicPartition{req.Topic, req.Partition}), func() {
 		jctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 		defer cancel()
 		stop := context.AfterFunc(s.stopped, cancel)
@@ -152,13 +152,13 @@ func (s *bridge) produceCreating(ctx context.Context, spec mapping.RouteSpec, re
 // records (and, with follow_schema.primary_key_from_key, its primary key
 // from the first key's), unless it exists by now, and binds the routes
 // again (schemafollow.Follower.CreateTable).
-func (s *bridge) createTable(ctx context.Context, spec mapping.RouteSpec, req *kafkaproto.PartitionProduce) error {
-	f := s.follower
+func (s *Path) createTable(ctx context.Context, spec mapping.RouteSpec, req *kafkaproto.PartitionProduce) error {
+	f := s.Follower
 	if f == nil {
 		return fmt.Errorf("%w: tables are not created here", kafkaproto.ErrUnknownTopicOrPartition)
 	}
 	exists := func() bool {
-		_, ok := s.state.Load().routes.Resolve(req.Topic)
+		_, ok := s.state.Load().Routes.Resolve(req.Topic)
 		return ok
 	}
 	if exists() {
@@ -183,7 +183,7 @@ func (s *bridge) createTable(ctx context.Context, spec mapping.RouteSpec, req *k
 	case err != nil:
 		return fmt.Errorf("%w: %w", kafkaproto.ErrRequestTimedOut, err)
 	}
-	if r, ok := s.state.Load().routes.Resolve(req.Topic); ok {
+	if r, ok := s.state.Load().Routes.Resolve(req.Topic); ok {
 		f.WarnNotAdded(r, w, notAdded)
 	}
 	return nil
@@ -191,7 +191,7 @@ func (s *bridge) createTable(ctx context.Context, spec mapping.RouteSpec, req *k
 
 // firstWriterSchema is the writer schema of req's first record that has
 // one: of its value, or (key) of its key.
-func (s *bridge) firstWriterSchema(ctx context.Context, spec mapping.RouteSpec, req *kafkaproto.PartitionProduce, key bool) (schemafollow.WriterSchema, error) {
+func (s *Path) firstWriterSchema(ctx context.Context, spec mapping.RouteSpec, req *kafkaproto.PartitionProduce, key bool) (schemafollow.WriterSchema, error) {
 	what, format := "value", string(spec.Value.Format)
 	if key {
 		what, format = "key", string(spec.Key.Format)
@@ -205,7 +205,7 @@ func (s *bridge) firstWriterSchema(ctx context.Context, spec mapping.RouteSpec, 
 		return schemafollow.WriterSchema{}, fmt.Errorf("%w: no record of the batch is a Kafka Connect envelope with a schema", kafkaproto.ErrInvalidRecord)
 	}
 	opts, ok := mapping.SpecFramingOptions(spec, key)
-	if !ok || s.reg == nil {
+	if !ok || s.Registry == nil {
 		return schemafollow.WriterSchema{}, fmt.Errorf("%w: %s.format %s has no writer schema here", kafkaproto.ErrInvalidRecord, what, format)
 	}
 	for i := range req.Records {
@@ -221,7 +221,7 @@ func (s *bridge) firstWriterSchema(ctx context.Context, spec mapping.RouteSpec, 
 		if err != nil {
 			continue
 		}
-		sc, err := s.reg.Resolve(ctx, ref)
+		sc, err := s.Registry.Resolve(ctx, ref)
 		switch {
 		case err == nil:
 			w, err := schemafollow.RegistryWriterSchema(format, &mapping.Serialized{Ref: ref, Schema: sc})

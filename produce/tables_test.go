@@ -1,4 +1,4 @@
-package gateway
+package produce
 
 import (
 	"path/filepath"

@@ -1,4 +1,4 @@
-package gateway
+package produce
 
 import (
 	"context"
@@ -48,7 +48,7 @@ func headerLookup(hs []kafkaproto.Header) func(string) ([]byte, bool) {
 // reports whether some schema still has to be fetched (resolveSchemas).
 // A framing that does not parse, or a schema the registry said it does not
 // know, makes that record bad (Serialized.Err), not the batch.
-func (s *bridge) frame(route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) (missing bool) {
+func (s *Path) frame(route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) (missing bool) {
 	conv := route.Converter()
 	vOpts, vReg := conv.FramingOptions(false)
 	kOpts, kReg := conv.FramingOptions(true)
@@ -72,7 +72,7 @@ func (s *bridge) frame(route *mapping.Route, req *kafkaproto.PartitionProduce, c
 		if last.ok && last.kind == ref.Kind && last.id == ref.ID && last.guid == ref.GUID {
 			return last.schema, last.err, true
 		}
-		schema, err, ok := s.reg.Cached(ref)
+		schema, err, ok := s.Registry.Cached(ref)
 		last = memo{kind: ref.Kind, id: ref.ID, guid: ref.GUID, schema: schema, err: err, ok: ok}
 		return schema, err, ok
 	}
@@ -86,7 +86,7 @@ func (s *bridge) frame(route *mapping.Route, req *kafkaproto.PartitionProduce, c
 			return
 		}
 		out.Ref, out.Payload = ref, payload
-		if s.reg == nil {
+		if s.Registry == nil {
 			out.Err = errNoRegistry
 			return
 		}
@@ -113,7 +113,7 @@ func (s *bridge) frame(route *mapping.Route, req *kafkaproto.PartitionProduce, c
 }
 
 // errNoRegistry marks records of a registry format when no schema_registry
-// is configured (configs refuses such a file; this guards the bridge).
+// is configured (configs refuses such a file; this guards the produce path).
 var errNoRegistry = errors.New("no schema_registry is configured")
 
 // errRegistryUnavailable wraps a registry failure that a producer retry may
@@ -124,12 +124,12 @@ var errRegistryUnavailable = errors.New("schema registry unavailable")
 // resolveSchemas fetches the writer schemas frame did not find cached. It
 // may block on the registry, honouring ctx. An unknown schema marks its
 // record bad; an unavailable registry fails the whole batch (retriable).
-func (s *bridge) resolveSchemas(ctx context.Context, route string, cb *convBatch) error {
+func (s *Path) resolveSchemas(ctx context.Context, route string, cb *convBatch) error {
 	fetch := func(out *mapping.Serialized) error {
 		if out.Err != nil || out.Schema != nil || out.Payload == nil {
 			return nil // resolved, bad, or nothing to decode (no key, a tombstone)
 		}
-		schema, err := s.reg.Resolve(ctx, out.Ref)
+		schema, err := s.Registry.Resolve(ctx, out.Ref)
 		switch {
 		case err == nil:
 			out.Schema = schema

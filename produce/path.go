@@ -1,4 +1,4 @@
-package gateway
+package produce
 
 import (
 	"context"
@@ -20,24 +20,26 @@ import (
 	"github.com/fluss-kafka/gateway/schemaregistry"
 )
 
-// bridge connects the Kafka front to the write path: it resolves a topic to
+// Path connects the Kafka front to the write path: it resolves a topic to
 // its route, converts each record into a row, sends rows that do not
 // convert to the dead-letter table (or rejects their batch), resolves Fluss
 // partitions, appends the rows to the writer and turns the Fluss acks
-// into the Kafka answer. It is the gateway's kafkaproto.Backend.
-type bridge struct {
-	state   atomic.Pointer[routeState]
-	acc     *accumulator.Accumulator
-	parts   *partitionCache
-	pending *pendingWrites
-	ids     writerIDs
-	reg     *schemaregistry.Client // nil: no schema_registry configured
-	eo      *exactlyonce.Writer    // nil: no Fluss client to keep producer states in
-	txn     *transactions          // nil: transactional producers are refused
-	// follower adds the columns writer schemas need (nil: none added).
-	follower *schemafollow.Follower
+// into the Kafka answer. With the transaction coordinator it is what the
+// gateway's Kafka listeners serve (kafkaproto.Backend).
+type Path struct {
+	state    atomic.Pointer[Bound]
+	acc      *accumulator.Accumulator
+	parts    *PartitionCache
+	pending  *pendingWrites
+	ids      WriterIDs
+	Registry *schemaregistry.Client // nil: no schema_registry configured
+	eo       *exactlyonce.Writer    // nil: no Fluss client to keep producer states in
+	// Transactions stages transactional producers' batches (nil: they are refused).
+	Transactions TxnStager
+	// Follower adds the columns writer schemas need (nil: none added).
+	Follower *schemafollow.Follower
 	log      *slog.Logger
-	m        *gatewayMetrics
+	m        *Metrics
 
 	// stopped ends when a shutdown runs out of time: it bounds the appends
 	// that no longer follow the request's deadline (see appendAll).
@@ -46,17 +48,24 @@ type bridge struct {
 
 	batches sync.Pool // *convBatch
 
-	// appending bounds each table's batches being appended at once (nil:
+	// Appending bounds each table's batches being appended at once (nil:
 	// no bound).
-	appending *tableAppends
+	Appending *TableAppends
 
-	// leaderless reports a table whose buckets have had no leader for a
+	// Leaderless reports a table whose buckets have had no leader for a
 	// while (the sender's Leaderless; nil: never).
-	leaderless func(tableID int64) bool
+	Leaderless func(tableID int64) bool
 }
 
-// writerIDs hands out cluster-wide unique ids (Fluss InitWriter).
-type writerIDs interface {
+// TxnStager stages a batch of an open transaction (the transaction
+// coordinator); the Path hands it every transactional producer's batch once
+// the route is resolved. Stage owns req.
+type TxnStager interface {
+	Stage(ctx context.Context, st *Bound, route *mapping.Route, req *kafkaproto.PartitionProduce) (kafkaproto.PartitionWrite, error)
+}
+
+// WriterIDs hands out cluster-wide unique ids (Fluss InitWriter).
+type WriterIDs interface {
 	InitWriter(ctx context.Context, tables ...fluss.TablePath) (int64, error)
 }
 
@@ -78,37 +87,41 @@ type convBatch struct {
 	framing framing // registry formats only
 }
 
-func newBridge(acc *accumulator.Accumulator, parts *partitionCache, ids writerIDs, m *gatewayMetrics, log *slog.Logger) *bridge {
+func New(acc *accumulator.Accumulator, parts *PartitionCache, ids WriterIDs, m *Metrics, log *slog.Logger) *Path {
 	stopped, stop := context.WithCancel(context.Background())
-	return &bridge{acc: acc, parts: parts, pending: newPendingWrites(), ids: ids, m: m, log: log, stopped: stopped, stop: stop}
+	return &Path{acc: acc, parts: parts, pending: newPendingWrites(), ids: ids, m: m, log: log, stopped: stopped, stop: stop}
 }
 
-var _ kafkaproto.Backend = (*bridge)(nil)
+var _ kafkaproto.Backend = (*Path)(nil)
 
-// loaded reports whether routes have been bound.
-func (s *bridge) loaded() bool { return s.state.Load() != nil }
+// Loaded reports whether routes have been bound.
+func (s *Path) Loaded() bool { return s.state.Load() != nil }
 
-// setState swaps in a new generation of bound routes.
-func (s *bridge) setState(st *routeState) { s.state.Store(st) }
+// Current is the generation of bound routes in force (nil before the
+// first load).
+func (s *Path) Current() *Bound { return s.state.Load() }
 
-// stopAppends ends appends that outlive their request's deadline, and the
+// SetState swaps in a new generation of bound routes.
+func (s *Path) SetState(st *Bound) { s.state.Store(st) }
+
+// StopAppends ends appends that outlive their request's deadline, and the
 // partition resolutions still queued: a shutdown ran out of time.
-func (s *bridge) stopAppends() { s.stop() }
+func (s *Path) StopAppends() { s.stop() }
 
-// drain waits until every batch queued for partition resolution has been
+// Drain waits until every batch queued for partition resolution has been
 // appended (or has failed), or until ctx ends.
-func (s *bridge) drain(ctx context.Context) error { return s.pending.wait(ctx) }
+func (s *Path) Drain(ctx context.Context) error { return s.pending.wait(ctx) }
 
 // Topic implements kafkaproto.Topics: a routed topic has as many partitions
 // as its table has buckets.
-func (s *bridge) Topic(name string) (int32, bool) {
+func (s *Path) Topic(name string) (int32, bool) {
 	st := s.state.Load()
 	if st == nil {
 		return 0, false
 	}
-	r, ok := st.routes.Resolve(name)
+	r, ok := st.Routes.Resolve(name)
 	if !ok {
-		if spec, ok := st.creating[name]; ok {
+		if spec, ok := st.Creating[name]; ok {
 			return int32(spec.FollowSchema.Buckets), true // the table it creates gets as many buckets
 		}
 		return 0, false
@@ -118,18 +131,18 @@ func (s *bridge) Topic(name string) (int32, bool) {
 
 // TopicLeaderless implements kafkaproto.TopicAvailability: the topic's
 // table has had buckets without leader for the sender's LeaderWait.
-func (s *bridge) TopicLeaderless(name string) bool {
+func (s *Path) TopicLeaderless(name string) bool {
 	st := s.state.Load()
 	if st == nil {
 		return false
 	}
-	r, ok := st.routes.Resolve(name)
+	r, ok := st.Routes.Resolve(name)
 	return ok && s.tableLeaderless(st, r)
 }
 
-func (s *bridge) tableLeaderless(st *routeState, r *mapping.Route) bool {
-	t := st.tables[r.Table()]
-	return t != nil && s.leaderless != nil && s.leaderless(t.ID())
+func (s *Path) tableLeaderless(st *Bound, r *mapping.Route) bool {
+	t := st.Tables[r.Table()]
+	return t != nil && s.Leaderless != nil && s.Leaderless(t.ID())
 }
 
 // kafkaPartitions is a routed topic's partition count: the table's bucket
@@ -139,8 +152,8 @@ func (s *bridge) tableLeaderless(st *routeState, r *mapping.Route) bool {
 // topic's partition count change. Rows of a log table without bucket key
 // go to bucket (Kafka partition mod the Fluss partition's count); keyed
 // rows go where their key hashes for that count.
-func kafkaPartitions(st *routeState, r *mapping.Route) int32 {
-	if t := st.tables[r.Table()]; t != nil {
+func kafkaPartitions(st *Bound, r *mapping.Route) int32 {
+	if t := st.Tables[r.Table()]; t != nil {
 		return int32(t.NumBuckets())
 	}
 	return int32(r.Converter().NumBuckets())
@@ -148,18 +161,18 @@ func kafkaPartitions(st *routeState, r *mapping.Route) int32 {
 
 // AllTopics implements kafkaproto.Topics. Pattern routes cannot be listed;
 // their topics answer when asked by name.
-func (s *bridge) AllTopics() []kafkaproto.TopicInfo {
+func (s *Path) AllTopics() []kafkaproto.TopicInfo {
 	st := s.state.Load()
 	if st == nil {
 		return nil
 	}
 	var out []kafkaproto.TopicInfo
-	for _, r := range st.routes.All() {
+	for _, r := range st.Routes.All() {
 		if t := r.Spec().Topic; t != "" {
 			out = append(out, kafkaproto.TopicInfo{Name: t, Partitions: kafkaPartitions(st, r)})
 		}
 	}
-	for t, spec := range st.creating {
+	for t, spec := range st.Creating {
 		out = append(out, kafkaproto.TopicInfo{Name: t, Partitions: int32(spec.FollowSchema.Buckets)})
 	}
 	return out
@@ -171,11 +184,11 @@ func (s *bridge) AllTopics() []kafkaproto.TopicInfo {
 // In the gateway s.ids is a producerIDs (producer_ids.go): a bounded wait,
 // a back-off while Fluss keeps failing, and failures that already carry
 // their Kafka code (kafkaError passes them through).
-func (s *bridge) NextProducerID(ctx context.Context) (int64, error) {
+func (s *Path) NextProducerID(ctx context.Context) (int64, error) {
 	st := s.state.Load()
 	var tables []fluss.TablePath
 	if st != nil {
-		tables = st.routes.Tables()
+		tables = st.Routes.Tables()
 	}
 	id, err := s.ids.InitWriter(ctx, tables...)
 	if err != nil {
@@ -192,15 +205,15 @@ func (s *bridge) NextProducerID(ctx context.Context) (int64, error) {
 // a poll) the batch waits in its Kafka partition's queue, in arrival
 // order, and a goroutine fetches, converts, resolves and appends it, so the
 // connection keeps reading.
-func (s *bridge) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) (kafkaproto.PartitionWrite, error) {
+func (s *Path) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) (kafkaproto.PartitionWrite, error) {
 	st := s.state.Load()
 	if st == nil {
 		req.Release()
 		return nil, fmt.Errorf("%w: routes not loaded yet", kafkaproto.ErrLeaderNotAvailable)
 	}
-	route, ok := st.routes.Resolve(req.Topic)
+	route, ok := st.Routes.Resolve(req.Topic)
 	if !ok {
-		if spec, ok := st.creating[req.Topic]; ok {
+		if spec, ok := st.Creating[req.Topic]; ok {
 			return s.produceCreating(ctx, spec, req)
 		}
 		req.Release()
@@ -213,13 +226,17 @@ func (s *bridge) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) 
 		return nil, fmt.Errorf("%w: table %s has no leader", kafkaproto.ErrLeaderNotAvailable, route.Table())
 	}
 	if req.TransactionalID != "" {
-		return s.produceTransactional(ctx, st, route, req)
+		if s.Transactions == nil {
+			req.Release()
+			return nil, fmt.Errorf("%w: transactions are not served for route %s", kafkaproto.ErrTransactionalIDAuthorizationFailed, route.Name())
+		}
+		return s.Transactions.Stage(ctx, st, route, req)
 	}
-	if req.ProducerID >= 0 && s.exactlyOnce(route) {
+	if req.ProducerID >= 0 && s.WritesExactlyOnce(route) {
 		return s.produceExactlyOnce(ctx, st, route, req, false)
 	}
 	cb := s.getBatch(len(req.Records))
-	queue := mergedQueue(topicPartition{req.Topic, req.Partition})
+	queue := mergedQueue(TopicPartition{req.Topic, req.Partition})
 	prepared, err := s.prepareCached(st, route, req, cb)
 	if err != nil {
 		s.putBatch(cb)
@@ -279,7 +296,7 @@ const defaultResolveTimeout = 30 * time.Second
 
 // write appends a converted batch whose partitions are resolved and returns
 // its completion.
-func (s *bridge) write(ctx context.Context, st *routeState, route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) (kafkaproto.PartitionWrite, error) {
+func (s *Path) write(ctx context.Context, st *Bound, route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) (kafkaproto.PartitionWrite, error) {
 	leave, err := s.enterTable(st, route, req)
 	if err != nil {
 		return nil, err
@@ -309,7 +326,7 @@ func (s *bridge) write(ctx context.Context, st *routeState, route *mapping.Route
 // convert converts every record of the batch. In reject mode the first
 // rejected records fail the whole batch with record_errors (counted as
 // rejected); in dlq mode they are marked for the dead-letter table.
-func (s *bridge) convert(route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) error {
+func (s *Path) convert(route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) error {
 	conv := route.Converter()
 	dlq := route.DLQ()
 	if cb.rows == nil {
@@ -370,9 +387,9 @@ func (s *bridge) convert(route *mapping.Route, req *kafkaproto.PartitionProduce,
 
 // resolveCached fills the batch's partition ids from the cache alone and
 // reports whether every one was there.
-func (s *bridge) resolveCached(st *routeState, route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) bool {
+func (s *Path) resolveCached(st *Bound, route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) bool {
 	return s.fillPartitionIDs(route, req, cb, func(name string) (int64, int, error) {
-		if id, n, ok := s.parts.cached(st.infos[route.Table()].TableID, name); ok {
+		if id, n, ok := s.parts.cached(st.Infos[route.Table()].TableID, name); ok {
 			return id, n, nil
 		}
 		return 0, 0, errNotCached
@@ -382,8 +399,8 @@ func (s *bridge) resolveCached(st *routeState, route *mapping.Route, req *kafkap
 // resolvePartitions fills the batch's partition ids, looking up (and
 // creating) partitions not cached yet. It may block on Fluss, honouring ctx.
 // A failure leaves the whole batch unwritten.
-func (s *bridge) resolvePartitions(ctx context.Context, st *routeState, route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) error {
-	info := st.infos[route.Table()]
+func (s *Path) resolvePartitions(ctx context.Context, st *Bound, route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) error {
+	info := st.Infos[route.Table()]
 	return s.fillPartitionIDs(route, req, cb, func(name string) (int64, int, error) {
 		return s.parts.id(ctx, info, name)
 	})
@@ -395,7 +412,7 @@ var errNotCached = errors.New("partition not cached")
 // fillPartitionIDs sets each row's partition id and, where the partition's
 // bucket count differs from the table's (Fluss 1.0 per-partition counts),
 // chooses its bucket again for that count.
-func (s *bridge) fillPartitionIDs(route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch, id func(name string) (int64, int, error)) error {
+func (s *Path) fillPartitionIDs(route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch, id func(name string) (int64, int, error)) error {
 	conv := route.Converter()
 	partID, partName, buckets := int64(accumulator.NoPartition), "", 0
 	for i := range cb.convs {
@@ -431,11 +448,11 @@ func (s *bridge) fillPartitionIDs(route *mapping.Route, req *kafkaproto.Partitio
 // and when a shutdown runs out of time.
 // The request then answers late; an idempotent producer's retry meanwhile
 // waits for this write in kafkaproto instead of writing again.
-func (s *bridge) appendAll(ctx context.Context, st *routeState, route *mapping.Route, cb *convBatch) error {
-	table := st.tables[route.Table()]
+func (s *Path) appendAll(ctx context.Context, st *Bound, route *mapping.Route, cb *convBatch) error {
+	table := st.Tables[route.Table()]
 	var dlqTable *accumulator.Table
 	if d := route.DLQ(); d != nil {
-		dlqTable = st.tables[d.Table()]
+		dlqTable = st.Tables[d.Table()]
 	}
 	for i := range cb.convs {
 		if i == 1 {
@@ -459,7 +476,7 @@ func (s *bridge) appendAll(ctx context.Context, st *routeState, route *mapping.R
 	return nil
 }
 
-func (s *bridge) getBatch(n int) *convBatch {
+func (s *Path) getBatch(n int) *convBatch {
 	cb, _ := s.batches.Get().(*convBatch)
 	if cb == nil {
 		cb = &convBatch{}
@@ -473,7 +490,7 @@ func (s *bridge) getBatch(n int) *convBatch {
 	return cb
 }
 
-func (s *bridge) putBatch(cb *convBatch) {
+func (s *Path) putBatch(cb *convBatch) {
 	if cb.rows != nil {
 		cb.conv.PutRows(cb.rows)
 		cb.rows, cb.conv, cb.convs = nil, nil, nil
@@ -508,7 +525,7 @@ func (s *bridge) putBatch(cb *convBatch) {
 // acknowledged or one failed: it observes the latency, and when Fluss says
 // a partition no longer exists (dropped by retention, or re-created) it
 // forgets the cached partition id, so the producer's retry resolves it anew.
-func (s *bridge) writeDone(route string) func(time.Duration, *accumulator.Batch, error) {
+func (s *Path) writeDone(route string) func(time.Duration, *accumulator.Batch, error) {
 	observe := s.m.produceDone(route)
 	return func(d time.Duration, failed *accumulator.Batch, err error) {
 		observe(d)

@@ -1,4 +1,4 @@
-package gateway
+package produce
 
 import (
 	"bytes"
@@ -23,6 +23,7 @@ import (
 
 	"github.com/fluss-kafka/gateway/configs"
 	"github.com/fluss-kafka/gateway/fluss"
+	"github.com/fluss-kafka/gateway/internal/writertest"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
 )
@@ -54,36 +55,9 @@ var hotRoutes = []struct {
 
 var hotCodecs = []kafkaproto.Codec{kafkaproto.CodecNone, kafkaproto.CodecLZ4, kafkaproto.CodecZstd}
 
-// ackTransport answers every write with success at once.
-type ackTransport struct{}
-
-func (ackTransport) ok(reqBuckets []fluss.BucketRecords) *fluss.PendingWrite {
-	res := make([]fluss.BucketResult, len(reqBuckets))
-	for i, b := range reqBuckets {
-		res[i] = fluss.BucketResult{PartitionID: b.PartitionID, Bucket: b.Bucket, Offset: 0}
-	}
-	return fluss.NewPendingWrite(func(context.Context) ([]fluss.BucketResult, error) { return res, nil })
-}
-
-func (t ackTransport) SendProduceLog(_ context.Context, _ int32, req *fluss.ProduceLogRequest) (*fluss.PendingWrite, error) {
-	return t.ok(req.Buckets), nil
-}
-
-func (t ackTransport) SendPutKv(_ context.Context, _ int32, req *fluss.PutKvRequest) (*fluss.PendingWrite, error) {
-	return t.ok(req.Buckets), nil
-}
-
-func (ackTransport) BucketLeader(context.Context, int64, int64, int32) (fluss.ServerNode, error) {
-	return fluss.ServerNode{ID: 1, Host: "127.0.0.1", Port: 1}, nil
-}
-
-func (ackTransport) InvalidateTableMetadata(int64)                                 {}
-func (ackTransport) InvalidatePartitionMetadata(int64, int64)                      {}
-func (ackTransport) InitWriter(context.Context, ...fluss.TablePath) (int64, error) { return 1, nil }
-
 // hotPath is one bridge over a running writer, and a decoder.
 type hotPath struct {
-	s   *bridge
+	s   *Path
 	dec *kafkaproto.Decoder
 }
 
@@ -101,9 +75,9 @@ func newHotPath(tb testing.TB) *hotPath {
 	}
 	bound, err := rs.Bind(infos)
 	require.NoError(tb, err)
-	wcfg := testWriterDefaults()
+	wcfg := writertest.Defaults()
 	wcfg.Linger = time.Millisecond
-	w, err := newTestWriter(wcfg, ackTransport{})
+	w, err := writertest.New(wcfg, writertest.AckTransport{})
 	require.NoError(tb, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -118,10 +92,10 @@ func newHotPath(tb testing.TB) *hotPath {
 		cancel()
 		<-done
 	})
-	pc := newPartitionCache(fakePartitions{})
-	st, err := newTableRegistry(w.Accumulator, pc).state(bound, infos, nil)
+	pc := NewPartitionCache(fakePartitions{})
+	st, err := NewTableRegistry(w.Accumulator, pc).Bind(bound, infos, nil)
 	require.NoError(tb, err)
-	s := newBridge(w.Accumulator, pc, nil, newGatewayMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler))
+	s := New(w.Accumulator, pc, nil, NewMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler))
 	s.state.Store(st)
 	dec, err := kafkaproto.NewDecoder(64 << 20)
 	require.NoError(tb, err)
@@ -213,7 +187,7 @@ const hotInFlight = 5
 
 func (h *hotPath) loop(tb testing.TB, topic string, codec kafkaproto.Codec, value func(int) []byte, headers bool) *hotLoop {
 	tb.Helper()
-	route, ok := h.s.state.Load().routes.Resolve(topic)
+	route, ok := h.s.state.Load().Routes.Resolve(topic)
 	require.True(tb, ok, "route for %s", topic)
 	return &hotLoop{h: h, route: route, data: kafkaBatch(tb, codec, hotRecords, value, headers),
 		req: kafkaproto.PartitionProduce{Topic: topic, Acks: -1, ProducerID: -1, BaseSequence: -1}}

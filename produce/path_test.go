@@ -1,4 +1,4 @@
-package gateway
+package produce
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/fluss-kafka/gateway/configs"
 	"github.com/fluss-kafka/gateway/fluss"
+	"github.com/fluss-kafka/gateway/internal/writertest"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
 )
@@ -38,14 +39,14 @@ func (fakePartitions) BucketCount(context.Context, int64, int64) (int32, error) 
 // exampleSink binds configs/gateway.yaml's routes to exampleTables and
 // returns a bridge over a fresh writer that is not running (its batches
 // stay queued) and whose transport fails every write with PARTITION_NOT_EXISTS.
-func exampleSink(t *testing.T, parts partitionSource) (*bridge, *testWriter) {
+func exampleSink(t *testing.T, parts PartitionSource) (*Path, *writertest.Writer) {
 	t.Helper()
-	cfg := testWriterDefaults()
+	cfg := writertest.Defaults()
 	cfg.Linger = time.Hour
 	return exampleSinkWith(t, parts, cfg)
 }
 
-func exampleSinkWith(t *testing.T, parts partitionSource, wcfg testWriterConfig) (*bridge, *testWriter) {
+func exampleSinkWith(t *testing.T, parts PartitionSource, wcfg writertest.Config) (*Path, *writertest.Writer) {
 	t.Helper()
 	cfg, err := configs.Load(filepath.Join("..", "configs", "gateway.yaml"))
 	require.NoError(t, err)
@@ -58,12 +59,12 @@ func exampleSinkWith(t *testing.T, parts partitionSource, wcfg testWriterConfig)
 	}
 	bound, err := rs.Bind(infos)
 	require.NoError(t, err)
-	acc, err := newTestWriter(wcfg, failingTransport{code: 36})
+	acc, err := writertest.New(wcfg, failingTransport{code: 36})
 	require.NoError(t, err)
-	pc := newPartitionCache(parts)
-	st, err := newTableRegistry(acc.Accumulator, pc).state(bound, infos, nil)
+	pc := NewPartitionCache(parts)
+	st, err := NewTableRegistry(acc.Accumulator, pc).Bind(bound, infos, nil)
 	require.NoError(t, err)
-	s := newBridge(acc.Accumulator, pc, nil, newGatewayMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler))
+	s := New(acc.Accumulator, pc, nil, NewMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler))
 	s.state.Store(st)
 	return s, acc
 }
@@ -93,11 +94,11 @@ func TestProduceSpanningPartitionsIsAtomic(t *testing.T) {
 // than a late answer), but a shutdown that runs out of time ends them.
 func TestStopEndsAppendsPastTheRequestDeadline(t *testing.T) {
 	t.Parallel()
-	wcfg := testWriterDefaults()
+	wcfg := writertest.Defaults()
 	wcfg.Linger, wcfg.BatchSize, wcfg.BufferMemory, wcfg.BufferWaitTimeout = time.Hour, 4096, 8192, time.Hour
 	wcfg.MaxTableShare = 1 // the whole buffer, one table
 	s, acc := exampleSinkWith(t, fakePartitions{}, wcfg)
-	route, ok := s.state.Load().routes.Resolve("customers")
+	route, ok := s.state.Load().Routes.Resolve("customers")
 	require.True(t, ok)
 	bucketOf := func(key string) int32 {
 		var out mapping.Converted
@@ -137,7 +138,7 @@ func TestStopEndsAppendsPastTheRequestDeadline(t *testing.T) {
 		t.Fatalf("produce returned before the stop: %v", err)
 	case <-time.After(300 * time.Millisecond): // well past the request deadline
 	}
-	s.stopAppends()
+	s.StopAppends()
 	select {
 	case err := <-done:
 		require.Error(t, err)
@@ -145,7 +146,7 @@ func TestStopEndsAppendsPastTheRequestDeadline(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("produce still blocked after stop")
 	}
-	closeWriter(t, acc)
+	writertest.Shut(t, acc)
 }
 
 // countingPartitions counts partition resolutions.
@@ -166,7 +167,7 @@ func (c *countingPartitions) EnsurePartition(ctx context.Context, p fluss.TableP
 func TestGonePartitionIsResolvedAgain(t *testing.T) {
 	t.Parallel()
 	parts := &countingPartitions{fakePartitions: fakePartitions{"20240102": 1}}
-	wcfg := testWriterDefaults()
+	wcfg := writertest.Defaults()
 	wcfg.Linger = 0 // sent as soon as Run runs
 	s, acc := exampleSinkWith(t, parts, wcfg)
 	req := &kafkaproto.PartitionProduce{
@@ -175,7 +176,7 @@ func TestGonePartitionIsResolvedAgain(t *testing.T) {
 	}
 	pw, err := s.Produce(t.Context(), req)
 	require.NoError(t, err)
-	require.NoError(t, s.drain(t.Context()))
+	require.NoError(t, s.Drain(t.Context()))
 	require.EqualValues(t, 1, parts.calls.Load())
 
 	// Fluss answers PARTITION_NOT_EXISTS for the batch.
@@ -191,15 +192,15 @@ func TestGonePartitionIsResolvedAgain(t *testing.T) {
 
 	_, err = s.Produce(t.Context(), req)
 	require.NoError(t, err)
-	require.NoError(t, s.drain(t.Context()))
+	require.NoError(t, s.Drain(t.Context()))
 	assert.EqualValues(t, 2, parts.calls.Load(), "the retry resolved the partition again")
-	closeWriter(t, acc)
+	writertest.Shut(t, acc)
 }
 
 // produceErr hands req to the bridge and returns its error: the one
 // Produce returns, or else the write's once it completes (a batch that
 // waited for partition resolution fails through its write).
-func produceErr(t *testing.T, s *bridge, req *kafkaproto.PartitionProduce) error {
+func produceErr(t *testing.T, s *Path, req *kafkaproto.PartitionProduce) error {
 	t.Helper()
 	pw, err := s.Produce(t.Context(), req)
 	if err != nil {
@@ -244,7 +245,7 @@ func TestPartitionResolutionDoesNotBlockTheReader(t *testing.T) {
 		release:        make(chan struct{}),
 	}
 	s, acc := exampleSink(t, parts)
-	defer closeWriter(t, acc)
+	defer writertest.Shut(t, acc)
 	const day = int64(24 * 3600 * 1000)
 	click := func(ts int64) *kafkaproto.PartitionProduce {
 		return &kafkaproto.PartitionProduce{
@@ -287,7 +288,7 @@ func TestPartitionResolutionDoesNotBlockTheReader(t *testing.T) {
 	})
 	require.NoError(t, err)
 	assert.Equal(t, 1, acc.Incomplete(), "only the orders row is appended while the lookup blocks")
-	assert.True(t, s.pending.busy(mergedQueue(topicPartition{"clicks", 0})))
+	assert.True(t, s.pending.busy(mergedQueue(TopicPartition{"clicks", 0})))
 	select {
 	case <-first.Done():
 		t.Fatal("first batch completed before its partition was resolved")
@@ -302,9 +303,9 @@ func TestPartitionResolutionDoesNotBlockTheReader(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the second batch's partition was never looked up")
 	}
-	require.NoError(t, s.drain(t.Context()))
+	require.NoError(t, s.Drain(t.Context()))
 	assert.Equal(t, 3, acc.Incomplete(), "both click rows are appended once resolved")
-	assert.False(t, s.pending.busy(mergedQueue(topicPartition{"clicks", 0})))
+	assert.False(t, s.pending.busy(mergedQueue(TopicPartition{"clicks", 0})))
 	_ = orders
 }
 
@@ -345,14 +346,6 @@ func (failingTransport) InvalidateTableMetadata(int64)            {}
 func (failingTransport) InvalidatePartitionMetadata(int64, int64) {}
 
 func (failingTransport) InitWriter(context.Context, ...fluss.TablePath) (int64, error) { return 1, nil }
-
-// closeWriter closes a writer whose batches may never be sent.
-func closeWriter(t *testing.T, w *testWriter) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
-	defer cancel()
-	_ = w.Close(ctx)
-}
 
 // countedPartitions resolves partitions from a map and reports their own
 // bucket counts (Fluss 1.0), which a test may change.
@@ -414,7 +407,7 @@ func (r *routingTransport) written() [][2]int32 {
 func TestPartitionBucketCountsAndInvalidRouting(t *testing.T) {
 	t.Parallel()
 	parts := &countedPartitions{fakePartitions: fakePartitions{"20240102": 1}, counts: map[int64]int32{1: 2}}
-	wcfg := testWriterDefaults()
+	wcfg := writertest.Defaults()
 	wcfg.Linger = 0
 	cfg, err := configs.Load(filepath.Join("..", "configs", "gateway.yaml"))
 	require.NoError(t, err)
@@ -428,12 +421,12 @@ func TestPartitionBucketCountsAndInvalidRouting(t *testing.T) {
 	bound, err := rs.Bind(infos)
 	require.NoError(t, err)
 	tr := &routingTransport{}
-	w, err := newTestWriter(wcfg, tr)
+	w, err := writertest.New(wcfg, tr)
 	require.NoError(t, err)
-	pc := newPartitionCache(parts)
-	st, err := newTableRegistry(w.Accumulator, pc).state(bound, infos, nil)
+	pc := NewPartitionCache(parts)
+	st, err := NewTableRegistry(w.Accumulator, pc).Bind(bound, infos, nil)
 	require.NoError(t, err)
-	s := newBridge(w.Accumulator, pc, nil, newGatewayMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler))
+	s := New(w.Accumulator, pc, nil, NewMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler))
 	s.state.Store(st)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -476,7 +469,7 @@ func TestPartitionBucketCountsAndInvalidRouting(t *testing.T) {
 	assert.Equal(t, [2]int32{2, 5}, got[len(got)-1], "re-bucketed for 5 buckets, routing count 5")
 	n, _ = s.Topic("clicks")
 	assert.EqualValues(t, 3, n, "the topic's partition count did not change")
-	closeWriter(t, w)
+	writertest.Shut(t, w)
 }
 
 // TestLeaderlessTableRefusedAtOnce: a topic whose table the sender reports
@@ -487,10 +480,10 @@ func TestLeaderlessTableRefusedAtOnce(t *testing.T) {
 	t.Parallel()
 	s, acc := exampleSink(t, fakePartitions{})
 	st := s.state.Load()
-	route, ok := st.routes.Resolve("customers")
+	route, ok := st.Routes.Resolve("customers")
 	require.True(t, ok)
-	customers := st.tables[route.Table()].ID()
-	s.leaderless = func(id int64) bool { return id == customers }
+	customers := st.Tables[route.Table()].ID()
+	s.Leaderless = func(id int64) bool { return id == customers }
 
 	assert.True(t, s.TopicLeaderless("customers"))
 	assert.False(t, s.TopicLeaderless("orders"))
