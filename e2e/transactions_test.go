@@ -18,8 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/fluss-kafka/gateway/gateway"
 	"github.com/fluss-kafka/gateway/internal/gatewaytest"
+	"github.com/fluss-kafka/gateway/transactions"
 )
 
 // txnProducer is a franz-go transactional producer of the gateway.
@@ -206,7 +206,7 @@ func TestTransactionsCrashMidCommit(t *testing.T) {
 	require.NoError(t, err)
 	cfg := gatewayConfig{Bootstrap: e.Bootstrap, Routes: jsonRoute(topic, tbl)}.config()
 	crashing := cfg
-	crashing.Env = []string{gateway.EnvFailpoint + "=" + gateway.FailpointTxnCommitDecided}
+	crashing.Env = []string{transactions.EnvFailpoint + "=" + transactions.FailpointTxnCommitDecided}
 	first := gatewaytest.StartTestOn(t, bin, crashing, 0)
 	ctx := testContext(t)
 
@@ -292,7 +292,7 @@ func TestTransactionsCrashMidCommitJava(t *testing.T) {
 	require.NoError(t, err)
 	cfg := gatewayConfig{Bootstrap: e.Bootstrap, Routes: jsonRoute(topic, tbl)}.config()
 	crashing := cfg
-	crashing.Env = []string{gateway.EnvFailpoint + "=" + gateway.FailpointTxnCommitDecided}
+	crashing.Env = []string{transactions.EnvFailpoint + "=" + transactions.FailpointTxnCommitDecided}
 	first := gatewaytest.StartTestOn(t, bin, crashing, 0)
 
 	const records = 500
@@ -387,7 +387,7 @@ func TestTransactionsSweeper(t *testing.T) {
 	require.NoError(t, err)
 	cfg := gatewayConfig{Bootstrap: e.Bootstrap, Routes: jsonRoute(topic, tbl)}.config()
 	crashing := cfg
-	crashing.Env = []string{gateway.EnvFailpoint + "=" + gateway.FailpointTxnCommitDecided}
+	crashing.Env = []string{transactions.EnvFailpoint + "=" + transactions.FailpointTxnCommitDecided}
 	first := gatewaytest.StartTestOn(t, bin, crashing, 0)
 	ctx := testContext(t)
 

@@ -4,6 +4,7 @@ import (
 	"github.com/fluss-kafka/gateway/acl"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/produce"
+	"github.com/fluss-kafka/gateway/transactions"
 )
 
 // backend is what the Kafka listeners serve: the produce path, the
@@ -11,7 +12,7 @@ import (
 // in force as its kafkaproto.Authorizer.
 type backend struct {
 	*produce.Path
-	*transactions
+	*transactions.Coordinator
 	acls *acl.InForce
 }
 

@@ -8,16 +8,14 @@
 // listeners serve a backend (backend.go): the produce path, the
 // transaction coordinator and the ACLs in force.
 //
-// Transactions (transactions*.go, txn_*.go; docs/transactions.md): claims
-// and the ledger decide in the transactions table, batches are staged in
-// the staging table, a commit is applied through the produce path's
-// exactly-once writer, and a sweeper ends what producers left open.
+// The transaction coordinator is package transactions'; the gateway
+// builds it, hands it the produce path and runs its sweeper.
 // `gateway tables plan|apply` is wired to the configuration in
 // tables_plan.go (package schemafollow does the work). cmd/gateway only
 // parses flags, loads the file and turns signals into calls.
 //
-// Imports point down: gateway may import produce, exactlyonce,
-// producerstate, owntable, schemafollow, acl, answer, outage, backoff,
+// Imports point down: gateway may import transactions, produce,
+// producerstate, schemafollow, acl, outage, backoff,
 // kafkaproto, mapping, accumulator, sender, schemaregistry, fluss and
 // configs; none of them imports gateway, and no product package imports a
 // dev package (tools, test helpers).

@@ -33,6 +33,7 @@ import (
 	"github.com/fluss-kafka/gateway/schemafollow"
 	"github.com/fluss-kafka/gateway/schemaregistry"
 	"github.com/fluss-kafka/gateway/sender"
+	"github.com/fluss-kafka/gateway/transactions"
 )
 
 // Gateway owns every component and their lifetimes: the Fluss client, the
@@ -49,7 +50,7 @@ type Gateway struct {
 	snd     *sender.Sender
 	tables  *produce.TableRegistry
 	path    *produce.Path
-	txn     *transactions // nil: transactional producers are refused
+	txn     *transactions.Coordinator // nil: transactional producers are refused
 	acls    *acl.InForce
 	health  *writeReadiness
 	servers []*kafkaproto.Server
@@ -113,7 +114,7 @@ func New(cfg *configs.Config, log *slog.Logger) (*Gateway, error) {
 		return nil, fmt.Errorf("exactly-once metrics: %w", err)
 	}
 	if set.transactions {
-		if g.txn, err = newTransactions(g.path, acc, ids, log.With(slog.String("component", "transactions")), client, set.txnMaxTimeout, set.txnMaxBytes, reg); err != nil {
+		if g.txn, err = transactions.New(g.path, acc, ids, log.With(slog.String("component", "transactions")), client, set.txnMaxTimeout, set.txnMaxBytes, reg); err != nil {
 			client.Close()
 			return nil, fmt.Errorf("transaction metrics: %w", err)
 		}
@@ -521,7 +522,7 @@ func (g *Gateway) Run(ctx, force context.Context) error {
 		sweepDone := make(chan struct{})
 		go func() {
 			defer close(sweepDone)
-			newTxnSweeper(g.txn, g.client.FetchLog).run(sweepCtx)
+			g.txn.Sweep(sweepCtx, g.client.FetchLog)
 		}()
 		r.endSweep = func() {
 			stopSweep()

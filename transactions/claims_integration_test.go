@@ -1,4 +1,4 @@
-package gateway
+package transactions
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -19,7 +18,6 @@ import (
 	"github.com/fluss-kafka/gateway/internal/flusstest"
 	"github.com/fluss-kafka/gateway/internal/writertest"
 	"github.com/fluss-kafka/gateway/kafkaproto"
-	"github.com/fluss-kafka/gateway/outage"
 )
 
 // Integration, on a real Fluss: the transactions table is created as a
@@ -52,7 +50,7 @@ func txnInstances(t *testing.T, ctx context.Context, instances int) ([]*txnTable
 		})
 		tab := newTxnTable(c, w.Accumulator, path)
 		tables = append(tables, tab)
-		claims[i] = newTxnClaims(tab, newProducerIDs(c, 30*time.Second, time.Minute, outage.New(slog.New(slog.DiscardHandler), "down", "up", time.Second, nil), nil), time.Hour, nil)
+		claims[i] = newTxnClaims(tab, c, time.Hour, nil)
 		if i == 0 {
 			t.Cleanup(func() {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -1,4 +1,4 @@
-package gateway
+package transactions
 
 import (
 	"cmp"
@@ -21,7 +21,7 @@ import (
 // DescribeTransactions implements kafkaproto.TransactionsViewer. The
 // partitions are those added on this instance, when the transaction's
 // AddPartitionsToTxn came here.
-func (t *transactions) DescribeTransactions(ctx context.Context, ids []string) []kafkaproto.TxnDescription {
+func (t *Coordinator) DescribeTransactions(ctx context.Context, ids []string) []kafkaproto.TxnDescription {
 	out := make([]kafkaproto.TxnDescription, len(ids))
 	for i, id := range ids {
 		out[i] = t.describeTransaction(ctx, id)
@@ -29,7 +29,7 @@ func (t *transactions) DescribeTransactions(ctx context.Context, ids []string) [
 	return out
 }
 
-func (t *transactions) describeTransaction(ctx context.Context, id string) kafkaproto.TxnDescription {
+func (t *Coordinator) describeTransaction(ctx context.Context, id string) kafkaproto.TxnDescription {
 	d := kafkaproto.TxnDescription{TransactionalID: id, ProducerID: -1, Epoch: -1, StartMs: -1}
 	claim, err := t.claims.current(ctx, id)
 	switch {
@@ -70,7 +70,7 @@ func (t *transactions) describeTransaction(ctx context.Context, id string) kafka
 // ListTransactions implements kafkaproto.TransactionsViewer: the open
 // transactions (Ongoing) and the commits not yet applied (PrepareCommit)
 // this instance's sweeper knows of, as of its last sweep.
-func (t *transactions) ListTransactions(context.Context) ([]kafkaproto.TxnListing, error) {
+func (t *Coordinator) ListTransactions(context.Context) ([]kafkaproto.TxnListing, error) {
 	if t.view == nil {
 		return nil, errors.New("the transaction sweeper has not run yet")
 	}
@@ -99,7 +99,7 @@ func (t *transactions) ListTransactions(context.Context) ([]kafkaproto.TxnListin
 // row is then only in the session), except those in seen. A session the
 // sweep did not list and that began well before it has ended, on another
 // instance; the margin covers clocks and the write's time.
-func (t *transactions) begunHereSince(readFromMs int64, seen map[txnRef]bool) []openTxn {
+func (t *Coordinator) begunHereSince(readFromMs int64, seen map[txnRef]bool) []openTxn {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var out []openTxn
@@ -118,7 +118,7 @@ func (t *transactions) begunHereSince(readFromMs int64, seen map[txnRef]bool) []
 // known to every instance) and those its AddPartitionsToTxn requests
 // added on this instance. Partitions added later on another instance are
 // not known here (docs/transactions.md, "Admin APIs").
-func (t *transactions) partitionsOf(ref txnRef, producerID int64, epoch int16, begin *txnRow) map[produce.TopicPartition]bool {
+func (t *Coordinator) partitionsOf(ref txnRef, producerID int64, epoch int16, begin *txnRow) map[produce.TopicPartition]bool {
 	parts := map[produce.TopicPartition]bool{}
 	beginPartitions(begin, parts)
 	t.mu.Lock()
@@ -135,7 +135,7 @@ func (t *transactions) partitionsOf(ref txnRef, producerID int64, epoch int16, b
 // DescribeProducers implements kafkaproto.TransactionsViewer: the open
 // transactions of the sweeper's last sweep, and those begun here since,
 // on the partitions they are known to write (partitionsOf).
-func (t *transactions) DescribeProducers(_ context.Context, topic string, partitions []int32) (map[int32][]kafkaproto.ProducerState, error) {
+func (t *Coordinator) DescribeProducers(_ context.Context, topic string, partitions []int32) (map[int32][]kafkaproto.ProducerState, error) {
 	if t.view == nil {
 		return nil, fmt.Errorf("%w: the transaction sweeper has not run yet", kafkaproto.ErrNotLeaderOrFollower)
 	}
@@ -231,4 +231,4 @@ func (v *txnView) ongoing() ([]openTxn, int64, error) {
 	return slices.Clone(v.running), v.readFromMs, nil
 }
 
-var _ kafkaproto.TransactionsViewer = (*transactions)(nil)
+var _ kafkaproto.TransactionsViewer = (*Coordinator)(nil)

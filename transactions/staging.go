@@ -1,4 +1,4 @@
-package gateway
+package transactions
 
 import (
 	"cmp"
@@ -65,17 +65,17 @@ type stagedBatch struct {
 // first use. Safe for concurrent use.
 type stagingLog struct {
 	owntable.Table
-	fetch stagingSource // reads the staged batches back
+	fetch Source // reads the staged batches back
 }
 
-// stagingSource is what the staging log needs from Fluss.
-type stagingSource interface {
+// Source is what the staging log needs from Fluss.
+type Source interface {
 	owntable.Source
 	ListOffsets(ctx context.Context, tableID, partitionID int64, buckets []int32, spec fluss.OffsetSpec) (map[int32]int64, error)
 	FetchLog(ctx context.Context, req *fluss.FetchLogRequest) ([]fluss.FetchedBucket, error)
 }
 
-func newStagingLog(src stagingSource, acc *accumulator.Accumulator, path fluss.TablePath) *stagingLog {
+func newStagingLog(src Source, acc *accumulator.Accumulator, path fluss.TablePath) *stagingLog {
 	return &stagingLog{Table: owntable.New(src, acc, path, owntable.Kind{What: "staging table", Descriptor: stagingDescriptor,
 		Properties: checkStagingProperties, NoLinger: true}), fetch: src}
 }

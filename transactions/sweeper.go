@@ -1,4 +1,4 @@
-package gateway
+package transactions
 
 import (
 	"context"
@@ -23,7 +23,7 @@ import (
 // else, so instances sweeping together, or racing a producer, agree; two
 // applies of one commit write once (the exactly-once path).
 type txnSweeper struct {
-	t     *transactions
+	t     *Coordinator
 	fetch func(ctx context.Context, req *fluss.FetchLogRequest) ([]fluss.FetchedBucket, error)
 	// interval between sweeps; applyGrace is how long a commit may stay
 	// unapplied before the sweeper applies it (the deciding instance
@@ -50,7 +50,7 @@ const (
 	defaultApplyGrace    = 10 * time.Second
 )
 
-func newTxnSweeper(t *transactions, fetch func(context.Context, *fluss.FetchLogRequest) ([]fluss.FetchedBucket, error)) *txnSweeper {
+func newTxnSweeper(t *Coordinator, fetch func(context.Context, *fluss.FetchLogRequest) ([]fluss.FetchedBucket, error)) *txnSweeper {
 	return &txnSweeper{t: t, fetch: fetch, interval: defaultSweepInterval, applyGrace: defaultApplyGrace, now: time.Now,
 		offsets: map[int32]int64{}, pending: map[txnRef]*sweptTxn{}}
 }
@@ -257,4 +257,11 @@ func (w *txnSweeper) publish(readFromMs int64) {
 		open = append(open, l)
 	}
 	w.t.view.set(open, running, readFromMs)
+}
+
+// Sweep runs the coordinator's sweeper until ctx ends: it tails the
+// transactions table's changelog (read with fetch), aborts transactions
+// past their timeout and applies commits left unapplied.
+func (t *Coordinator) Sweep(ctx context.Context, fetch func(context.Context, *fluss.FetchLogRequest) ([]fluss.FetchedBucket, error)) {
+	newTxnSweeper(t, fetch).run(ctx)
 }

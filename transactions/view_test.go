@@ -1,4 +1,4 @@
-package gateway
+package transactions
 
 import (
 	"slices"
@@ -20,7 +20,7 @@ import (
 func TestDescribeProducersAndTransactionsAgree(t *testing.T) {
 	ctx := t.Context()
 	l, _, clock := newTestLedger()
-	tx := &transactions{claims: l.claims, ledger: l, added: map[string]*txnSession{}, view: &txnView{}}
+	tx := &Coordinator{claims: l.claims, ledger: l, added: map[string]*txnSession{}, view: &txnView{}}
 	b := tx
 
 	_, err := b.DescribeProducers(ctx, "t", []int32{0})

@@ -1,4 +1,4 @@
-package gateway
+package transactions
 
 import (
 	"context"
@@ -18,11 +18,11 @@ import (
 	"github.com/fluss-kafka/gateway/produce"
 )
 
-// transactions serves transactional producers for the produce path
+// Coordinator serves transactional producers for the produce path
 // (docs/transactions.md): claims and the ledger decide in the transactions
 // table, batches are staged in the staging table, and a commit is applied
 // to the routes' tables through the exactly-once path.
-type transactions struct {
+type Coordinator struct {
 	// path writes a commit's batches through its exactly-once path.
 	path    *produce.Path
 	claims  *txnClaims
@@ -84,13 +84,13 @@ const (
 	maxApplyBytes          = 1 << 20
 )
 
-// newTransactions serves transactional producers on path, their state and
+// New serves transactional producers on path, their state and
 // staged batches in Fluss (src: the gateway's Fluss client), and registers
 // their metrics with reg.
-func newTransactions(path *produce.Path, acc *accumulator.Accumulator, ids produce.WriterIDs, log *slog.Logger, src stagingSource, maxTimeout time.Duration, maxBytes int64, reg prometheus.Registerer) (*transactions, error) {
+func New(path *produce.Path, acc *accumulator.Accumulator, ids produce.WriterIDs, log *slog.Logger, src Source, maxTimeout time.Duration, maxBytes int64, reg prometheus.Registerer) (*Coordinator, error) {
 	rows := newTxnTable(src, acc, defaultTxnTable)
 	claims := newTxnClaims(rows, ids, maxTimeout, nil)
-	t := &transactions{
+	t := &Coordinator{
 		path:            path,
 		claims:          claims,
 		ledger:          &txnLedger{claims: claims, rows: rows, now: time.Now},
@@ -115,7 +115,7 @@ func newTransactions(path *produce.Path, acc *accumulator.Accumulator, ids produ
 }
 
 // TransactionsEnabled implements kafkaproto.Transactions.
-func (t *transactions) TransactionsEnabled() bool {
+func (t *Coordinator) TransactionsEnabled() bool {
 	return t != nil && t.path.ExactlyOnceUsable()
 }
 
@@ -123,7 +123,7 @@ func (t *transactions) TransactionsEnabled() bool {
 // current and previous claim that a crash left unapplied are applied, the
 // next claim is taken, and the replaced claim's open transaction is
 // aborted (or, if its commit got in first, applied) before the answer.
-func (t *transactions) InitTransaction(ctx context.Context, id string, timeoutMs int32, pid int64, epoch int16) (int64, int16, error) {
+func (t *Coordinator) InitTransaction(ctx context.Context, id string, timeoutMs int32, pid int64, epoch int16) (int64, int16, error) {
 	cur, err := t.claims.current(ctx, id)
 	if err != nil {
 		return -1, -1, fmt.Errorf("%w: %w", kafkaproto.ErrCoordinatorLoadInProgress, err)
@@ -181,7 +181,7 @@ func (t *transactions) InitTransaction(ctx context.Context, id string, timeoutMs
 // begins (its begin row) if it has not, and the partitions are remembered
 // here. Every partition's route must write exactly once: a commit is
 // applied through that path.
-func (t *transactions) AddPartitions(ctx context.Context, p kafkaproto.TxnProducer, partitions map[string][]int32) error {
+func (t *Coordinator) AddPartitions(ctx context.Context, p kafkaproto.TxnProducer, partitions map[string][]int32) error {
 	st := t.path.Current()
 	if st == nil {
 		return fmt.Errorf("%w: routes not loaded yet", kafkaproto.ErrCoordinatorLoadInProgress)
@@ -227,7 +227,7 @@ func (t *transactions) AddPartitions(ctx context.Context, p kafkaproto.TxnProduc
 
 // addParts records partitions added to p's transaction n of claim here
 // (its begin row exists; begin is it, or nil when the session has it).
-func (t *transactions) addParts(p kafkaproto.TxnProducer, partitions map[string][]int32, claim, n int64, begin *txnRow) error {
+func (t *Coordinator) addParts(p kafkaproto.TxnProducer, partitions map[string][]int32, claim, n int64, begin *txnRow) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	sess := t.added[p.TransactionalID]
@@ -253,7 +253,7 @@ func (t *transactions) addParts(p kafkaproto.TxnProducer, partitions map[string]
 // EndTransaction implements kafkaproto.Transactions: the outcome is
 // decided, and a commit is applied before the answer (again, harmlessly,
 // when EndTxn is repeated).
-func (t *transactions) EndTransaction(ctx context.Context, p kafkaproto.TxnProducer, commit bool) error {
+func (t *Coordinator) EndTransaction(ctx context.Context, p kafkaproto.TxnProducer, commit bool) error {
 	defer func() {
 		t.mu.Lock()
 		if sess := t.added[p.TransactionalID]; sess != nil && sess.producer == p {
@@ -332,7 +332,7 @@ func (t *transactions) EndTransaction(ctx context.Context, p kafkaproto.TxnProdu
 // comes once it is durable in the staging table. The batch is converted
 // first, so that a record its route refuses is refused now, while the
 // producer can still abort, and not at the commit.
-func (t *transactions) Stage(ctx context.Context, st *produce.Bound, route *mapping.Route, req *kafkaproto.PartitionProduce) (kafkaproto.PartitionWrite, error) {
+func (t *Coordinator) Stage(ctx context.Context, st *produce.Bound, route *mapping.Route, req *kafkaproto.PartitionProduce) (kafkaproto.PartitionWrite, error) {
 	defer req.Release()
 	if t == nil || !t.path.WritesExactlyOnce(route) {
 		return nil, fmt.Errorf("%w: transactions are not served for route %s", kafkaproto.ErrTransactionalIDAuthorizationFailed, route.Name())
@@ -374,7 +374,7 @@ func (t *transactions) Stage(ctx context.Context, st *produce.Bound, route *mapp
 
 // logRefusal logs a refused transactional batch, at most one line a
 // second (a producer may send many before it aborts).
-func (t *transactions) logRefusal(log *slog.Logger, req *kafkaproto.PartitionProduce, err error) {
+func (t *Coordinator) logRefusal(log *slog.Logger, req *kafkaproto.PartitionProduce, err error) {
 	t.mu.Lock()
 	now := time.Now()
 	ok := now.Sub(t.lastRefusal) >= time.Second
@@ -397,7 +397,7 @@ func (t *transactions) logRefusal(log *slog.Logger, req *kafkaproto.PartitionPro
 // partition the transaction's AddPartitionsToTxn here did not add
 // (INVALID_TXN_STATE). A transaction this instance has no session for
 // (its partitions were added on another one) is counted from here on.
-func (t *transactions) charge(p kafkaproto.TxnProducer, tp produce.TopicPartition, size int64) error {
+func (t *Coordinator) charge(p kafkaproto.TxnProducer, tp produce.TopicPartition, size int64) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	sess := t.added[p.TransactionalID]
@@ -422,7 +422,7 @@ func (t *transactions) charge(p kafkaproto.TxnProducer, tp produce.TopicPartitio
 // applyCommit writes a committed transaction's staged batches to their
 // tables through the exactly-once path and marks it applied. Partitions
 // are applied concurrently, each one's batches in sequence order.
-func (t *transactions) applyCommit(ctx context.Context, id string, claim *txnRow, cm *committed) error {
+func (t *Coordinator) applyCommit(ctx context.Context, id string, claim *txnRow, cm *committed) error {
 	start := time.Now()
 	batches, err := t.staging.read(ctx, id, claim.producerID, claim.epoch, cm.begin.stagingOffset, cm.outcome.stagingOffset)
 	if err != nil {
@@ -476,7 +476,7 @@ func (t *transactions) applyCommit(ctx context.Context, id string, claim *txnRow
 
 // applyPartition applies one partition's batches of a commit, joined into
 // batches of at most maxRecords consecutive records, one after the other.
-func (t *transactions) applyPartition(ctx context.Context, st *produce.Bound, route *mapping.Route, batches []*stagedBatch, maxRecords int) error {
+func (t *Coordinator) applyPartition(ctx context.Context, st *produce.Bound, route *mapping.Route, batches []*stagedBatch, maxRecords int) error {
 	for i := 0; i < len(batches); {
 		first := batches[i]
 		req := &kafkaproto.PartitionProduce{Topic: first.topic, Partition: first.partition, Acks: -1,

@@ -1,4 +1,4 @@
-package gateway
+package transactions
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
