@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"time"
 
 	"github.com/fluss-kafka/gateway/answer"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
 	"github.com/fluss-kafka/gateway/schemafollow"
-	"github.com/fluss-kafka/gateway/schemaregistry"
 )
 
 // The produce path's side of the tables that follow writer schemas
@@ -20,48 +18,11 @@ import (
 // them before the batch converts, and holding a batch whose route's table
 // is still to be created from it.
 
-// writerSchemas returns the distinct writer schemas of the batch: the
-// registry schemas its values name, or the schemas of its Connect
-// envelopes. Consecutive records nearly always share one.
+// writerSchemas returns the distinct writer schemas of the batch
+// (schemafollow.BatchWriterSchemas).
 func writerSchemas(route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) []schemafollow.WriterSchema {
-	var out []schemafollow.WriterSchema
-	format := route.Spec().Value.Format
-	if format == mapping.ValueConnectJSON {
-		var last uint64
-		for i := range req.Records {
-			sch := mapping.ConnectEnvelopeSchema(req.Records[i].Value)
-			if sch == nil {
-				continue
-			}
-			if w := schemafollow.EnvelopeWriterSchema(sch); w.Digest != last && !slices.ContainsFunc(out, func(o schemafollow.WriterSchema) bool { return o.Digest == w.Digest }) {
-				last = w.Digest
-				out = append(out, w)
-			}
-		}
-		return out
-	}
-	var last *mapping.Serialized
-	for i := range cb.framing.values {
-		v := &cb.framing.values[i]
-		if v.Schema == nil || v.Err != nil || (last != nil && sameWriter(last, v)) {
-			continue
-		}
-		last = v
-		w, err := schemafollow.RegistryWriterSchema(string(format), v)
-		if err != nil {
-			continue // the converter refuses the record, with the reason
-		}
-		if !slices.ContainsFunc(out, func(o schemafollow.WriterSchema) bool { return o.Registry == w.Registry && o.Message == w.Message }) {
-			out = append(out, w)
-		}
-	}
-	return out
-}
-
-// sameWriter reports whether two framed values name the same schema and
-// message.
-func sameWriter(a, b *mapping.Serialized) bool {
-	return a.Schema == b.Schema && a.Ref.MessageName == b.Ref.MessageName && slices.Equal(a.Ref.MessageIndexes, b.Ref.MessageIndexes)
+	return schemafollow.BatchWriterSchemas(route.Spec().Value.Format, len(req.Records),
+		func(i int) []byte { return req.Records[i].Value }, cb.framing.values)
 }
 
 // followNeeded reports, without blocking, whether a writer schema of the
@@ -190,50 +151,21 @@ func (s *Path) createTable(ctx context.Context, spec mapping.RouteSpec, req *kaf
 }
 
 // firstWriterSchema is the writer schema of req's first record that has
-// one: of its value, or (key) of its key.
+// one: of its value, or (key) of its key (schemafollow.FirstWriterSchema),
+// with the Kafka error a producer gets when there is none.
 func (s *Path) firstWriterSchema(ctx context.Context, spec mapping.RouteSpec, req *kafkaproto.PartitionProduce, key bool) (schemafollow.WriterSchema, error) {
-	what, format := "value", string(spec.Value.Format)
-	if key {
-		what, format = "key", string(spec.Key.Format)
-	}
-	if !key && spec.Value.Format == mapping.ValueConnectJSON {
-		for i := range req.Records {
-			if sch := mapping.ConnectEnvelopeSchema(req.Records[i].Value); sch != nil {
-				return schemafollow.EnvelopeWriterSchema(sch), nil
-			}
-		}
-		return schemafollow.WriterSchema{}, fmt.Errorf("%w: no record of the batch is a Kafka Connect envelope with a schema", kafkaproto.ErrInvalidRecord)
-	}
-	opts, ok := mapping.SpecFramingOptions(spec, key)
-	if !ok || s.Registry == nil {
-		return schemafollow.WriterSchema{}, fmt.Errorf("%w: %s.format %s has no writer schema here", kafkaproto.ErrInvalidRecord, what, format)
-	}
-	for i := range req.Records {
+	w, err := schemafollow.FirstWriterSchema(ctx, s.Registry, spec, key, len(req.Records), func(i int) ([]byte, func(string) ([]byte, bool)) {
 		kr := &req.Records[i]
-		data := kr.Value
 		if key {
-			data = kr.Key
+			return kr.Key, headerLookup(kr.Headers)
 		}
-		if data == nil {
-			continue
-		}
-		ref, _, err := schemaregistry.ParseFraming(data, headerLookup(kr.Headers), opts)
-		if err != nil {
-			continue
-		}
-		sc, err := s.Registry.Resolve(ctx, ref)
-		switch {
-		case err == nil:
-			w, err := schemafollow.RegistryWriterSchema(format, &mapping.Serialized{Ref: ref, Schema: sc})
-			if err != nil {
-				return schemafollow.WriterSchema{}, fmt.Errorf("%w: the %s's writer schema (id %d): %w", kafkaproto.ErrInvalidRecord, what, sc.ID, err)
-			}
-			return w, nil
-		case errors.Is(err, schemaregistry.ErrUnknownSchema):
-			continue
-		default:
-			return schemafollow.WriterSchema{}, fmt.Errorf("%w: %w: look up %v: %w", kafkaproto.ErrRequestTimedOut, errRegistryUnavailable, ref, err)
-		}
+		return kr.Value, headerLookup(kr.Headers)
+	})
+	switch {
+	case err == nil:
+		return w, nil
+	case errors.Is(err, schemafollow.ErrRegistryUnavailable):
+		return w, fmt.Errorf("%w: %w: %w", kafkaproto.ErrRequestTimedOut, errRegistryUnavailable, err)
 	}
-	return schemafollow.WriterSchema{}, fmt.Errorf("%w: no record of the batch names a %s writer schema the registry knows", kafkaproto.ErrInvalidRecord, what)
+	return w, fmt.Errorf("%w: %w", kafkaproto.ErrInvalidRecord, err)
 }
