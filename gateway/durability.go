@@ -64,7 +64,45 @@ func (w durabilityWarning) attrs() []any {
 	if w.known {
 		rf = strconv.Itoa(w.rf)
 	}
-	return []any{slog.String("route", w.route), slog.String("table", w.table.String()), slog.String("replication_factor", rf)}
+	return []any{slog.String("table", w.table.String()), slog.String("replication_factor", rf)}
+}
+
+// maxListed bounds the per-table and per-route lines a load logs: past
+// it, one line counts the rest (a gateway with 500 routes logged 500
+// warnings at every load, reload and added column).
+const maxListed = 10
+
+// logDurability logs the warnings once per table, naming its routes, for
+// at most maxListed tables; one more line counts the tables past them.
+func logDurability(log *slog.Logger, ws []durabilityWarning) {
+	var tables []fluss.TablePath
+	byTable := map[fluss.TablePath][]durabilityWarning{}
+	for _, w := range ws {
+		if _, ok := byTable[w.table]; !ok {
+			tables = append(tables, w.table)
+		}
+		byTable[w.table] = append(byTable[w.table], w)
+	}
+	for i, t := range tables {
+		if i == maxListed {
+			rest := tables[i:]
+			names := make([]string, 0, len(rest))
+			routes := 0
+			for _, t := range rest {
+				names = append(names, t.String())
+				routes += len(byTable[t])
+			}
+			log.Warn(durabilityMessage+" (and more tables)", slog.Int("tables", len(rest)), slog.Int("routes", routes),
+				slog.String("first", names[0]), slog.String("last", names[len(names)-1]))
+			return
+		}
+		group := byTable[t]
+		routes := make([]string, 0, len(group))
+		for _, w := range group {
+			routes = append(routes, w.route)
+		}
+		log.Warn(durabilityMessage, append(group[0].attrs(), slog.Any("routes", routes))...)
+	}
 }
 
 // replicationFactor reads a table's replication factor from its

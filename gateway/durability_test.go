@@ -1,7 +1,10 @@
 package gateway
 
 import (
+	"bytes"
 	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -52,4 +55,31 @@ routes:
 	assert.Contains(t, v.Warnings[0], "can lose acknowledged rows")
 	assert.Contains(t, v.Warnings[1], `route "c": table db.unstated does not state table.replication.factor`)
 	assert.Contains(t, v.Warnings[2], `route "d": table db.dlq has replication factor 1`)
+}
+
+// TestDurabilityWarningsSummarized: the warning is logged once per table,
+// naming its routes, for at most maxListed tables; one more line counts
+// the rest, so 500 routes do not log 500 warnings at every load.
+func TestDurabilityWarningsSummarized(t *testing.T) {
+	t.Parallel()
+	var ws []durabilityWarning
+	for i := range 30 {
+		table := fluss.TablePath{Database: "db", Table: fmt.Sprintf("t%02d", i)}
+		ws = append(ws, durabilityWarning{route: fmt.Sprintf("r%02d", i), table: table, rf: 1, known: true})
+		if i == 0 {
+			ws = append(ws, durabilityWarning{route: "r00b", table: table, rf: 1, known: true})
+		}
+	}
+	var buf bytes.Buffer
+	logDurability(slog.New(slog.NewTextHandler(&buf, nil)), ws)
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	require.Len(t, lines, maxListed+1, "%s", buf.String())
+	assert.Contains(t, lines[0], "table=db.t00")
+	assert.Contains(t, lines[0], "routes=\"[r00 r00b]\"")
+	assert.Contains(t, lines[0], "replication_factor=1")
+	assert.Contains(t, lines[maxListed], "tables=20 routes=20")
+	assert.Contains(t, lines[maxListed], "first=db.t10 last=db.t29")
+	for _, l := range lines {
+		assert.Contains(t, l, "level=WARN")
+	}
 }

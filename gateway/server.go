@@ -421,14 +421,17 @@ func (g *Gateway) apply(ctx context.Context, specs []mapping.RouteSpec, fresh bo
 	g.specs = specs
 	g.m.routes.Set(float64(len(routes.All())))
 	g.setLoadErr(nil)
-	for _, r := range routes.All() {
+	all := routes.All()
+	for i, r := range all {
+		if i == maxListed {
+			g.log.Info("routes bound (and more)", slog.Int("routes", len(all)-i), slog.Int("tables", len(infos)))
+			break
+		}
 		info := infos[r.Table()]
 		g.log.Info("route bound", slog.String("route", r.Name()), slog.String("table", r.Table().String()),
 			slog.Int("buckets", info.Descriptor.BucketCount), slog.Bool("primary_key", info.Descriptor.HasPrimaryKey()))
 	}
-	for _, w := range durabilityWarnings(routes, infos) {
-		g.log.Warn(durabilityMessage, w.attrs()...)
-	}
+	logDurability(g.log, durabilityWarnings(routes, infos))
 	return nil
 }
 
