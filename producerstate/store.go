@@ -173,10 +173,11 @@ func decodeState(b []byte, p *State) error {
 // first use; every method is safe for concurrent use.
 type Store struct {
 	owntable.Table
+	lookups groupedLookups
 }
 
 func New(src owntable.Source, acc *accumulator.Accumulator, path fluss.TablePath) *Store {
-	return &Store{owntable.New(src, acc, path, owntable.Kind{What: "producer-state table", Descriptor: stateDescriptor, Properties: checkStateProperties})}
+	return &Store{Table: owntable.New(src, acc, path, owntable.Kind{What: "producer-state table", Descriptor: stateDescriptor, Properties: checkStateProperties})}
 }
 
 // stateDescriptor is the table the store creates when it is missing.
@@ -221,14 +222,16 @@ func (s *Store) Lookup(ctx context.Context, k Key) (p State, ok bool, err error)
 	if err != nil {
 		return p, false, err
 	}
-	vals, err := s.Source.Lookup(ctx, s.Info.TableID, fluss.NoPartition, bucket, [][]byte{key})
+	val, err := s.lookups.lookup(ctx, bucket, key, func(ctx context.Context, keys [][]byte) ([][]byte, error) {
+		return s.Source.Lookup(ctx, s.Info.TableID, fluss.NoPartition, bucket, keys)
+	})
 	if err != nil {
 		return p, false, fmt.Errorf("look up producer state: %w", err)
 	}
-	if len(vals) != 1 || vals[0] == nil {
+	if val == nil {
 		return p, false, nil
 	}
-	_, row, err := fluss.DecodeValueRow(vals[0], &s.Info.Descriptor.Schema, s.Info.Descriptor.KvFormat())
+	_, row, err := fluss.DecodeValueRow(val, &s.Info.Descriptor.Schema, s.Info.Descriptor.KvFormat())
 	if err != nil {
 		return p, false, fmt.Errorf("decode producer state: %w", err)
 	}
