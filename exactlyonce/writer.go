@@ -180,6 +180,11 @@ type Group struct {
 // being recovered after a failure: retriable, and the retry is exact.
 var errRecovering = fmt.Errorf("%w: exactly-once state of this producer is being recovered after a failed write; retry", kafkaproto.ErrNotEnoughReplicas)
 
+// errWriterUnknown answers a batch Fluss refused whole because it no
+// longer knows the producer-partition's writer: retriable, and the retry
+// takes a new writer id.
+var errWriterUnknown = fmt.Errorf("%w: Fluss no longer knows this producer's writer (expired after a long idle time, or lost); retry under a new writer id", kafkaproto.ErrNotEnoughReplicas)
+
 // errTooManyInFlight answers a batch of a producer-partition that already
 // has SequenceWindow batches in flight here, which no idempotent Kafka
 // producer sends; retriable, once one of them is answered.
@@ -557,6 +562,15 @@ func (e *Writer) settle(p *producerPartition, batches []*eoBatch, err error, wri
 	var failure error
 	if err != nil {
 		failure = eoError(err)
+		if errors.Is(err, sender.ErrSequenceRejected) && !written {
+			// Fluss no longer knows P's writer in a bucket (its state
+			// expired after server.writer-id.expiration-time without
+			// writes, or went with a truncated log) and wrote none of the
+			// batch: the producer's retry writes it under a new writer id
+			// (rotate, below), exactly, as a Kafka broker's
+			// UNKNOWN_PRODUCER_ID lets a client carry on.
+			failure = fmt.Errorf("%w: %w", errWriterUnknown, err)
+		}
 	}
 	p.mu.Lock()
 	p.inflight -= len(batches)

@@ -170,6 +170,14 @@ func (f *dedupFluss) InitWriter(context.Context, ...fluss.TablePath) (int64, err
 }
 
 // rows counts each row of the table read back from the fake's logs.
+// expireWriters forgets every writer's state, as a tablet server does for
+// a writer idle past server.writer-id.expiration-time.
+func (f *dedupFluss) expireWriters() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	clear(f.writers)
+}
+
 func (f *dedupFluss) rows(tableID int64) map[string]int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -675,4 +683,37 @@ func TestExactlyOnceProducersDoNotQueueBehindEachOther(t *testing.T) {
 	<-slow.Done()
 	require.NoError(t, slow.Result().Err)
 	assert.Equal(t, 4, total(f.rows(eoTableID)))
+}
+
+// A producer idle past Fluss's writer-id expiration carries on: Fluss
+// refuses its next batch (it no longer knows the writer), which is
+// answered with a retriable error, not OUT_OF_ORDER_SEQUENCE_NUMBER; the
+// producer's retry is written under a new writer id, once.
+func TestExactlyOnceWriterExpiredInFluss(t *testing.T) {
+	t.Parallel()
+	f := newDedupFluss()
+	ms := &memStore{rows: map[producerstate.Key]producerstate.State{}}
+	reg := prometheus.NewPedanticRegistry()
+	a := newEOInstanceWith(t, f, ms, nil, reg)
+	const n = 3
+	require.NoError(t, await(t, a, eoProduce(5, 0, 0, n)).Err)
+	require.NoError(t, await(t, a, eoProduce(5, 0, 1, n)).Err)
+	f.expireWriters()
+
+	r := await(t, a, eoProduce(5, 0, 2, n))
+	require.Error(t, r.Err)
+	assert.ErrorIs(t, r.Err, kafkaproto.ErrNotEnoughReplicas, "retriable: %v", r.Err)
+	assert.NotErrorIs(t, r.Err, kafkaproto.ErrOutOfOrderSequenceNumber)
+	var ke *kafkaproto.Error
+	require.ErrorAs(t, r.Err, &ke)
+	assert.True(t, ke.Retriable)
+
+	require.NoError(t, await(t, a, eoProduce(5, 0, 2, n)).Err, "the producer's retry")
+	require.NoError(t, await(t, a, eoProduce(5, 0, 3, n)).Err)
+	rows := f.rows(eoTableID)
+	assert.Equal(t, 4*n, total(rows), "%v", rows)
+	for k, c := range rows {
+		assert.Equal(t, 1, c, "row %s", k)
+	}
+	assert.Equal(t, 1.0, metrictest.Value(t, reg, "fluss_gateway_exactly_once_writer_ids_total", "reason", "failed_write"))
 }
