@@ -8,7 +8,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fluss-kafka/gateway/configs"
+	"github.com/fluss-kafka/gateway/internal/flusstest"
 )
+
+// TestMain stops the cluster flusstest.Bootstrap may start for this binary.
+func TestMain(m *testing.M) { flusstest.Main(m) }
 
 func TestKafkaConfigFromFile(t *testing.T) {
 	cfg, err := configs.Parse([]byte(`

@@ -1,4 +1,4 @@
-package gateway
+package producerstate
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/internal/flusstest"
 	"github.com/fluss-kafka/gateway/internal/writertest"
-	"github.com/fluss-kafka/gateway/producerstate"
 )
 
 // TestMain stops the cluster flusstest.Bootstrap may start for this binary.
@@ -24,48 +23,56 @@ func TestMain(m *testing.M) { flusstest.Main(m) }
 // included), a missing row looks up as absent, a committed row reads back
 // from the leader as written, and a late commit with a lower version (a
 // crashed instance's) does not roll it back: the versioned merge engine.
-func TestIntegrationProducerStateStore(t *testing.T) {
-	addr := flusstest.Bootstrap(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
+// openIntegrationStore is a Store on a table of its own (in a database
+// dropped at the end) of the test binary's Fluss cluster, with a running
+// writer.
+func openIntegrationStore(tb testing.TB) *Store {
+	tb.Helper()
+	addr := flusstest.Bootstrap(tb)
 	c, err := fluss.NewClient(fluss.Config{Bootstrap: strings.Split(addr, ",")})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
+	require.NoError(tb, err)
+	tb.Cleanup(func() { _ = c.Close() })
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	path := fluss.TablePath{Database: "gateway_it_" + hex.EncodeToString(b[:]), Table: "state"}
-	t.Cleanup(func() {
+	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		if err := c.DropDatabase(ctx, path.Database, true, true); err != nil {
-			t.Logf("drop database %s: %v", path.Database, err)
+			tb.Logf("drop database %s: %v", path.Database, err)
 		}
 	})
 	w, err := writertest.New(writertest.Defaults(), c)
-	require.NoError(t, err)
+	require.NoError(tb, err)
 	runErr := make(chan error, 1)
 	go func() { runErr <- w.Run(context.Background()) }()
-	defer func() {
-		require.NoError(t, w.Close(context.Background()))
-		require.NoError(t, <-runErr)
-	}()
-	store := producerstate.New(c, w.Accumulator, path)
+	tb.Cleanup(func() {
+		assert.NoError(tb, w.Close(context.Background()))
+		assert.NoError(tb, <-runErr)
+	})
+	return New(c, w.Accumulator, path)
+}
 
-	key := producerstate.Key{ProducerID: 77, Topic: "orders", Partition: 3}
+func TestIntegrationProducerStateStore(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	store := openIntegrationStore(t)
+
+	key := Key{ProducerID: 77, Topic: "orders", Partition: 3}
 	_, ok, err := store.Lookup(ctx, key)
 	require.NoError(t, err)
 	assert.False(t, ok, "no row yet")
 
-	commit := func(p producerstate.State) {
+	commit := func(p State) {
 		h, err := store.Commit(ctx, key, &p)
 		require.NoError(t, err)
 		_, err = h.Wait(ctx)
 		require.NoError(t, err)
 	}
-	want := producerstate.State{
+	want := State{
 		Version: 9, WriterID: 1234, Fingerprint: 55, Epoch: 2, Known: true, NextSeq: 4000,
-		Targets: map[producerstate.Target]int32{{TableID: 5, PartitionID: -1, Bucket: 1}: 17, {TableID: 6, PartitionID: -1, Bucket: 0}: 2},
-		Window:  []producerstate.Batch{{First: 3000, Last: 3499, Offset: 100}, {First: 3500, Last: 3999, Offset: 600}},
+		Targets: map[Target]int32{{TableID: 5, PartitionID: -1, Bucket: 1}: 17, {TableID: 6, PartitionID: -1, Bucket: 0}: 2},
+		Window:  []Batch{{First: 3000, Last: 3499, Offset: 100}, {First: 3500, Last: 3999, Offset: 600}},
 	}
 	commit(want)
 	got, ok, err := store.Lookup(ctx, key)
