@@ -85,15 +85,12 @@ func logDurability(log *slog.Logger, ws []durabilityWarning) {
 	}
 	for i, t := range tables {
 		if i == maxListed {
-			rest := tables[i:]
-			names := make([]string, 0, len(rest))
-			routes := 0
+			rest, routes := tables[i:], 0
 			for _, t := range rest {
-				names = append(names, t.String())
 				routes += len(byTable[t])
 			}
 			log.Warn(durabilityMessage+" (and more tables)", slog.Int("tables", len(rest)), slog.Int("routes", routes),
-				slog.String("first", names[0]), slog.String("last", names[len(names)-1]))
+				slog.String("first", rest[0].String()), slog.String("last", rest[len(rest)-1].String()))
 			return
 		}
 		group := byTable[t]
