@@ -130,6 +130,7 @@ func New(cfg *configs.Config, log *slog.Logger) (*Gateway, error) {
 			return nil, fmt.Errorf("schema_registry: %w", err)
 		}
 		registerRegistryStats(reg, g.path.Registry)
+		g.path.Follower.Registry = g.path.Registry
 	}
 	for i, l := range set.listeners {
 		name := l.name

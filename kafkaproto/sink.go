@@ -229,6 +229,17 @@ type Header struct {
 	Value []byte
 }
 
+// Header is the value of the record's header key: the last one of that
+// key wins, as Kafka clients read headers.
+func (r *Record) Header(key string) ([]byte, bool) {
+	for i := len(r.Headers) - 1; i >= 0; i-- {
+		if r.Headers[i].Key == key {
+			return r.Headers[i].Value, true
+		}
+	}
+	return nil, false
+}
+
 // PartitionWrite is the completion of a batch handed to the Sink.
 type PartitionWrite interface {
 	// Done is closed once the result is final.

@@ -30,19 +30,6 @@ func growSerialized(s []mapping.Serialized, n int) []mapping.Serialized {
 	return s[:n]
 }
 
-// headerLookup finds a record header by key (the last one wins, as Kafka
-// clients read headers).
-func headerLookup(hs []kafkaproto.Header) func(string) ([]byte, bool) {
-	return func(key string) ([]byte, bool) {
-		for i := len(hs) - 1; i >= 0; i-- {
-			if hs[i].Key == key {
-				return hs[i].Value, true
-			}
-		}
-		return nil, false
-	}
-}
-
 // frame parses the framing of every record's registry-format value and key
 // and fills in the writer schemas the registry client has cached. It
 // reports whether some schema still has to be fetched (resolveSchemas).
@@ -76,11 +63,11 @@ func (s *Path) frame(route *mapping.Route, req *kafkaproto.PartitionProduce, cb 
 		last = memo{kind: ref.Kind, id: ref.ID, guid: ref.GUID, schema: schema, err: err, ok: ok}
 		return schema, err, ok
 	}
-	one := func(data []byte, hs []kafkaproto.Header, opts schemaregistry.Options, out *mapping.Serialized) {
+	one := func(data []byte, header func(string) ([]byte, bool), opts schemaregistry.Options, out *mapping.Serialized) {
 		if data == nil {
 			return // a tombstone, or no key: mapping decides
 		}
-		ref, payload, err := schemaregistry.ParseFraming(data, headerLookup(hs), opts)
+		ref, payload, err := schemaregistry.ParseFraming(data, header, opts)
 		if err != nil {
 			out.Err = err
 			return
@@ -103,10 +90,10 @@ func (s *Path) frame(route *mapping.Route, req *kafkaproto.PartitionProduce, cb 
 	for i := range req.Records {
 		kr := &req.Records[i]
 		if vReg {
-			one(kr.Value, kr.Headers, vOpts, &cb.framing.values[i])
+			one(kr.Value, kr.Header, vOpts, &cb.framing.values[i])
 		}
 		if kReg {
-			one(kr.Key, kr.Headers, kOpts, &cb.framing.keys[i])
+			one(kr.Key, kr.Header, kOpts, &cb.framing.keys[i])
 		}
 	}
 	return missing
@@ -115,11 +102,6 @@ func (s *Path) frame(route *mapping.Route, req *kafkaproto.PartitionProduce, cb 
 // errNoRegistry marks records of a registry format when no schema_registry
 // is configured (configs refuses such a file; this guards the produce path).
 var errNoRegistry = errors.New("no schema_registry is configured")
-
-// errRegistryUnavailable wraps a registry failure that a producer retry may
-// get past: the whole batch is refused with a retriable code, nothing of it
-// written.
-var errRegistryUnavailable = errors.New("schema registry unavailable")
 
 // resolveSchemas fetches the writer schemas frame did not find cached. It
 // may block on the registry, honouring ctx. An unknown schema marks its
@@ -137,7 +119,7 @@ func (s *Path) resolveSchemas(ctx context.Context, route string, cb *convBatch) 
 			out.Err = err
 		default:
 			s.m.registryUnavailable(route)
-			return fmt.Errorf("%w: %w: look up %v: %w", kafkaproto.ErrRequestTimedOut, errRegistryUnavailable, out.Ref, err)
+			return fmt.Errorf("%w: look up %v: %w", kafkaproto.ErrRequestTimedOut, out.Ref, err)
 		}
 		return nil
 	}

@@ -8,68 +8,54 @@ import (
 	"time"
 
 	"github.com/fluss-kafka/gateway/answer"
+	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
 	"github.com/fluss-kafka/gateway/schemafollow"
+	"github.com/fluss-kafka/gateway/schemaregistry"
 )
 
 // The produce path's side of the tables that follow writer schemas
-// (package schemafollow): which writer schemas a batch names, following
-// them before the batch converts, and holding a batch whose route's table
-// is still to be created from it.
+// (package schemafollow owns the rules): one call before a batch converts,
+// one to hold a batch whose route's table is still to be created from it,
+// and the Kafka error each failure answers.
 
-// writerSchemas returns the distinct writer schemas of the batch
-// (schemafollow.BatchWriterSchemas).
-func writerSchemas(route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) []schemafollow.WriterSchema {
-	return schemafollow.BatchWriterSchemas(route.Spec().Value.Format, len(req.Records),
-		func(i int) []byte { return req.Records[i].Value }, cb.framing.values)
+// followBatch is the batch as schemafollow reads it.
+func followBatch(req *kafkaproto.PartitionProduce, framed []mapping.Serialized) schemafollow.Batch {
+	return schemafollow.Batch{Len: len(req.Records), Framed: framed,
+		Record: func(i int, key bool) ([]byte, func(string) ([]byte, bool)) {
+			kr := &req.Records[i]
+			if key {
+				return kr.Key, kr.Header
+			}
+			return kr.Value, kr.Header
+		}}
 }
 
 // followNeeded reports, without blocking, whether a writer schema of the
 // batch has not been checked against the route's table yet.
 func (s *Path) followNeeded(st *Bound, route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) bool {
-	if s.Follower == nil || !schemafollow.Follows(route) {
-		return false
-	}
-	info := st.Infos[route.Table()]
-	for _, w := range writerSchemas(route, req, cb) {
-		if !s.Follower.Checked(route, info.SchemaID, w) {
-			return true
-		}
-	}
-	return false
+	return s.Follower.Needed(route, st.Infos[route.Table()], followBatch(req, cb.framing.values))
 }
 
 // follow adds the columns the batch's writer schemas need and returns the
 // routes to convert it with (a new generation when columns were added).
 // A failure is retriable for the producer: nothing of the batch is written.
 func (s *Path) follow(ctx context.Context, st *Bound, route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) (*Bound, *mapping.Route, error) {
-	f := s.Follower
-	if f == nil || !schemafollow.Follows(route) {
-		return st, route, nil
-	}
-	for _, w := range writerSchemas(route, req, cb) {
-		// Twice at most: a second look after adding finds the table
-		// holding w and marks it checked for the new table schema.
-		for range 2 {
-			info := st.Infos[route.Table()]
-			if f.Checked(route, info.SchemaID, w) {
-				break
-			}
-			added, err := f.Follow(ctx, route, info, w)
-			if err != nil {
-				return st, route, fmt.Errorf("%w: %w", kafkaproto.ErrRequestTimedOut, err)
-			}
-			if !added {
-				break
-			}
+	route, err := s.Follower.FollowBatch(ctx, route, st.Infos[route.Table()], followBatch(req, cb.framing.values),
+		func() (*mapping.Route, *fluss.TableInfo, bool) {
 			st = s.state.Load()
 			r, ok := st.Routes.Resolve(req.Topic)
 			if !ok {
-				return st, route, kafkaproto.ErrUnknownTopicOrPartition
+				return nil, nil, false
 			}
-			route = r
-		}
+			return r, st.Infos[r.Table()], true
+		})
+	switch {
+	case errors.Is(err, schemafollow.ErrRouteGone):
+		return st, route, fmt.Errorf("%w: %w", kafkaproto.ErrUnknownTopicOrPartition, err)
+	case err != nil:
+		return st, route, fmt.Errorf("%w: %w", kafkaproto.ErrRequestTimedOut, err)
 	}
 	return st, route, nil
 }
@@ -109,63 +95,23 @@ func (s *Path) produceCreating(ctx context.Context, spec mapping.RouteSpec, req 
 	return c, nil
 }
 
-// createTable creates spec's table from the first writer schema of req's
-// records (and, with follow_schema.primary_key_from_key, its primary key
-// from the first key's), unless it exists by now, and binds the routes
-// again (schemafollow.Follower.CreateTable).
+// createTable creates spec's table from req's first writer schema
+// (schemafollow.Follower.CreateFrom) and answers its failure with the
+// Kafka error a producer gets: the batch's fault is not retriable.
 func (s *Path) createTable(ctx context.Context, spec mapping.RouteSpec, req *kafkaproto.PartitionProduce) error {
-	f := s.Follower
-	if f == nil {
+	if s.Follower == nil {
 		return fmt.Errorf("%w: tables are not created here", kafkaproto.ErrUnknownTopicOrPartition)
 	}
-	exists := func() bool {
-		_, ok := s.state.Load().Routes.Resolve(req.Topic)
-		return ok
-	}
-	if exists() {
-		return nil
-	}
-	w, err := s.firstWriterSchema(ctx, spec, req, false)
-	if err != nil {
-		return err
-	}
-	var key *schemafollow.WriterSchema
-	if spec.FollowSchema.PrimaryKeyFromKey {
-		kw, err := s.firstWriterSchema(ctx, spec, req, true)
-		if err != nil {
-			return err
-		}
-		key = &kw
-	}
-	notAdded, err := f.CreateTable(ctx, spec, w, key, exists)
-	switch {
-	case errors.Is(err, schemafollow.ErrCannotCreate):
-		return fmt.Errorf("%w: %w", kafkaproto.ErrInvalidRecord, err)
-	case err != nil:
-		return fmt.Errorf("%w: %w", kafkaproto.ErrRequestTimedOut, err)
-	}
-	if r, ok := s.state.Load().Routes.Resolve(req.Topic); ok {
-		f.WarnNotAdded(r, w, notAdded)
-	}
-	return nil
-}
-
-// firstWriterSchema is the writer schema of req's first record that has
-// one: of its value, or (key) of its key (schemafollow.FirstWriterSchema),
-// with the Kafka error a producer gets when there is none.
-func (s *Path) firstWriterSchema(ctx context.Context, spec mapping.RouteSpec, req *kafkaproto.PartitionProduce, key bool) (schemafollow.WriterSchema, error) {
-	w, err := schemafollow.FirstWriterSchema(ctx, s.Registry, spec, key, len(req.Records), func(i int) ([]byte, func(string) ([]byte, bool)) {
-		kr := &req.Records[i]
-		if key {
-			return kr.Key, headerLookup(kr.Headers)
-		}
-		return kr.Value, headerLookup(kr.Headers)
+	err := s.Follower.CreateFrom(ctx, spec, followBatch(req, nil), func() (*mapping.Route, bool) {
+		return s.state.Load().Routes.Resolve(req.Topic)
 	})
 	switch {
 	case err == nil:
-		return w, nil
-	case errors.Is(err, schemafollow.ErrRegistryUnavailable):
-		return w, fmt.Errorf("%w: %w: %w", kafkaproto.ErrRequestTimedOut, errRegistryUnavailable, err)
+		return nil
+	case errors.Is(err, schemaregistry.ErrUnavailable):
+		return fmt.Errorf("%w: %w", kafkaproto.ErrRequestTimedOut, err)
+	case errors.Is(err, schemafollow.ErrNoWriterSchema), errors.Is(err, schemafollow.ErrCannotCreate):
+		return fmt.Errorf("%w: %w", kafkaproto.ErrInvalidRecord, err)
 	}
-	return w, fmt.Errorf("%w: %w", kafkaproto.ErrInvalidRecord, err)
+	return fmt.Errorf("%w: %w", kafkaproto.ErrRequestTimedOut, err)
 }

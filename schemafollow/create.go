@@ -17,13 +17,49 @@ import (
 // it): the records are at fault, not Fluss.
 var ErrCannotCreate = errors.New("no table can be made from the writer schema")
 
-// CreateTable creates spec's table from w, the first record's writer
+// CreateFrom creates spec's table from the batch's first writer schema
+// (and, with follow_schema.primary_key_from_key, its primary key from the
+// first key's), unless bound reports the topic routed by now, and binds
+// the routes again. The error wraps ErrNoWriterSchema or ErrCannotCreate
+// when the batch is at fault, schemaregistry.ErrUnavailable when the
+// registry is.
+func (f *Follower) CreateFrom(ctx context.Context, spec mapping.RouteSpec, b Batch, bound func() (*mapping.Route, bool)) error {
+	exists := func() bool {
+		_, ok := bound()
+		return ok
+	}
+	if exists() {
+		return nil
+	}
+	w, err := b.first(ctx, f.Registry, spec, false)
+	if err != nil {
+		return err
+	}
+	var key *WriterSchema
+	if spec.FollowSchema.PrimaryKeyFromKey {
+		kw, err := b.first(ctx, f.Registry, spec, true)
+		if err != nil {
+			return err
+		}
+		key = &kw
+	}
+	notAdded, err := f.createTable(ctx, spec, w, key, exists)
+	if err != nil {
+		return err
+	}
+	if r, ok := bound(); ok {
+		f.warnNotAdded(r, w, notAdded)
+	}
+	return nil
+}
+
+// createTable creates spec's table from w, the first record's writer
 // schema (and, with follow_schema.primary_key_from_key, its primary key
 // from key, the first key's), as `gateway tables apply` would, unless
 // exists reports the route bound meanwhile or another instance created it
 // first, and binds the routes again. notAdded are w's fields that no
-// column was made for (WarnNotAdded logs them, with the bound route).
-func (f *Follower) CreateTable(ctx context.Context, spec mapping.RouteSpec, w WriterSchema, key *WriterSchema, exists func() bool) (notAdded []mapping.FieldNotAdded, err error) {
+// column was made for (warnNotAdded logs them, with the bound route).
+func (f *Follower) createTable(ctx context.Context, spec mapping.RouteSpec, w WriterSchema, key *WriterSchema, exists func() bool) (notAdded []mapping.FieldNotAdded, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if exists() {

@@ -31,6 +31,9 @@ import (
 // Its methods are safe for concurrent use.
 type Follower struct {
 	Tables Alterer
+	// Registry resolves the writer schema a table is created from (nil:
+	// only Connect envelopes create tables).
+	Registry *schemaregistry.Client
 	// Rebind binds every route again with fresh table infos (the
 	// gateway's reload of the routes in force).
 	Rebind func(ctx context.Context) error
@@ -71,26 +74,79 @@ func (w WriterSchema) key(route string, tableSchema int32) followKey {
 	return followKey{route: route, tableSchema: tableSchema, writer: w.Registry, message: w.Message, envelope: w.Digest}
 }
 
-// Follows reports whether the route adds columns for its writer schemas.
-func Follows(route *mapping.Route) bool {
+// follows reports whether the route adds columns for its writer schemas.
+func follows(route *mapping.Route) bool {
 	spec := route.Spec()
 	return spec.FollowSchema.AddColumns && (mapping.IsRegistryFormat(string(spec.Value.Format)) || spec.Value.Format == mapping.ValueConnectJSON)
 }
 
-// Checked reports, without blocking, whether w was checked against the
+// Needed reports, without blocking, whether a writer schema of the batch
+// has not been checked against the route's table (as info describes it)
+// yet: FollowBatch must run before the batch converts.
+func (f *Follower) Needed(route *mapping.Route, info *fluss.TableInfo, b Batch) bool {
+	if f == nil || !follows(route) {
+		return false
+	}
+	for _, w := range b.writerSchemas(route.Spec().Value.Format) {
+		if !f.wasChecked(route, info.SchemaID, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// ErrRouteGone: the routes bound again after columns were added no longer
+// route the batch's topic (a reload removed it meanwhile).
+var ErrRouteGone = errors.New("the topic's route is gone")
+
+// FollowBatch adds the columns the batch's writer schemas need to the
+// route's table (info) and returns the route to convert the batch with.
+// When columns were added the routes are bound again and rebound returns
+// the new generation's route and table info (ok false: the topic is no
+// longer routed, ErrRouteGone). A failure is retriable for the producer:
+// nothing of the batch is written.
+func (f *Follower) FollowBatch(ctx context.Context, route *mapping.Route, info *fluss.TableInfo, b Batch,
+	rebound func() (*mapping.Route, *fluss.TableInfo, bool)) (*mapping.Route, error) {
+	if f == nil || !follows(route) {
+		return route, nil
+	}
+	for _, w := range b.writerSchemas(route.Spec().Value.Format) {
+		// Twice at most: a second look after adding finds the table
+		// holding w and marks it checked for the new table schema.
+		for range 2 {
+			if f.wasChecked(route, info.SchemaID, w) {
+				break
+			}
+			added, err := f.followOne(ctx, route, info, w)
+			if err != nil {
+				return route, err
+			}
+			if !added {
+				break
+			}
+			var ok bool
+			if route, info, ok = rebound(); !ok {
+				return route, ErrRouteGone
+			}
+		}
+	}
+	return route, nil
+}
+
+// wasChecked reports, without blocking, whether w was checked against the
 // table schema of the route's table.
-func (f *Follower) Checked(route *mapping.Route, tableSchema int32, w WriterSchema) bool {
+func (f *Follower) wasChecked(route *mapping.Route, tableSchema int32, w WriterSchema) bool {
 	_, ok := f.checked.Load(w.key(route.Name(), tableSchema))
 	return ok
 }
 
-// Follow checks w against the route's table as info describes it and adds
-// the top-level columns the table lacks (unless another batch or instance
-// did meanwhile), then binds the routes again. added says it did: the
-// caller continues with the new routes (and may Follow w again, which then
-// finds the table holding it). A failure leaves the table as it was, or
+// followOne checks w against the route's table as info describes it and
+// adds the top-level columns the table lacks (unless another batch or
+// instance did meanwhile), then binds the routes again. added says it
+// did: the caller continues with the new routes (and may check w again,
+// which then finds the table holding it). A failure leaves the table as it was, or
 // with the columns another writer added.
-func (f *Follower) Follow(ctx context.Context, route *mapping.Route, info *fluss.TableInfo, w WriterSchema) (added bool, err error) {
+func (f *Follower) followOne(ctx context.Context, route *mapping.Route, info *fluss.TableInfo, w WriterSchema) (added bool, err error) {
 	key := w.key(route.Name(), info.SchemaID)
 	cols, notAdded, err := w.Columns(string(route.Spec().Value.Format))
 	if err != nil {
@@ -102,7 +158,7 @@ func (f *Follower) Follow(ctx context.Context, route *mapping.Route, info *fluss
 		return false, nil
 	}
 	missing, nested := mapping.ColumnsToAdd(info.Descriptor.Schema.Columns, cols)
-	f.WarnNotAdded(route, w, append(notAdded, nested...))
+	f.warnNotAdded(route, w, append(notAdded, nested...))
 	if len(missing) == 0 {
 		f.checked.Store(key, struct{}{})
 		return false, nil
@@ -113,9 +169,9 @@ func (f *Follower) Follow(ctx context.Context, route *mapping.Route, info *fluss
 	return true, nil
 }
 
-// WarnNotAdded logs, once per route and writer schema, the fields no
+// warnNotAdded logs, once per route and writer schema, the fields no
 // column is made for, and counts them.
-func (f *Follower) WarnNotAdded(route *mapping.Route, w WriterSchema, notAdded []mapping.FieldNotAdded) {
+func (f *Follower) warnNotAdded(route *mapping.Route, w WriterSchema, notAdded []mapping.FieldNotAdded) {
 	if len(notAdded) == 0 {
 		return
 	}

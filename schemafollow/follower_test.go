@@ -143,12 +143,12 @@ func TestFollowNestedFieldIsNotRefused(t *testing.T) {
 		NotAdded: func(route string, n int) { notAdded[route] += n }}
 	require.NoError(t, rebind(t.Context()))
 
-	added, err := f.Follow(t.Context(), route, info, v1)
+	added, err := f.followOne(t.Context(), route, info, v1)
 	require.NoError(t, err)
 	assert.False(t, added)
-	assert.True(t, f.Checked(route, info.SchemaID, v1))
-	assert.False(t, f.Checked(route, info.SchemaID, v2))
-	added, err = f.Follow(t.Context(), route, info, v2)
+	assert.True(t, f.wasChecked(route, info.SchemaID, v1))
+	assert.False(t, f.wasChecked(route, info.SchemaID, v2))
+	added, err = f.followOne(t.Context(), route, info, v2)
 	require.NoError(t, err)
 	assert.True(t, added)
 	assert.Equal(t, []string{"id", "addr", "channel"}, ColumnNames(info.Descriptor.Schema.Columns), "channel added, addr unchanged")
@@ -160,10 +160,10 @@ func TestFollowNestedFieldIsNotRefused(t *testing.T) {
 
 	// Against the widened table: nothing to add or log again.
 	for _, w := range []WriterSchema{v1, v2} {
-		added, err = f.Follow(t.Context(), route, info, w)
+		added, err = f.followOne(t.Context(), route, info, w)
 		require.NoError(t, err)
 		assert.False(t, added)
-		assert.True(t, f.Checked(route, info.SchemaID, w))
+		assert.True(t, f.wasChecked(route, info.SchemaID, w))
 	}
 	assert.Equal(t, 1, tables.adds)
 	assert.Equal(t, 1, strings.Count(logs.String(), "writer schema field not added to the table"))
