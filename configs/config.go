@@ -214,6 +214,11 @@ type Fluss struct {
 	// requests, during which producers are answered at once from the last
 	// failure. It starts at 1s and doubles. Default 10s.
 	InitWriterBackoffMax time.Duration `yaml:"init_writer_backoff_max"`
+	// WriterIDExpiration is the cluster's server.writer-id.expiration-time:
+	// how long exactly-once producer states outlive their producers' last
+	// write (at most twice that) before they are swept. Default 7d, Fluss's
+	// default.
+	WriterIDExpiration time.Duration `yaml:"writer_id_expiration"`
 }
 
 // FlussSASL is the gateway's own credential towards Fluss.
@@ -341,6 +346,9 @@ const (
 	DefaultShutdownDeadline   = 30 * time.Second
 	DefaultInitWriterTimeout  = 5 * time.Second
 	DefaultInitWriterBackoff  = 10 * time.Second
+	// DefaultWriterIDExpiration is Fluss's default
+	// server.writer-id.expiration-time.
+	DefaultWriterIDExpiration = 7 * 24 * time.Hour
 	DefaultReadyInterval      = 2 * time.Second
 	DefaultReadyGrace         = 10 * time.Second
 )
@@ -413,6 +421,7 @@ func defaultConfig() *Config {
 			DialTimeout:          fluss.DefaultDialTimeout,
 			InitWriterTimeout:    DefaultInitWriterTimeout,
 			InitWriterBackoffMax: DefaultInitWriterBackoff,
+			WriterIDExpiration:   DefaultWriterIDExpiration,
 		},
 		Writer: writerDefaults(),
 		SchemaRegistry: SchemaRegistry{

@@ -295,6 +295,9 @@ func (c *Config) validateFluss(p *problems) {
 	if f.InitWriterBackoffMax <= 0 {
 		p.add("fluss.init_writer_backoff_max", "must be positive, got %s", f.InitWriterBackoffMax)
 	}
+	if f.WriterIDExpiration < time.Second {
+		p.add("fluss.writer_id_expiration", "must be at least 1s, got %s", f.WriterIDExpiration)
+	}
 	if s := f.SASL; s != nil {
 		if s.Mechanism != MechanismPlain {
 			p.add("fluss.sasl.mechanism", "%q is not supported (Fluss offers PLAIN)", s.Mechanism)

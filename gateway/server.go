@@ -109,7 +109,9 @@ func New(cfg *configs.Config, log *slog.Logger) (*Gateway, error) {
 	// requests' part of the memory budget, as its rows may of the rest.
 	g.path.Appending = produce.NewTableAppends(int64(float64(set.accumulator.RequestMemory)*set.accumulator.MaxTableShare),
 		log.With(slog.String("component", "produce")))
-	if err := g.path.EnableExactlyOnce(producerstate.New(client, acc, producerstate.DefaultTable), reg); err != nil {
+	states := producerstate.New(client, acc, producerstate.DefaultTable)
+	states.Expiration, states.Log = set.stateExpiration, log.With(slog.String("component", "producerstate"))
+	if err := g.path.EnableExactlyOnce(states, reg); err != nil {
 		client.Close()
 		return nil, fmt.Errorf("exactly-once metrics: %w", err)
 	}
@@ -170,11 +172,14 @@ type settings struct {
 
 	initWriterTimeout    time.Duration // one InitWriter for a Kafka producer id
 	initWriterBackoffMax time.Duration
-	readyInterval        time.Duration // readiness probe period
-	readyGrace           time.Duration // failing probes tolerated this long
-	transactions         bool          // serve transactional producers
-	txnMaxTimeout        time.Duration
-	txnMaxBytes          int64
+	// stateExpiration: how long producer states outlive their producers
+	// (fluss.writer_id_expiration).
+	stateExpiration time.Duration
+	readyInterval   time.Duration // readiness probe period
+	readyGrace      time.Duration // failing probes tolerated this long
+	transactions    bool          // serve transactional producers
+	txnMaxTimeout   time.Duration
+	txnMaxBytes     int64
 }
 
 // listenerSettings is one Kafka listener.
@@ -237,6 +242,7 @@ func settingsFrom(cfg *configs.Config) (settings, error) {
 	set.admin, set.pprof = cfg.Admin.Address, cfg.Admin.Pprof
 	set.readyInterval, set.readyGrace = cfg.Admin.ReadyInterval, cfg.Admin.ReadyGrace
 	set.initWriterTimeout, set.initWriterBackoffMax = cfg.Fluss.InitWriterTimeout, cfg.Fluss.InitWriterBackoffMax
+	set.stateExpiration = cfg.Fluss.WriterIDExpiration
 	set.transactions, set.txnMaxTimeout = cfg.Kafka.Transactions, cfg.Kafka.TransactionMaxTimeout
 	set.txnMaxBytes = int64(cfg.Kafka.TransactionMaxBytes)
 	set.acls = cfg.ACLs

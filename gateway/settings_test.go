@@ -122,6 +122,7 @@ func wiringChanges(t *testing.T) map[string]keyChange {
 		"fluss.dial_timeout":                          one("fluss.dial_timeout", "3s"),
 		"fluss.init_writer_timeout":                   one("fluss.init_writer_timeout", "3s"),
 		"fluss.init_writer_backoff_max":               one("fluss.init_writer_backoff_max", "20s"),
+		"fluss.writer_id_expiration":                  one("fluss.writer_id_expiration", "48h"),
 		"admin.ready_interval":                        one("admin.ready_interval", "1s"),
 		"admin.ready_grace":                           one("admin.ready_grace", "3s"),
 		"acls":                                        {change: acl},

@@ -40,6 +40,10 @@ type Kind struct {
 	// a log format) and says why in its error.
 	Properties func(d *fluss.TableDescriptor) error
 	NoLinger   bool // a producer waits on each write
+	// ReadOnly opens an existing table only, to read it: a missing one is
+	// not created (the error matches fluss.ErrTableNotExist), and it is not
+	// registered with the writer.
+	ReadOnly bool
 }
 
 func New(src Source, acc *accumulator.Accumulator, path fluss.TablePath, kind Kind) Table {
@@ -68,7 +72,7 @@ func (o *Table) Open(ctx context.Context) error {
 	}
 	var keyEnc, bucketEnc *fluss.KeyEncoder
 	if d.HasPrimaryKey() {
-		if keyEnc, err = fluss.NewKeyEncoder(&d.Schema, d.Schema.PrimaryKey, ""); err != nil {
+		if keyEnc, err = fluss.NewKeyEncoder(&d.Schema, physicalKey(d), ""); err != nil {
 			return fmt.Errorf("%s %s: %w", o.Kind.What, o.Path, err)
 		}
 	}
@@ -76,6 +80,10 @@ func (o *Table) Open(ctx context.Context) error {
 		if bucketEnc, err = fluss.NewKeyEncoder(&d.Schema, d.BucketKeys, ""); err != nil {
 			return fmt.Errorf("%s %s: %w", o.Kind.What, o.Path, err)
 		}
+	}
+	if o.Kind.ReadOnly {
+		o.Info, o.KeyEnc, o.BucketEnc, o.ready = info, keyEnc, bucketEnc, true
+		return nil
 	}
 	spec, err := accumulator.TableSpecOf(info, nil)
 	if err != nil {
@@ -94,15 +102,21 @@ func (o *Table) Open(ctx context.Context) error {
 // when it is missing and waiting for its buckets' leaders.
 func (o *Table) find(ctx context.Context, want *fluss.TableDescriptor) (*fluss.TableInfo, error) {
 	info, err := o.Source.TableInfo(ctx, o.Path)
-	if errors.Is(err, fluss.ErrTableNotExist) || errors.Is(err, fluss.ErrDatabaseNotExist) {
+	if o.Kind.ReadOnly && errors.Is(err, fluss.ErrDatabaseNotExist) {
+		err = fmt.Errorf("%w: %w", fluss.ErrTableNotExist, err)
+	}
+	if !o.Kind.ReadOnly && (errors.Is(err, fluss.ErrTableNotExist) || errors.Is(err, fluss.ErrDatabaseNotExist)) {
 		if err := o.Source.CreateDatabase(ctx, o.Path.Database, true); err != nil {
 			return nil, fmt.Errorf("create database %s: %w", o.Path.Database, err)
 		}
 		if err := o.Source.CreateTable(ctx, o.Path, want, true); err != nil {
 			return nil, fmt.Errorf("create %s %s: %w", o.Kind.What, o.Path, err)
 		}
-		if err := o.Source.WaitForTableLeaders(ctx, o.Path); err != nil {
-			return nil, fmt.Errorf("%s %s: %w", o.Kind.What, o.Path, err)
+		// A partitioned table has no buckets until a partition is made.
+		if !want.IsPartitioned() {
+			if err := o.Source.WaitForTableLeaders(ctx, o.Path); err != nil {
+				return nil, fmt.Errorf("%s %s: %w", o.Kind.What, o.Path, err)
+			}
 		}
 		info, err = o.Source.TableInfo(ctx, o.Path)
 	}
@@ -118,9 +132,9 @@ func (o *Table) find(ctx context.Context, want *fluss.TableDescriptor) (*fluss.T
 // key from Fluss.)
 func (o *Table) checkShape(d, want *fluss.TableDescriptor) error {
 	if !slices.Equal(d.Schema.PrimaryKey, want.Schema.PrimaryKey) || len(d.Schema.Columns) != len(want.Schema.Columns) ||
-		(len(want.BucketKeys) > 0 && !slices.Equal(d.BucketKeys, want.BucketKeys)) || d.IsPartitioned() {
-		return fmt.Errorf("%s %s does not have the expected schema (primary key %v, bucket key %v, %d columns, not partitioned)",
-			o.Kind.What, o.Path, want.Schema.PrimaryKey, want.BucketKeys, len(want.Schema.Columns))
+		(len(want.BucketKeys) > 0 && !slices.Equal(d.BucketKeys, want.BucketKeys)) || !slices.Equal(d.PartitionKeys, want.PartitionKeys) {
+		return fmt.Errorf("%s %s does not have the expected schema (primary key %v, bucket key %v, %d columns, partition keys %v)",
+			o.Kind.What, o.Path, want.Schema.PrimaryKey, want.BucketKeys, len(want.Schema.Columns), want.PartitionKeys)
 	}
 	for i, c := range want.Schema.Columns {
 		if d.Schema.Columns[i].Name != c.Name || d.Schema.Columns[i].Type.Root != c.Type.Root {
@@ -128,6 +142,12 @@ func (o *Table) checkShape(d, want *fluss.TableDescriptor) error {
 		}
 	}
 	return nil
+}
+
+// physicalKey is the primary key a row's key bytes encode: without the
+// partition keys (Fluss's physical primary key), which name the partition.
+func physicalKey(d *fluss.TableDescriptor) []string {
+	return slices.DeleteFunc(slices.Clone(d.Schema.PrimaryKey), func(c string) bool { return slices.Contains(d.PartitionKeys, c) })
 }
 
 // Source is what the producer-state store needs from Fluss.

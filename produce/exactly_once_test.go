@@ -612,8 +612,12 @@ func TestExactlyOnceCommitsGrouped(t *testing.T) {
 	<-held.started // the new writer id's commit, before any data
 	held.release <- struct{}{}
 	<-held.started // batch 0's commit, held
-	require.NoError(t, a.acc.Flush(t.Context()), "batches 1-3 are written meanwhile")
-	assert.Equal(t, 4*n, total(f.rows(eoTableID)))
+	// Batches 1-3 are written meanwhile: appended once their producer's
+	// writer id is committed, each by its own goroutine.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.NoError(c, a.acc.Flush(t.Context()))
+		assert.Equal(c, 4*n, total(f.rows(eoTableID)))
+	}, time.Minute, time.Millisecond, "batches 1-3 are written meanwhile")
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		assert.Equal(c, 3, a.eo.Queued(producerstate.Key{ProducerID: 7, Topic: "load", Partition: 0}), "batches 1-3 wait for the commit in flight")
 	}, time.Minute, time.Millisecond)

@@ -3,8 +3,13 @@
 // last sequence per target bucket, the next Kafka sequence and the window
 // of answered batches (State), encoded in one row, looked up on a
 // producer-partition's first batch on an instance and committed (upserted
-// through the writer, versioned) after its batches are written. What the
-// state means and when it is committed is package exactlyonce's.
+// through the writer, versioned) after its batches are written. The table
+// is partitioned into generations of the cluster's writer-id expiration
+// (generations.go): commits go to the current one, lookups read the
+// neighbours too, and older generations are dropped whole, so states of
+// producers gone past the expiration are swept without a DELETE, which
+// the versioned merge engine does not take. What the state means and when
+// it is committed is package exactlyonce's.
 //
 // Imports point down: producerstate imports owntable, accumulator, fluss
 // and kafkaproto (the sequence window's size) only.

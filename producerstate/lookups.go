@@ -17,7 +17,13 @@ const maxLookupKeys = 1024
 // bucket goes out at once (no linger).
 type groupedLookups struct {
 	mu      sync.Mutex
-	buckets map[int32]*bucketLookups
+	buckets map[bucketRef]*bucketLookups
+}
+
+// bucketRef names one bucket of a table or of one of its partitions.
+type bucketRef struct {
+	TableID, PartitionID int64
+	Bucket               int32
 }
 
 // bucketLookups is one bucket's request in flight and the keys waiting.
@@ -38,10 +44,10 @@ type lookupBatch struct {
 // lookup returns key's value in bucket (nil when there is none), sending
 // it with the other keys of the bucket waiting meanwhile through send. ctx
 // bounds the wait; a request goes on for the others when it ends.
-func (g *groupedLookups) lookup(ctx context.Context, bucket int32, key []byte, send func(context.Context, [][]byte) ([][]byte, error)) ([]byte, error) {
+func (g *groupedLookups) lookup(ctx context.Context, bucket bucketRef, key []byte, send func(context.Context, [][]byte) ([][]byte, error)) ([]byte, error) {
 	g.mu.Lock()
 	if g.buckets == nil {
-		g.buckets = map[int32]*bucketLookups{}
+		g.buckets = map[bucketRef]*bucketLookups{}
 	}
 	q := g.buckets[bucket]
 	if q == nil {

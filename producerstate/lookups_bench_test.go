@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-
-	"github.com/fluss-kafka/gateway/fluss"
 )
 
 // BenchmarkFirstLookups, on a real Fluss: n producer-partitions look their
@@ -21,6 +19,10 @@ func BenchmarkFirstLookups(b *testing.B) {
 	if err := s.Open(ctx); err != nil {
 		b.Fatal(err)
 	}
+	gen, err := s.ensure(ctx, s.generation(s.now()))
+	if err != nil {
+		b.Fatal(err)
+	}
 	const n = 2000
 	keys := make([]Key, n)
 	for i := range keys {
@@ -31,7 +33,7 @@ func BenchmarkFirstLookups(b *testing.B) {
 		if err != nil {
 			return err
 		}
-		_, err = s.Source.Lookup(ctx, s.Info.TableID, fluss.NoPartition, bucket, [][]byte{key})
+		_, err = s.Source.Lookup(ctx, s.Info.TableID, gen, bucket, [][]byte{key})
 		return err
 	}
 	grouped := func(ctx context.Context, k Key) error {

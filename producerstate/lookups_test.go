@@ -55,7 +55,7 @@ func TestLookupsGroupedPerBucket(t *testing.T) {
 	}
 	first := make(chan answer, 1)
 	go func() {
-		v, err := g.lookup(ctx, 3, []byte("k-first"), h.send)
+		v, err := g.lookup(ctx, bucketRef{Bucket: 3}, []byte("k-first"), h.send)
 		first <- answer{v, err}
 	}()
 	require.Equal(t, 1, <-h.started, "a quiet bucket's first lookup goes out at once")
@@ -70,14 +70,14 @@ func TestLookupsGroupedPerBucket(t *testing.T) {
 			key = []byte("missing")
 		}
 		queued.Go(func() {
-			v, err := g.lookup(ctx, 3, key, h.send)
+			v, err := g.lookup(ctx, bucketRef{Bucket: 3}, key, h.send)
 			answers[i] <- answer{v, err}
 		})
 	}
 	require.Eventually(t, func() bool {
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		q := g.buckets[3]
+		q := g.buckets[bucketRef{Bucket: 3}]
 		return len(q.waiting) == 1 && len(q.waiting[0].keys) == n
 	}, 10*time.Second, time.Millisecond, "every key waits behind the request in flight")
 	h.release <- struct{}{}
@@ -109,7 +109,7 @@ func TestLookupsFailureAndCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
-		_, err := g.lookup(ctx, 0, []byte("a"), h.send)
+		_, err := g.lookup(ctx, bucketRef{Bucket: 0}, []byte("a"), h.send)
 		done <- err
 	}()
 	<-h.started
@@ -117,7 +117,7 @@ func TestLookupsFailureAndCancel(t *testing.T) {
 	require.ErrorIs(t, <-done, context.Canceled)
 	other := make(chan error, 1)
 	go func() {
-		_, err := g.lookup(t.Context(), 0, []byte("b"), h.send)
+		_, err := g.lookup(t.Context(), bucketRef{}, []byte("b"), h.send)
 		other <- err
 	}()
 	h.release <- struct{}{} // the first request fails
@@ -132,13 +132,13 @@ func TestLookupsSplitPastMaxKeys(t *testing.T) {
 	var g groupedLookups
 	ctx := t.Context()
 	var wg sync.WaitGroup
-	wg.Go(func() { _, _ = g.lookup(ctx, 1, []byte("first"), h.send) })
+	wg.Go(func() { _, _ = g.lookup(ctx, bucketRef{Bucket: 1}, []byte("first"), h.send) })
 	<-h.started
 	const n = maxLookupKeys + 10
 	errs := make(chan error, n)
 	for i := range n {
 		wg.Go(func() {
-			v, err := g.lookup(ctx, 1, []byte(fmt.Sprint(i)), h.send)
+			v, err := g.lookup(ctx, bucketRef{Bucket: 1}, []byte(fmt.Sprint(i)), h.send)
 			if err == nil && string(v) != fmt.Sprintf("v:%d", i) {
 				err = fmt.Errorf("key %d answered %q", i, v)
 			}
@@ -148,7 +148,7 @@ func TestLookupsSplitPastMaxKeys(t *testing.T) {
 	require.Eventually(t, func() bool {
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		w := g.buckets[1].waiting
+		w := g.buckets[bucketRef{Bucket: 1}].waiting
 		return len(w) == 2 && len(w[0].keys)+len(w[1].keys) == n
 	}, 10*time.Second, time.Millisecond)
 	h.release <- struct{}{}

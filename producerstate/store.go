@@ -5,7 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
+	"sync"
+	"time"
 
 	"github.com/fluss-kafka/gateway/accumulator"
 	"github.com/fluss-kafka/gateway/fluss"
@@ -24,7 +27,14 @@ import (
 // partitioned instance from rolling a row back.
 
 // DefaultTable is where the producer states live unless configured.
-var DefaultTable = fluss.TablePath{Database: "gateway", Table: "kafka_producer_state"}
+var DefaultTable = fluss.TablePath{Database: "gateway", Table: "kafka_producer_states"}
+
+// LegacyTable is where versions before generations kept the producer
+// states (one table, never swept): read, when it exists, for a
+// producer-partition no generation holds, so that an upgrade keeps every
+// producer exact. It is never written; drop it once the expiration has
+// passed since the upgrade.
+var LegacyTable = fluss.TablePath{Database: "gateway", Table: "kafka_producer_state"}
 
 const (
 	stateBuckets    = 16
@@ -44,9 +54,18 @@ func stateSchema() fluss.Schema {
 			{Name: "writer_id", Type: fluss.BigInt()},
 			{Name: "route_fingerprint", Type: fluss.BigInt()},
 			{Name: "state", Type: fluss.Bytes()},
+			{Name: genColumn, Type: fluss.String().NonNull()},
 		},
-		PrimaryKey: []string{"producer_id", "topic", "kafka_partition"},
+		PrimaryKey: []string{"producer_id", "topic", "kafka_partition", genColumn},
 	}
+}
+
+// legacySchema is the table before generations: no generation column.
+func legacySchema() fluss.Schema {
+	sch := stateSchema()
+	sch.Columns = sch.Columns[:len(sch.Columns)-1]
+	sch.PrimaryKey = sch.PrimaryKey[:len(sch.PrimaryKey)-1]
+	return sch
 }
 
 // Target is one Fluss bucket a producer-partition's rows go to.
@@ -173,17 +192,50 @@ func decodeState(b []byte, p *State) error {
 // first use; every method is safe for concurrent use.
 type Store struct {
 	owntable.Table
+	// Expiration is how long a producer-partition's state outlives its
+	// last commit, at least (at most twice that): the cluster's
+	// server.writer-id.expiration-time. Set before first use.
+	Expiration time.Duration
+	Log        *slog.Logger
+	// Legacy is the table of an earlier version read for states no
+	// generation holds (LegacyTable with the default table; zero: none).
+	Legacy fluss.TablePath
+	now    func() time.Time
+
+	src     Source
 	lookups groupedLookups
+	gens    generations
+	legacy  *owntable.Table // nil: none (or not looked for yet)
+	noOld   bool            // the legacy table does not exist
 }
 
-func New(src owntable.Source, acc *accumulator.Accumulator, path fluss.TablePath) *Store {
-	return &Store{Table: owntable.New(src, acc, path, owntable.Kind{What: "producer-state table", Descriptor: stateDescriptor, Properties: checkStateProperties})}
+func New(src Source, acc *accumulator.Accumulator, path fluss.TablePath) *Store {
+	s := &Store{
+		Table:      owntable.New(src, acc, path, owntable.Kind{What: "producer-state table", Descriptor: stateDescriptor, Properties: checkStateProperties}),
+		Expiration: DefaultExpiration,
+		Log:        slog.New(slog.DiscardHandler),
+		now:        time.Now,
+		src:        src,
+	}
+	if path == DefaultTable {
+		s.Legacy = LegacyTable
+	}
+	return s
 }
 
 // stateDescriptor is the table the store creates when it is missing.
 func stateDescriptor() *fluss.TableDescriptor {
+	d := legacyDescriptor()
+	d.Schema = stateSchema()
+	d.PartitionKeys = []string{genColumn}
+	d.BucketKeys = []string{"producer_id", "topic", "kafka_partition"}
+	return d
+}
+
+// legacyDescriptor is the table before generations.
+func legacyDescriptor() *fluss.TableDescriptor {
 	return &fluss.TableDescriptor{
-		Schema:      stateSchema(),
+		Schema:      legacySchema(),
 		Comment:     "Kafka gateway: exactly-once producer states (docs/exactly-once.md)",
 		BucketCount: stateBuckets,
 		Properties: map[string]string{
@@ -202,8 +254,42 @@ func checkStateProperties(d *fluss.TableDescriptor) error {
 	return nil
 }
 
+// Open makes sure the table and its current generation exist, and looks
+// for the legacy table once.
+func (s *Store) Open(ctx context.Context) error {
+	if err := s.Table.Open(ctx); err != nil {
+		return err
+	}
+	g := s.generation(s.now())
+	if _, err := s.ensure(ctx, g); err != nil {
+		return err
+	}
+	s.tend(g)
+	s.gens.mu.Lock()
+	defer s.gens.mu.Unlock()
+	if s.legacy != nil || s.noOld || s.Legacy == (fluss.TablePath{}) {
+		return nil
+	}
+	legacy := owntable.New(s.src, s.Acc, s.Legacy, owntable.Kind{What: "legacy producer-state table", Descriptor: legacyDescriptor,
+		Properties: checkStateProperties, ReadOnly: true})
+	switch err := legacy.Open(ctx); {
+	case errors.Is(err, fluss.ErrTableNotExist):
+		s.noOld = true
+	case err != nil:
+		return err
+	default:
+		s.legacy = &legacy
+		s.Log.Info("producer states are also read from the table of an earlier version until it is dropped",
+			slog.String("table", s.Legacy.String()))
+	}
+	return nil
+}
+
+// key encodes k's key (the same bytes in both tables: the generation is a
+// partition key, outside the key) and its bucket.
 func (s *Store) key(k Key) ([]byte, int32, error) {
-	row := fluss.Row{fluss.IntDatum(k.ProducerID), fluss.StringDatum(k.Topic), fluss.IntDatum(int64(k.Partition)), {}, {}, {}, {}}
+	row := make(fluss.Row, len(s.Info.Descriptor.Schema.Columns))
+	row[0], row[1], row[2] = fluss.IntDatum(k.ProducerID), fluss.StringDatum(k.Topic), fluss.IntDatum(int64(k.Partition))
 	key, err := s.KeyEnc.Encode(nil, row)
 	if err != nil {
 		return nil, 0, fmt.Errorf("encode producer-state key: %w", err)
@@ -211,9 +297,10 @@ func (s *Store) key(k Key) ([]byte, int32, error) {
 	return key, fluss.BucketForKey(key, s.Info.Descriptor.BucketCount), nil
 }
 
-// Lookup reads the committed state of k from the bucket's leader, which
-// has every acknowledged commit (the tablet server flushes a KV write
-// before acknowledging it). ok is false when there is none.
+// Lookup reads the committed state of k from the buckets' leaders, which
+// have every acknowledged commit (the tablet server flushes a KV write
+// before acknowledging it), in the generations that may hold it, and
+// keeps the highest version. ok is false when there is none.
 func (s *Store) Lookup(ctx context.Context, k Key) (p State, ok bool, err error) {
 	if err := s.Open(ctx); err != nil {
 		return p, false, err
@@ -222,8 +309,60 @@ func (s *Store) Lookup(ctx context.Context, k Key) (p State, ok bool, err error)
 	if err != nil {
 		return p, false, err
 	}
-	val, err := s.lookups.lookup(ctx, bucket, key, func(ctx context.Context, keys [][]byte) ([][]byte, error) {
-		return s.Source.Lookup(ctx, s.Info.TableID, fluss.NoPartition, bucket, keys)
+	g := s.generation(s.now())
+	s.tend(g)
+	ids, err := s.existing(ctx, g-1, g, g+1)
+	if err != nil {
+		return p, false, err
+	}
+	type found struct {
+		p   State
+		ok  bool
+		err error
+	}
+	res := make([]found, 0, len(ids))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for gen, id := range ids {
+		wg.Go(func() {
+			var f found
+			f.p, f.ok, f.err = s.lookupIn(ctx, &s.Table, id, bucket, key)
+			if errors.Is(f.err, fluss.ErrPartitionNotExists) {
+				// Dropped meanwhile by an instance whose clock is ahead:
+				// its rows are past the expiration.
+				s.forget(gen)
+				f.err = nil
+			}
+			mu.Lock()
+			res = append(res, f)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	for _, f := range res {
+		switch {
+		case f.err != nil:
+			return State{}, false, f.err
+		case f.ok && (!ok || f.p.Version > p.Version):
+			p, ok = f.p, true
+		}
+	}
+	s.gens.mu.Lock()
+	legacy := s.legacy
+	s.gens.mu.Unlock()
+	if ok || legacy == nil {
+		return p, ok, nil
+	}
+	return s.lookupIn(ctx, legacy, fluss.NoPartition, bucket, key)
+}
+
+// lookupIn reads key's row from one partition of t (a generation of the
+// table, or the legacy table), grouped with the other lookups of the
+// bucket.
+func (s *Store) lookupIn(ctx context.Context, t *owntable.Table, partition int64, bucket int32, key []byte) (p State, ok bool, err error) {
+	at := bucketRef{TableID: t.Info.TableID, PartitionID: partition, Bucket: bucket}
+	val, err := s.lookups.lookup(ctx, at, key, func(ctx context.Context, keys [][]byte) ([][]byte, error) {
+		return s.src.Lookup(ctx, at.TableID, at.PartitionID, at.Bucket, keys)
 	})
 	if err != nil {
 		return p, false, fmt.Errorf("look up producer state: %w", err)
@@ -231,11 +370,12 @@ func (s *Store) Lookup(ctx context.Context, k Key) (p State, ok bool, err error)
 	if val == nil {
 		return p, false, nil
 	}
-	_, row, err := fluss.DecodeValueRow(val, &s.Info.Descriptor.Schema, s.Info.Descriptor.KvFormat())
+	sch := &t.Info.Descriptor.Schema
+	_, row, err := fluss.DecodeValueRow(val, sch, t.Info.Descriptor.KvFormat())
 	if err != nil {
 		return p, false, fmt.Errorf("decode producer state: %w", err)
 	}
-	if len(row) != 7 {
+	if len(row) != len(sch.Columns) || len(row) < 7 {
 		return p, false, fmt.Errorf("%w: %d columns", errBadState, len(row))
 	}
 	p.Version, p.WriterID, p.Fingerprint = row[3].I, row[4].I, row[5].I
@@ -245,8 +385,9 @@ func (s *Store) Lookup(ctx context.Context, k Key) (p State, ok bool, err error)
 	return p, true, nil
 }
 
-// Commit queues an upsert of k's state; the handle completes once Fluss
-// acknowledged it (or failed). It blocks only for writer buffer space.
+// Commit queues an upsert of k's state into the current generation; the
+// handle completes once Fluss acknowledged it (or failed). It blocks only
+// for writer buffer space, or when the generation must be made.
 func (s *Store) Commit(ctx context.Context, k Key, p *State) (Ack, error) {
 	if err := s.Open(ctx); err != nil {
 		return nil, err
@@ -255,12 +396,18 @@ func (s *Store) Commit(ctx context.Context, k Key, p *State) (Ack, error) {
 	if err != nil {
 		return nil, err
 	}
+	g := s.generation(s.now())
+	s.tend(g)
+	id, err := s.ensure(ctx, g)
+	if err != nil {
+		return nil, fmt.Errorf("commit producer state: %w", err)
+	}
 	row := fluss.Row{
 		fluss.IntDatum(k.ProducerID), fluss.StringDatum(k.Topic), fluss.IntDatum(int64(k.Partition)),
 		fluss.IntDatum(p.Version), fluss.IntDatum(p.WriterID), fluss.IntDatum(p.Fingerprint),
-		fluss.BytesDatum(appendState(nil, p)),
+		fluss.BytesDatum(appendState(nil, p)), fluss.StringDatum(genSpec(g)[0].Value),
 	}
-	h, err := s.Acc.Append(ctx, s.Writer, fluss.NoPartition, bucket, fluss.WriteUpsert, key, row)
+	h, err := s.Acc.Append(ctx, s.Writer, id, bucket, fluss.WriteUpsert, key, row)
 	if err != nil {
 		return nil, fmt.Errorf("commit producer state: %w", err)
 	}

@@ -2,6 +2,7 @@ package transactions
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -64,7 +65,9 @@ func TestOwnTablesOpen(t *testing.T) {
 		unprop  func(d *fluss.TableDescriptor) // an existing table without the property
 		prop    string
 	}{
-		{"producer states", func(src owntable.Source) *owntable.Table { return &producerstate.New(src, w.Accumulator, path).Table },
+		{"producer states", func(src owntable.Source) *owntable.Table {
+			return &producerstate.New(noPartitions{src}, w.Accumulator, path).Table
+		},
 			func(d *fluss.TableDescriptor) { d.Schema.Columns[1].Name = "other" },
 			func(d *fluss.TableDescriptor) { d.Properties = nil }, "versioned merge engine"},
 		{"transactions", func(src owntable.Source) *owntable.Table { return &newTxnTable(src, w.Accumulator, path).Table },
@@ -81,7 +84,11 @@ func TestOwnTablesOpen(t *testing.T) {
 			o := tc.open(src)
 			require.NoError(t, o.Open(t.Context()))
 			require.NoError(t, o.Open(t.Context()), "opened once")
-			assert.Equal(t, []int{1, 1, 1}, []int{src.databases, src.creates, src.waits})
+			waits := 1
+			if o.Info.Descriptor.IsPartitioned() {
+				waits = 0 // no buckets until a partition is made
+			}
+			assert.Equal(t, []int{1, 1, waits}, []int{src.databases, src.creates, src.waits})
 			require.NotNil(t, o.Writer, "registered with the writer")
 			assert.Equal(t, path, o.Writer.Path())
 			assert.Equal(t, o.Info.Descriptor.HasPrimaryKey(), o.KeyEnc != nil)
@@ -110,4 +117,20 @@ func (stagingTables) ListOffsets(context.Context, int64, int64, []int32, fluss.O
 
 func (stagingTables) FetchLog(context.Context, *fluss.FetchLogRequest) ([]fluss.FetchedBucket, error) {
 	return nil, nil
+}
+
+// noPartitions is a Source whose table has no partitions (Table.Open
+// makes none).
+type noPartitions struct{ owntable.Source }
+
+func (noPartitions) ListPartitionInfos(context.Context, fluss.TablePath) ([]fluss.PartitionInfo, error) {
+	return nil, nil
+}
+
+func (noPartitions) CreatePartition(context.Context, fluss.TablePath, fluss.PartitionSpec, bool) error {
+	return errors.New("no partitions here")
+}
+
+func (noPartitions) DropPartition(context.Context, fluss.TablePath, fluss.PartitionSpec, bool) error {
+	return errors.New("no partitions here")
 }

@@ -1,0 +1,228 @@
+package producerstate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/fluss-kafka/gateway/fluss"
+	"github.com/fluss-kafka/gateway/owntable"
+)
+
+// Generations sweep the table without deleting a row (the versioned merge
+// engine drops deletions): the table is partitioned by generation, the
+// wall-clock time divided by Expiration. Commits go to the current
+// generation; a lookup reads the previous, current and next ones (the
+// next for an instance whose clock runs ahead) and keeps the row with the
+// highest version, which is what the versioned merge engine would have
+// kept of one table. Generations older than the previous one are dropped
+// whole: a producer-partition whose last commit lies there has been silent
+// for longer than Expiration, past which Fluss forgets its writer too
+// (server.writer-id.expiration-time). A producer that comes back after
+// that starts afresh, as with a Kafka broker that expired it.
+
+// DefaultExpiration is Fluss's default server.writer-id.expiration-time.
+const DefaultExpiration = 7 * 24 * time.Hour
+
+const genColumn = "generation"
+
+// Source is what the producer-state store needs from Fluss: its table and
+// the table's generations (partitions).
+type Source interface {
+	owntable.Source
+	ListPartitionInfos(ctx context.Context, path fluss.TablePath) ([]fluss.PartitionInfo, error)
+	CreatePartition(ctx context.Context, path fluss.TablePath, spec fluss.PartitionSpec, ignoreIfExists bool) error
+	DropPartition(ctx context.Context, path fluss.TablePath, spec fluss.PartitionSpec, ignoreIfNotExists bool) error
+}
+
+// generations is what the store knows of the table's partitions.
+type generations struct {
+	mu     sync.Mutex
+	ids    map[int64]int64 // generation -> partition id, of those that exist
+	listed time.Time       // when ids was read from Fluss last
+	tended int64           // the generation the next one was made ahead of and old ones dropped for
+	busy   bool            // a tend runs
+	// listing: a lookup is reading the generations from Fluss.
+	listing bool
+}
+
+// relistEvery bounds how often a lookup that finds a generation missing
+// asks Fluss for the partitions again (another instance may have made it).
+const relistEvery = time.Second
+
+func (s *Store) generation(t time.Time) int64 {
+	e := s.Expiration
+	if e < time.Second {
+		e = DefaultExpiration
+	}
+	return t.UnixNano() / int64(e)
+}
+
+func genSpec(g int64) fluss.PartitionSpec {
+	return fluss.PartitionSpec{{Key: genColumn, Value: strconv.FormatInt(g, 10)}}
+}
+
+// list reads the table's generations from Fluss. Called with gens.mu held.
+func (s *Store) list(ctx context.Context) error {
+	parts, err := s.src.ListPartitionInfos(ctx, s.Path)
+	if err != nil {
+		return fmt.Errorf("list the producer-state generations: %w", err)
+	}
+	ids := make(map[int64]int64, len(parts))
+	for _, p := range parts {
+		if g, err := strconv.ParseInt(p.Name, 10, 64); err == nil {
+			ids[g] = p.ID
+		}
+	}
+	s.gens.ids, s.gens.listed = ids, time.Now()
+	return nil
+}
+
+// existing returns the partition ids of those of gs that exist. A
+// generation not known here is looked for in Fluss at most once per
+// relistEvery, without holding up the store's other lookups and commits.
+func (s *Store) existing(ctx context.Context, gs ...int64) (map[int64]int64, error) {
+	known := func() (map[int64]int64, bool) {
+		out := make(map[int64]int64, len(gs))
+		for _, g := range gs {
+			if id, ok := s.gens.ids[g]; ok {
+				out[g] = id
+			}
+		}
+		return out, len(out) < len(gs)
+	}
+	s.gens.mu.Lock()
+	out, missing := known()
+	relist := missing && !s.gens.listing && time.Since(s.gens.listed) >= relistEvery
+	if relist {
+		s.gens.listing, s.gens.listed = true, time.Now()
+	}
+	s.gens.mu.Unlock()
+	if !relist {
+		return out, nil
+	}
+	parts, err := s.src.ListPartitionInfos(ctx, s.Path)
+	s.gens.mu.Lock()
+	defer s.gens.mu.Unlock()
+	s.gens.listing = false
+	if err != nil {
+		return nil, fmt.Errorf("list the producer-state generations: %w", err)
+	}
+	for _, p := range parts {
+		if g, err := strconv.ParseInt(p.Name, 10, 64); err == nil {
+			s.gens.ids[g] = p.ID
+		}
+	}
+	out, _ = known()
+	return out, nil
+}
+
+// forget drops generation g from what the store knows (Fluss said it no
+// longer exists: another instance dropped it).
+func (s *Store) forget(g int64) {
+	s.gens.mu.Lock()
+	delete(s.gens.ids, g)
+	s.gens.mu.Unlock()
+}
+
+// ensure returns generation g's partition id, making the partition when
+// it is missing and waiting for its buckets' leaders.
+func (s *Store) ensure(ctx context.Context, g int64) (int64, error) {
+	s.gens.mu.Lock()
+	defer s.gens.mu.Unlock()
+	if id, ok := s.gens.ids[g]; ok {
+		return id, nil
+	}
+	if err := s.list(ctx); err != nil {
+		return 0, err
+	}
+	if _, ok := s.gens.ids[g]; !ok {
+		if err := s.src.CreatePartition(ctx, s.Path, genSpec(g), true); err != nil && !errors.Is(err, fluss.ErrPartitionAlreadyExists) {
+			return 0, fmt.Errorf("make producer-state generation %d: %w", g, err)
+		}
+		if err := s.list(ctx); err != nil {
+			return 0, err
+		}
+	}
+	id, ok := s.gens.ids[g]
+	if !ok {
+		return 0, fmt.Errorf("producer-state generation %d: made, but not listed", g)
+	}
+	if err := s.src.WaitForTableLeaders(ctx, s.Path, id); err != nil {
+		delete(s.gens.ids, g) // waited for again by the next caller
+		return 0, fmt.Errorf("producer-state generation %d: %w", g, err)
+	}
+	return id, nil
+}
+
+// tend makes the generation after g ahead of time, so that commits do not
+// wait for it when the clock reaches it, and drops the generations before
+// g-1. Once per generation per instance, in the background, until the
+// clock's generation is tended; instances doing it at once is harmless
+// (both calls ignore what is done already).
+func (s *Store) tend(g int64) {
+	s.gens.mu.Lock()
+	if s.gens.busy || s.gens.tended >= g {
+		s.gens.mu.Unlock()
+		return
+	}
+	s.gens.busy = true
+	s.gens.mu.Unlock()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for {
+			err := s.tendNow(ctx, g)
+			s.gens.mu.Lock()
+			if err == nil {
+				s.gens.tended = g
+			}
+			now := s.generation(s.now())
+			if err != nil || now <= g {
+				s.gens.busy = false
+				s.gens.mu.Unlock()
+				if err != nil {
+					s.Log.Warn("producer-state generations not tended; tried again with the next commit", slog.Int64("generation", g), slog.Any("err", err))
+				}
+				return
+			}
+			g = now // the clock moved on meanwhile
+			s.gens.mu.Unlock()
+		}
+	}()
+}
+
+func (s *Store) tendNow(ctx context.Context, g int64) error {
+	s.gens.mu.Lock()
+	err := s.list(ctx)
+	s.gens.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if _, err := s.ensure(ctx, g+1); err != nil {
+		return err
+	}
+	s.gens.mu.Lock()
+	var old []int64
+	for o := range s.gens.ids {
+		if o < g-1 {
+			old = append(old, o)
+		}
+	}
+	s.gens.mu.Unlock()
+	for _, o := range old {
+		if err := s.src.DropPartition(ctx, s.Path, genSpec(o), true); err != nil && !errors.Is(err, fluss.ErrPartitionNotExists) {
+			return fmt.Errorf("drop producer-state generation %d: %w", o, err)
+		}
+		s.gens.mu.Lock()
+		delete(s.gens.ids, o)
+		s.gens.mu.Unlock()
+		s.Log.Info("producer-state generation dropped: its producers were silent past the expiration",
+			slog.Int64("generation", o), slog.Duration("expiration", s.Expiration))
+	}
+	return nil
+}
