@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -130,14 +131,17 @@ var pingPayload = func() []byte {
 // flussProbe checks that the gateway can write: cluster and bucket-leader
 // metadata of the routes' tables can be fetched now (so it is fresh), the
 // coordinator answers (it creates partitions and elects leaders, and its
-// death stops writes within seconds), and every leader of the routes'
-// non-partitioned tables' buckets answers. A bucket without leader does not
-// make the instance unready: that is the cluster's state, the same for
-// every instance, and it affects only its table's topic (its batches fail
-// LEADER_NOT_AVAILABLE after writer.leader_wait, and Metadata says so); a
-// leader this instance cannot reach may be its own trouble, so it does.
-// Partitioned tables' buckets are checked by the writes themselves
-// (partitions come and go); their table metadata is checked here.
+// death stops writes within seconds), and some leader of the routes'
+// non-partitioned tables' buckets answers. A tablet server that does not
+// answer leaves the instance ready as long as another leader does: a
+// crashed or paused server looks the same from every instance until Fluss
+// moves its leaders, and making every instance unready for it would turn
+// one server's fault into an outage of every topic (its own topics'
+// batches fail with retriable errors meanwhile, as a bucket without leader
+// does). This instance alone failing to reach any leader is its own
+// trouble, so that does. Partitioned tables' buckets are checked by the
+// writes themselves (partitions come and go); their table metadata is
+// checked here.
 func flussProbe(c clusterProbe, state func() *produce.Bound) func(context.Context) error {
 	return func(ctx context.Context) error {
 		st := state()
@@ -174,10 +178,26 @@ func flussProbe(c clusterProbe, state func() *produce.Bound) func(context.Contex
 				}
 			}
 		}
+		// At once: a paused server holds its ping until the probe's
+		// deadline, which must not starve the others'.
+		var (
+			mu   sync.Mutex
+			down []string
+			wg   sync.WaitGroup
+		)
 		for _, addr := range leaders {
-			if err := ping(ctx, c, addr); err != nil {
-				return fmt.Errorf("fluss tablet server %s (a routed table's leader) unreachable: %w", addr, err)
-			}
+			wg.Go(func() {
+				if err := ping(ctx, c, addr); err != nil {
+					mu.Lock()
+					down = append(down, fmt.Sprintf("%s: %v", addr, err))
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		slices.Sort(down)
+		if len(down) > 0 && len(down) == len(leaders) {
+			return fmt.Errorf("no leader of a routed table reachable: fluss tablet servers %s", strings.Join(down, "; "))
 		}
 		return nil
 	}

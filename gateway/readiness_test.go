@@ -122,7 +122,21 @@ type fakeCluster struct {
 	noLeader    map[int32]bool   // bucket -> no leader
 	down        map[string]bool  // addresses that do not answer
 	leaders     map[int32]string // bucket -> leader host
-	pinged      []string
+
+	mu     sync.Mutex // guards pinged: leaders are pinged at once
+	pinged []string
+}
+
+// pings returns the coordinator pinged first, then the leaders pinged
+// (in any order), sorted.
+func (f *fakeCluster) pings() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := slices.Clone(f.pinged)
+	if len(out) > 1 {
+		slices.Sort(out[1:])
+	}
+	return out
 }
 
 func (f *fakeCluster) RefreshMetadata(context.Context, ...fluss.TablePath) error {
@@ -141,7 +155,9 @@ func (f *fakeCluster) BucketLeader(_ context.Context, _, _ int64, bucket int32) 
 }
 
 func (f *fakeCluster) RawRequest(_ context.Context, addr string, apiKey, _ int16, payload []byte, _ time.Duration) (fluss.RawResponse, error) {
+	f.mu.Lock()
 	f.pinged = append(f.pinged, addr)
+	f.mu.Unlock()
 	if apiKey != flussAPIVersions || len(payload) == 0 {
 		return fluss.RawResponse{}, errors.New("not a ping")
 	}
@@ -152,9 +168,10 @@ func (f *fakeCluster) RawRequest(_ context.Context, addr string, apiKey, _ int16
 }
 
 // TestFlussProbe: the check fails, naming what, when metadata cannot be
-// fetched, the coordinator does not answer, or a routed bucket's leader
-// does not answer; leaders are pinged once each. A bucket without leader
-// leaves the instance ready: it affects its own topic only.
+// fetched, the coordinator does not answer, or no leader of the routed
+// buckets answers; leaders are pinged once each. A bucket without leader,
+// or one leader down while another answers, leaves the instance ready: it
+// affects its own topics only, and every instance alike.
 func TestFlussProbe(t *testing.T) {
 	t.Parallel()
 	path := fluss.TablePath{Database: "db", Table: "events"}
@@ -176,11 +193,11 @@ func TestFlussProbe(t *testing.T) {
 
 	c := healthy()
 	require.NoError(t, flussProbe(c, func() *produce.Bound { return st })(ctx))
-	assert.Equal(t, []string{"co:9123", "ts0:9124", "ts1:9124"}, c.pinged, "coordinator, then each leader once")
+	assert.Equal(t, []string{"co:9123", "ts0:9124", "ts1:9124"}, c.pings(), "coordinator, then each leader once")
 
 	c = healthy()
 	require.NoError(t, flussProbe(c, func() *produce.Bound { return nil })(ctx), "before routes load, metadata and the coordinator only")
-	assert.Equal(t, []string{"co:9123"}, c.pinged)
+	assert.Equal(t, []string{"co:9123"}, c.pings())
 
 	c = healthy()
 	c.metadataErr = errors.New("no fluss server reachable")
@@ -193,11 +210,20 @@ func TestFlussProbe(t *testing.T) {
 	c = healthy()
 	c.noLeader[1] = true
 	require.NoError(t, flussProbe(c, func() *produce.Bound { return st })(ctx), "a leaderless bucket is its topic's matter")
-	assert.Equal(t, []string{"co:9123", "ts0:9124"}, c.pinged, "the leaders there are are pinged")
+	assert.Equal(t, []string{"co:9123", "ts0:9124"}, c.pings(), "the leaders there are are pinged")
 
 	c = healthy()
 	c.down["ts1:9124"] = true
-	assert.ErrorContains(t, flussProbe(c, func() *produce.Bound { return st })(ctx), "tablet server ts1:9124")
+	require.NoError(t, flussProbe(c, func() *produce.Bound { return st })(ctx),
+		"one tablet server down (every instance sees it alike) leaves the instance ready while another leader answers")
+	assert.Equal(t, []string{"co:9123", "ts0:9124", "ts1:9124"}, c.pings())
+
+	c = healthy()
+	c.down["ts0:9124"], c.down["ts1:9124"] = true, true
+	err = flussProbe(c, func() *produce.Bound { return st })(ctx)
+	assert.ErrorContains(t, err, "no leader of a routed table reachable")
+	assert.ErrorContains(t, err, "ts0:9124")
+	assert.ErrorContains(t, err, "ts1:9124")
 }
 
 // kafkaRoundTrip sends one non-flexible request on nc and decodes its
