@@ -19,29 +19,10 @@ import (
 	"github.com/fluss-kafka/gateway/configs"
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/fluss/flussfake"
+	"github.com/fluss-kafka/gateway/internal/clocktest"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/outage"
 )
-
-// fakeClock is a settable clock.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{t: time.Unix(1_700_000_000, 0)} }
-
-func (c *fakeClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // recordingHandler keeps every log record.
 type recordingHandler struct {
@@ -168,11 +149,11 @@ func (f *flakyWriterIDs) count() int {
 // count, no stack trace, and one line when it ends.
 func TestProducerIDsBackOffDuringOutage(t *testing.T) {
 	t.Parallel()
-	clock := newFakeClock()
+	clock := clocktest.New(time.Unix(1_700_000_000, 0))
 	h := &recordingHandler{}
 	src := &flakyWriterIDs{failing: true}
-	outage := outage.New(slog.New(h), "fluss writer ids unavailable", "fluss writer ids available again", 30*time.Second, clock.now)
-	p := newProducerIDs(src, 5*time.Second, 8*time.Second, outage, clock.now)
+	outage := outage.New(slog.New(h), "fluss writer ids unavailable", "fluss writer ids available again", 30*time.Second, clock.Now)
+	p := newProducerIDs(src, 5*time.Second, 8*time.Second, outage, clock.Now)
 	ctx := t.Context()
 
 	// A minute of outage, 100 InitProducerId requests every 100 ms: the
@@ -184,7 +165,7 @@ func TestProducerIDsBackOffDuringOutage(t *testing.T) {
 			require.Error(t, err)
 			require.ErrorIs(t, err, kafkaproto.ErrCoordinatorLoadInProgress)
 		}
-		clock.advance(100 * time.Millisecond)
+		clock.Advance(100 * time.Millisecond)
 	}
 	// Back-off 1 s, 2 s, 4 s, then 8 s: 1+1+1+1+ ~(60-7)/8 calls.
 	assert.LessOrEqual(t, src.count(), 12, "Fluss is asked once per back-off, not per request")
@@ -209,7 +190,7 @@ func TestProducerIDsBackOffDuringOutage(t *testing.T) {
 	// Fluss recovers: the next probe succeeds, and every request after it
 	// asks Fluss again (each producer needs its own id).
 	src.set(false)
-	clock.advance(8 * time.Second)
+	clock.Advance(8 * time.Second)
 	id1, err := p.InitWriter(ctx)
 	require.NoError(t, err)
 	id2, err := p.InitWriter(ctx)
@@ -222,7 +203,7 @@ func TestProducerIDsBackOffDuringOutage(t *testing.T) {
 	before := src.count()
 	_, err = p.InitWriter(ctx)
 	require.ErrorIs(t, err, kafkaproto.ErrCoordinatorLoadInProgress)
-	clock.advance(time.Second)
+	clock.Advance(time.Second)
 	_, err = p.InitWriter(ctx)
 	require.Error(t, err)
 	assert.Equal(t, before+2, src.count())

@@ -24,15 +24,16 @@ import (
 	"github.com/fluss-kafka/gateway/configs"
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/fluss/flussfake"
+	"github.com/fluss-kafka/gateway/internal/clocktest"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
 	"github.com/fluss-kafka/gateway/outage"
 	"github.com/fluss-kafka/gateway/produce"
 )
 
-func newTestReadiness(clock *fakeClock, h slog.Handler, probe func(context.Context) error) *writeReadiness {
+func newTestReadiness(clock *clocktest.Clock, h slog.Handler, probe func(context.Context) error) *writeReadiness {
 	return newReadiness(probe, 2*time.Second, 10*time.Second,
-		outage.New(slog.New(h), "fluss not writable", "fluss writable again", time.Minute, clock.now), clock.now)
+		outage.New(slog.New(h), "fluss not writable", "fluss writable again", time.Minute, clock.Now), clock.Now)
 }
 
 // TestReadinessGrace: not ready until a check passes; a failing check
@@ -41,7 +42,7 @@ func newTestReadiness(clock *fakeClock, h slog.Handler, probe func(context.Conte
 // change is logged once.
 func TestReadinessGrace(t *testing.T) {
 	t.Parallel()
-	clock := newFakeClock()
+	clock := clocktest.New(time.Unix(1_700_000_000, 0))
 	h := &recordingHandler{}
 	coordinatorDown := errors.New("fluss coordinator 10.0.0.1:9123 unreachable: connection refused")
 	r := newTestReadiness(clock, h, nil)
@@ -52,12 +53,12 @@ func TestReadinessGrace(t *testing.T) {
 	r.observe(nil)
 	require.NoError(t, r.err(), "ready once a server answers")
 
-	clock.advance(2 * time.Second)
+	clock.Advance(2 * time.Second)
 	r.observe(coordinatorDown)
-	clock.advance(8 * time.Second)
+	clock.Advance(8 * time.Second)
 	r.observe(coordinatorDown)
 	assert.NoError(t, r.err(), "a failure shorter than the grace does not flip readiness")
-	clock.advance(2*time.Second + time.Millisecond)
+	clock.Advance(2*time.Second + time.Millisecond)
 	r.observe(coordinatorDown)
 	err := r.err()
 	require.Error(t, err, "the coordinator stayed dead past the grace")
@@ -65,7 +66,7 @@ func TestReadinessGrace(t *testing.T) {
 	assert.Contains(t, err.Error(), "failing for 12s")
 
 	for range 30 { // another minute of outage
-		clock.advance(2 * time.Second)
+		clock.Advance(2 * time.Second)
 		r.observe(coordinatorDown)
 	}
 	r.observe(nil)

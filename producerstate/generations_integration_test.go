@@ -11,26 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fluss-kafka/gateway/fluss"
+	"github.com/fluss-kafka/gateway/internal/clocktest"
 	"github.com/fluss-kafka/gateway/owntable"
 )
-
-// clock is a settable time for the store's generations.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 func commitAndWait(ctx context.Context, t *testing.T, s *Store, k Key, p State) {
 	t.Helper()
@@ -53,8 +36,8 @@ func TestIntegrationProducerStateGenerationsBounded(t *testing.T) {
 	s := openIntegrationStore(t)
 	const expiration = time.Hour // the clock below is the test's: it jumps
 	s.Expiration = expiration
-	c := &clock{t: time.Unix(1_800_000_000, 0).Truncate(expiration)}
-	s.now = c.now
+	c := clocktest.New(time.Unix(1_800_000_000, 0).Truncate(expiration))
+	s.now = c.Now
 
 	const fleets, fleet = 5, 1000
 	steady := Key{ProducerID: 1, Topic: "steady", Partition: 0}
@@ -82,12 +65,12 @@ func TestIntegrationProducerStateGenerationsBounded(t *testing.T) {
 		close(errs)
 		require.NoError(t, <-errs, "fleet %d", f)
 		commitAndWait(ctx, t, s, steady, State{Version: int64(f + 1), WriterID: 7, Targets: map[Target]int32{}})
-		c.advance(expiration)
+		c.Advance(expiration)
 		// Reaching a new generation tends the table: the next one made,
 		// the ones before the previous dropped (in the background).
 		_, _, err := s.Lookup(ctx, steady)
 		require.NoError(t, err)
-		g := s.generation(c.now())
+		g := s.generation(c.Now())
 		require.Eventually(t, func() bool {
 			parts, err := s.src.ListPartitionInfos(ctx, s.Path)
 			if err != nil {

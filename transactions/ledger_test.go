@@ -2,33 +2,21 @@ package transactions
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fluss-kafka/gateway/internal/clocktest"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 )
 
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *testClock) add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-func newTestLedger() (*txnLedger, *memTxnRows, *testClock) {
+func newTestLedger() (*txnLedger, *memTxnRows, *clocktest.Clock) {
 	rows := newMemTxnRows()
-	clock := &testClock{t: time.Unix(1_800_000_000, 0)}
-	claims := newTxnClaims(rows, &countingIDs{}, time.Hour, clock.now)
-	return &txnLedger{claims: claims, rows: rows, now: clock.now}, rows, clock
+	clock := clocktest.New(time.Unix(1_800_000_000, 0))
+	claims := newTxnClaims(rows, &countingIDs{}, time.Hour, clock.Now)
+	return &txnLedger{claims: claims, rows: rows, now: clock.Now}, rows, clock
 }
 
 func initTxn(t *testing.T, l *txnLedger, id string, timeoutMs int32) kafkaproto.TxnProducer {
@@ -108,10 +96,10 @@ func TestTxnLedgerTimeoutAborts(t *testing.T) {
 	p := initTxn(t, l, "slow", 1_000)
 	_, err := l.begin(ctx, p, nil, noStaging)
 	require.NoError(t, err)
-	clock.add(999 * time.Millisecond)
+	clock.Advance(999 * time.Millisecond)
 	_, err = l.begin(ctx, p, nil, noStaging)
 	require.NoError(t, err, "within the timeout")
-	clock.add(2 * time.Millisecond)
+	clock.Advance(2 * time.Millisecond)
 	_, _, err = l.end(ctx, p, true, noStaging)
 	require.ErrorIs(t, err, kafkaproto.ErrProducerFenced)
 	assert.ErrorIs(t, err, errTxnTimedOut)
@@ -121,7 +109,7 @@ func TestTxnLedgerTimeoutAborts(t *testing.T) {
 	q := initTxn(t, l, "slower", 1_000)
 	_, err = l.begin(ctx, q, nil, noStaging)
 	require.NoError(t, err)
-	clock.add(5 * time.Second)
+	clock.Advance(5 * time.Second)
 	_, err = l.begin(ctx, q, nil, noStaging)
 	assert.ErrorIs(t, err, kafkaproto.ErrProducerFenced, "adding partitions past the timeout")
 	assert.ErrorIs(t, err, errTxnTimedOut)

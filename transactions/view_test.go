@@ -30,13 +30,13 @@ func TestDescribeProducersAndTransactionsAgree(t *testing.T) {
 	remote := initTxn(t, l, "remote", 60_000)
 	rpos, err := l.begin(ctx, remote, map[string][]int32{"t": {0}, "u": {3}}, noStaging)
 	require.NoError(t, err)
-	sweptAt := clock.now().UnixMilli()
+	sweptAt := clock.Now().UnixMilli()
 	tx.view.set([]kafkaproto.TxnListing{{TransactionalID: "remote", ProducerID: remote.ProducerID, State: "Ongoing"}},
 		[]openTxn{{ref: txnRef{"remote", rpos.claim.key.claim, 0}, producerID: remote.ProducerID, epoch: remote.Epoch,
 			startMs: rpos.begin.writtenAtMs, stagingOffset: 7, begin: rpos.begin}}, sweptAt)
 
 	// local began here after that sweep, and added one more partition.
-	clock.add(time.Second)
+	clock.Advance(time.Second)
 	local := initTxn(t, l, "local", 60_000)
 	lpos, err := l.begin(ctx, local, map[string][]int32{"t": {1}}, noStaging)
 	require.NoError(t, err)
