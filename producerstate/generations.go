@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strconv"
 	"sync"
 	"time"
@@ -66,11 +67,23 @@ func genSpec(g int64) fluss.PartitionSpec {
 	return fluss.PartitionSpec{{Key: genColumn, Value: strconv.FormatInt(g, 10)}}
 }
 
-// list reads the table's generations from Fluss. Called with gens.mu held.
+// list reads the table's generations from Fluss into what the store
+// knows. Called with gens.mu held.
 func (s *Store) list(ctx context.Context) error {
+	ids, err := s.listed(ctx)
+	if err != nil {
+		return err
+	}
+	s.gens.ids, s.gens.listed = ids, time.Now()
+	return nil
+}
+
+// listed reads the table's generations from Fluss: generation ->
+// partition id.
+func (s *Store) listed(ctx context.Context) (map[int64]int64, error) {
 	parts, err := s.src.ListPartitionInfos(ctx, s.Path)
 	if err != nil {
-		return fmt.Errorf("list the producer-state generations: %w", err)
+		return nil, fmt.Errorf("list the producer-state generations: %w", err)
 	}
 	ids := make(map[int64]int64, len(parts))
 	for _, p := range parts {
@@ -78,8 +91,7 @@ func (s *Store) list(ctx context.Context) error {
 			ids[g] = p.ID
 		}
 	}
-	s.gens.ids, s.gens.listed = ids, time.Now()
-	return nil
+	return ids, nil
 }
 
 // existing returns the partition ids of those of gs that exist. A
@@ -105,18 +117,14 @@ func (s *Store) existing(ctx context.Context, gs ...int64) (map[int64]int64, err
 	if !relist {
 		return out, nil
 	}
-	parts, err := s.src.ListPartitionInfos(ctx, s.Path)
+	ids, err := s.listed(ctx)
 	s.gens.mu.Lock()
 	defer s.gens.mu.Unlock()
 	s.gens.listing = false
 	if err != nil {
-		return nil, fmt.Errorf("list the producer-state generations: %w", err)
+		return nil, err
 	}
-	for _, p := range parts {
-		if g, err := strconv.ParseInt(p.Name, 10, 64); err == nil {
-			s.gens.ids[g] = p.ID
-		}
-	}
+	maps.Copy(s.gens.ids, ids)
 	out, _ = known()
 	return out, nil
 }

@@ -257,14 +257,26 @@ func checkStateProperties(d *fluss.TableDescriptor) error {
 // Open makes sure the table and its current generation exist, and looks
 // for the legacy table once.
 func (s *Store) Open(ctx context.Context) error {
+	_, _, err := s.current(ctx)
+	return err
+}
+
+// current opens the store (Open) and returns the current generation and
+// its partition id.
+func (s *Store) current(ctx context.Context) (gen, partition int64, err error) {
 	if err := s.Table.Open(ctx); err != nil {
-		return err
+		return 0, 0, err
 	}
-	g := s.generation(s.now())
-	if _, err := s.ensure(ctx, g); err != nil {
-		return err
+	gen = s.generation(s.now())
+	if partition, err = s.ensure(ctx, gen); err != nil {
+		return 0, 0, err
 	}
-	s.tend(g)
+	s.tend(gen)
+	return gen, partition, s.openLegacy(ctx)
+}
+
+// openLegacy opens the legacy table when it exists, once.
+func (s *Store) openLegacy(ctx context.Context) error {
 	s.gens.mu.Lock()
 	defer s.gens.mu.Unlock()
 	if s.legacy != nil || s.noOld || s.Legacy == (fluss.TablePath{}) {
@@ -302,15 +314,14 @@ func (s *Store) key(k Key) ([]byte, int32, error) {
 // before acknowledging it), in the generations that may hold it, and
 // keeps the highest version. ok is false when there is none.
 func (s *Store) Lookup(ctx context.Context, k Key) (p State, ok bool, err error) {
-	if err := s.Open(ctx); err != nil {
+	g, _, err := s.current(ctx)
+	if err != nil {
 		return p, false, err
 	}
 	key, bucket, err := s.key(k)
 	if err != nil {
 		return p, false, err
 	}
-	g := s.generation(s.now())
-	s.tend(g)
 	ids, err := s.existing(ctx, g-1, g, g+1)
 	if err != nil {
 		return p, false, err
@@ -320,12 +331,13 @@ func (s *Store) Lookup(ctx context.Context, k Key) (p State, ok bool, err error)
 		ok  bool
 		err error
 	}
-	res := make([]found, 0, len(ids))
-	var mu sync.Mutex
+	res := make([]found, len(ids))
 	var wg sync.WaitGroup
+	i := 0
 	for gen, id := range ids {
+		f := &res[i]
+		i++
 		wg.Go(func() {
-			var f found
 			f.p, f.ok, f.err = s.lookupIn(ctx, &s.Table, id, bucket, key)
 			if errors.Is(f.err, fluss.ErrPartitionNotExists) {
 				// Dropped meanwhile by an instance whose clock is ahead:
@@ -333,9 +345,6 @@ func (s *Store) Lookup(ctx context.Context, k Key) (p State, ok bool, err error)
 				s.forget(gen)
 				f.err = nil
 			}
-			mu.Lock()
-			res = append(res, f)
-			mu.Unlock()
 		})
 	}
 	wg.Wait()
@@ -389,18 +398,13 @@ func (s *Store) lookupIn(ctx context.Context, t *owntable.Table, partition int64
 // handle completes once Fluss acknowledged it (or failed). It blocks only
 // for writer buffer space, or when the generation must be made.
 func (s *Store) Commit(ctx context.Context, k Key, p *State) (Ack, error) {
-	if err := s.Open(ctx); err != nil {
-		return nil, err
+	g, id, err := s.current(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("commit producer state: %w", err)
 	}
 	key, bucket, err := s.key(k)
 	if err != nil {
 		return nil, err
-	}
-	g := s.generation(s.now())
-	s.tend(g)
-	id, err := s.ensure(ctx, g)
-	if err != nil {
-		return nil, fmt.Errorf("commit producer state: %w", err)
 	}
 	row := fluss.Row{
 		fluss.IntDatum(k.ProducerID), fluss.StringDatum(k.Topic), fluss.IntDatum(int64(k.Partition)),
