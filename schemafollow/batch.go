@@ -43,7 +43,7 @@ func (b Batch) writerSchemas(format mapping.ValueFormat) []WriterSchema {
 			if sch == nil {
 				continue
 			}
-			if w := EnvelopeWriterSchema(sch); w.Digest != last && !slices.ContainsFunc(out, func(o WriterSchema) bool { return o.Digest == w.Digest }) {
+			if w := envelopeWriterSchema(sch); w.Digest != last && !slices.ContainsFunc(out, func(o WriterSchema) bool { return o.Digest == w.Digest }) {
 				last = w.Digest
 				out = append(out, w)
 			}
@@ -57,7 +57,7 @@ func (b Batch) writerSchemas(format mapping.ValueFormat) []WriterSchema {
 			continue
 		}
 		last = v
-		w, err := RegistryWriterSchema(string(format), v)
+		w, err := registryWriterSchema(string(format), v)
 		if err != nil {
 			continue // the converter refuses the record, with the reason
 		}
@@ -88,7 +88,7 @@ func (b Batch) first(ctx context.Context, reg *schemaregistry.Client, spec mappi
 		for i := range b.Len {
 			data, _ := b.Record(i, false)
 			if sch := mapping.ConnectEnvelopeSchema(data); sch != nil {
-				return EnvelopeWriterSchema(sch), nil
+				return envelopeWriterSchema(sch), nil
 			}
 		}
 		return WriterSchema{}, fmt.Errorf("%w: no record of the batch is a Kafka Connect envelope with a schema", ErrNoWriterSchema)
@@ -109,7 +109,7 @@ func (b Batch) first(ctx context.Context, reg *schemaregistry.Client, spec mappi
 		sc, err := reg.Resolve(ctx, ref)
 		switch {
 		case err == nil:
-			w, err := RegistryWriterSchema(format, &mapping.Serialized{Ref: ref, Schema: sc})
+			w, err := registryWriterSchema(format, &mapping.Serialized{Ref: ref, Schema: sc})
 			if err != nil {
 				return WriterSchema{}, fmt.Errorf("%w: the %s's writer schema (id %d): %w", ErrCannotCreate, what, sc.ID, err)
 			}

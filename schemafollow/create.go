@@ -74,13 +74,13 @@ func (f *Follower) createTable(ctx context.Context, spec mapping.RouteSpec, w Wr
 	}
 	var keyCols []fluss.Column
 	if key != nil {
-		if keyCols, err = KeyColumns(string(spec.Key.Format), *key); err != nil {
+		if keyCols, err = keyColumns(string(spec.Key.Format), *key); err != nil {
 			return nil, fmt.Errorf("%w: no primary key can be made from the key's writer schema: %w", ErrCannotCreate, err)
 		}
 	}
-	d, problems := CreateDescriptor(spec, cols, keyCols)
+	d, problems := createDescriptor(spec, cols, keyCols)
 	if len(problems) == 0 {
-		if err := CheckBinds(ctx, spec, d, f.Tables); err != nil {
+		if err := checkBinds(ctx, spec, d, f.Tables); err != nil {
 			problems = append(problems, err.Error())
 		}
 	}
@@ -101,18 +101,18 @@ func (f *Follower) createTable(ctx context.Context, spec mapping.RouteSpec, w Wr
 		return nil, fmt.Errorf("create table %s: %w", spec.Table, err)
 	}
 	f.Log.Info("table created from a writer schema", slog.String("route", spec.Name), slog.String("table", spec.Table.String()),
-		w.ID(), slog.Any("columns", ColumnNames(d.Schema.Columns)), slog.Any("primary_key", d.Schema.PrimaryKey))
+		w.ID(), slog.Any("columns", columnNames(d.Schema.Columns)), slog.Any("primary_key", d.Schema.PrimaryKey))
 	if err := f.Rebind(ctx); err != nil {
 		return nil, fmt.Errorf("bind route %s to the created table: %w", spec.Name, err)
 	}
 	return notAdded, nil
 }
 
-// CreateDescriptor is the table a route's writer columns make, with its
+// createDescriptor is the table a route's writer columns make, with its
 // metadata and time-partition columns and follow_schema's shape. keyCols,
 // when follow_schema.primary_key_from_key, are the key writer schema's
 // columns: the primary key, in front of the value's columns.
-func CreateDescriptor(spec mapping.RouteSpec, cols, keyCols []fluss.Column) (*fluss.TableDescriptor, []string) {
+func createDescriptor(spec mapping.RouteSpec, cols, keyCols []fluss.Column) (*fluss.TableDescriptor, []string) {
 	var problems []string
 	fs := spec.FollowSchema
 	pk := slices.Clone(fs.PrimaryKey)
@@ -170,10 +170,10 @@ type TableInfoReader interface {
 	GetTableInfo(ctx context.Context, path fluss.TablePath) (*fluss.TableInfo, error)
 }
 
-// CheckBinds binds the route to the planned table, so that a plan never
+// checkBinds binds the route to the planned table, so that a plan never
 // creates a table its own route refuses. The route's other table (its
 // dead-letter table) is read with info, as binding it would.
-func CheckBinds(ctx context.Context, spec mapping.RouteSpec, d *fluss.TableDescriptor, info TableInfoReader) error {
+func checkBinds(ctx context.Context, spec mapping.RouteSpec, d *fluss.TableDescriptor, info TableInfoReader) error {
 	rs, err := mapping.NewRoutes([]mapping.RouteSpec{spec})
 	if err != nil {
 		return err

@@ -164,7 +164,7 @@ func (f *Follower) followOne(ctx context.Context, route *mapping.Route, info *fl
 		return false, nil
 	}
 	if err := f.add(ctx, route, w, missing); err != nil {
-		return false, fmt.Errorf("add columns %v to %s: %w", ColumnNames(missing), route.Table(), err)
+		return false, fmt.Errorf("add columns %v to %s: %w", columnNames(missing), route.Table(), err)
 	}
 	return true, nil
 }
@@ -228,7 +228,7 @@ func (f *Follower) addRacing(ctx context.Context, route *mapping.Route, w Writer
 				f.Added(route.Name(), len(missing))
 			}
 			f.Log.Info("columns added to follow a writer schema", slog.String("route", route.Name()), slog.String("table", route.Table().String()),
-				w.ID(), slog.Any("columns", ColumnNames(missing)))
+				w.ID(), slog.Any("columns", columnNames(missing)))
 			return nil
 		}
 		info, ierr := f.Tables.GetTableInfo(ctx, route.Table())
@@ -238,7 +238,7 @@ func (f *Follower) addRacing(ctx context.Context, route *mapping.Route, w Writer
 		still, _ := mapping.ColumnsToAdd(info.Descriptor.Schema.Columns, missing)
 		if len(still) == 0 {
 			f.Log.Info("columns a writer schema needs were added by another writer", slog.String("route", route.Name()),
-				slog.String("table", route.Table().String()), w.ID(), slog.Any("columns", ColumnNames(missing)))
+				slog.String("table", route.Table().String()), w.ID(), slog.Any("columns", columnNames(missing)))
 			return nil
 		}
 		missing = still

@@ -151,7 +151,7 @@ func TestFollowNestedFieldIsNotRefused(t *testing.T) {
 	added, err = f.followOne(t.Context(), route, info, v2)
 	require.NoError(t, err)
 	assert.True(t, added)
-	assert.Equal(t, []string{"id", "addr", "channel"}, ColumnNames(info.Descriptor.Schema.Columns), "channel added, addr unchanged")
+	assert.Equal(t, []string{"id", "addr", "channel"}, columnNames(info.Descriptor.Schema.Columns), "channel added, addr unchanged")
 	assert.Equal(t, 1, tables.adds)
 	assert.Equal(t, 1, strings.Count(logs.String(), "writer schema field not added to the table"), logs.String())
 	assert.Contains(t, logs.String(), "addr.zip")

@@ -138,15 +138,15 @@ func Plan(ctx context.Context, client TableInfoReader, reg LatestSchemas, spec m
 			if err != nil {
 				return nil, fmt.Errorf("key.subject %q: %w", spec.Key.Subject, err)
 			}
-			if keyCols, err = KeyColumns(string(spec.Key.Format), WriterSchema{Registry: ks, Message: spec.Key.Message}); err != nil {
+			if keyCols, err = keyColumns(string(spec.Key.Format), WriterSchema{Registry: ks, Message: spec.Key.Message}); err != nil {
 				return nil, fmt.Errorf("latest schema of %q (id %d): %w", spec.Key.Subject, ks.ID, err)
 			}
 		}
-		d, problems := CreateDescriptor(spec, cols, keyCols)
+		d, problems := createDescriptor(spec, cols, keyCols)
 		p.Problems = problems
 		if len(problems) == 0 {
 			p.Create = d
-			if err := CheckBinds(ctx, spec, d, client); err != nil {
+			if err := checkBinds(ctx, spec, d, client); err != nil {
 				p.Create, p.Problems = nil, []string{err.Error()}
 			}
 		}

@@ -18,13 +18,13 @@ func TestCreateDescriptorShapesTheTable(t *testing.T) {
 		FollowSchema: mapping.FollowSchemaSpec{PrimaryKey: []string{"id"}, Buckets: 3, Properties: map[string]string{"table.log.ttl": "7d"}},
 	}.WithDefaults()
 	cols := []fluss.Column{{Name: "id", Type: fluss.BigInt()}, {Name: "name", Type: fluss.String()}}
-	d, problems := CreateDescriptor(spec, cols, nil)
+	d, problems := createDescriptor(spec, cols, nil)
 	require.Empty(t, problems)
 	assert.Equal(t, []fluss.Column{{Name: "id", Type: fluss.BigInt().NonNull()}, {Name: "name", Type: fluss.String()},
 		{Name: "ts", Type: fluss.TimestampLTZ(3)}, {Name: "off", Type: fluss.BigInt()}}, d.Schema.Columns)
 	assert.Equal(t, []string{"id"}, d.Schema.PrimaryKey)
 	assert.Equal(t, 3, d.BucketCount)
-	require.NoError(t, CheckBinds(t.Context(), spec, d, nil), "the route binds to the table it plans")
+	require.NoError(t, checkBinds(t.Context(), spec, d, nil), "the route binds to the table it plans")
 	p := &TablePlan{Route: "r", Table: spec.Table, Subject: "s", SchemaID: 7, Create: d}
 	assert.Equal(t, `-- route r: subject "s", schema id 7
 CREATE TABLE db.orders (
@@ -37,7 +37,7 @@ CREATE TABLE db.orders (
 `, p.String())
 
 	spec.FollowSchema.PrimaryKey = []string{"order_id"}
-	_, problems = CreateDescriptor(spec, cols, nil)
+	_, problems = createDescriptor(spec, cols, nil)
 	assert.Equal(t, []string{"follow_schema names column order_id, which neither the writer schema nor the route fills"}, problems)
 }
 
@@ -52,14 +52,14 @@ func TestCreateDescriptorPrimaryKeyFromKey(t *testing.T) {
 	}.WithDefaults()
 	keyCols := []fluss.Column{{Name: "tenant", Type: fluss.String()}, {Name: "id", Type: fluss.BigInt()}}
 	cols := []fluss.Column{{Name: "id", Type: fluss.BigInt()}, {Name: "name", Type: fluss.String()}}
-	d, problems := CreateDescriptor(spec, cols, keyCols)
+	d, problems := createDescriptor(spec, cols, keyCols)
 	require.Empty(t, problems)
 	assert.Equal(t, []fluss.Column{{Name: "tenant", Type: fluss.String().NonNull()}, {Name: "id", Type: fluss.BigInt().NonNull()},
 		{Name: "name", Type: fluss.String()}}, d.Schema.Columns)
 	assert.Equal(t, []string{"tenant", "id"}, d.Schema.PrimaryKey)
-	require.NoError(t, CheckBinds(t.Context(), spec, d, nil), "the key fills the primary key, so the route binds")
+	require.NoError(t, checkBinds(t.Context(), spec, d, nil), "the key fills the primary key, so the route binds")
 
-	_, problems = CreateDescriptor(spec, []fluss.Column{{Name: "id", Type: fluss.String()}}, keyCols)
+	_, problems = createDescriptor(spec, []fluss.Column{{Name: "id", Type: fluss.String()}}, keyCols)
 	require.Len(t, problems, 1)
 	assert.Contains(t, problems[0], "field id is BIGINT in the key's writer schema but STRING in the value's")
 }

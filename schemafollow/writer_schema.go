@@ -22,16 +22,16 @@ type WriterSchema struct {
 	Digest   uint64 // of Envelope
 }
 
-// EnvelopeWriterSchema is a Connect envelope's schema, keyed by its digest.
-func EnvelopeWriterSchema(sch []byte) WriterSchema {
+// envelopeWriterSchema is a Connect envelope's schema, keyed by its digest.
+func envelopeWriterSchema(sch []byte) WriterSchema {
 	h := fnv.New64a()
 	h.Write(sch)
 	return WriterSchema{Envelope: sch, Digest: h.Sum64()}
 }
 
-// RegistryWriterSchema is the writer schema of a registry-framed value or
+// registryWriterSchema is the writer schema of a registry-framed value or
 // key: for Protobuf, with the message its framing names.
-func RegistryWriterSchema(format string, v *mapping.Serialized) (WriterSchema, error) {
+func registryWriterSchema(format string, v *mapping.Serialized) (WriterSchema, error) {
 	w := WriterSchema{Registry: v.Schema}
 	if format == string(mapping.ValueProtobuf) {
 		m, err := mapping.ProtobufMessage(v.Schema, v.Ref)
@@ -64,10 +64,10 @@ func (w WriterSchema) Columns(format string) ([]fluss.Column, []mapping.FieldNot
 	return mapping.ConnectSchemaColumns(w.Envelope)
 }
 
-// KeyColumns are the primary-key columns a key's writer schema makes
+// keyColumns are the primary-key columns a key's writer schema makes
 // (follow_schema.primary_key_from_key): every top-level field, each with a
 // column type.
-func KeyColumns(format string, w WriterSchema) ([]fluss.Column, error) {
+func keyColumns(format string, w WriterSchema) ([]fluss.Column, error) {
 	cols, notAdded, err := w.Columns(format)
 	if err != nil {
 		return nil, err
@@ -78,8 +78,8 @@ func KeyColumns(format string, w WriterSchema) ([]fluss.Column, error) {
 	return cols, nil
 }
 
-// ColumnNames are the names of cols, for logs.
-func ColumnNames(cols []fluss.Column) []string {
+// columnNames are the names of cols, for logs.
+func columnNames(cols []fluss.Column) []string {
 	names := make([]string, len(cols))
 	for i, c := range cols {
 		names[i] = c.Name
