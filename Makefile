@@ -16,7 +16,7 @@ BENCH ?= .
 BENCH_PKGS ?= ./...
 BENCHTIME ?= 1s
 
-.PHONY: all build test test-modules readme-graph cluster-start cluster-stop cluster-status generate lint bench demo pyfluss-venv
+.PHONY: all build test test-modules test-fluss-faults readme-graph cluster-start cluster-stop cluster-status generate lint bench demo pyfluss-venv
 
 all: lint test
 
@@ -40,6 +40,15 @@ test-modules:
 		(cd compat && $(GO) test $(GOTEST_FLAGS) $(COMPAT_PKGS)) || rc=$$?; \
 	fi; \
 	exit $$rc
+
+# The long schedule of faults inside a replicated Fluss cluster (e2e.TestFlussFaults: twelve
+# crashes and pauses of tablet servers in a row, drawn by FLUSS_FAULT_SEED); `make test` runs the
+# short one (each fault once). FLUSS_FAULT_SESSION_TIMEOUT=60s measures Fluss's default failure
+# detection.
+FLUSS_FAULT_SEED ?= 1
+test-fluss-faults: pyfluss-venv
+	FLUSS_FAULT_SCHEDULE=long FLUSS_FAULT_SEED=$(FLUSS_FAULT_SEED) \
+		$(GO) test -count=1 -timeout 80m -run 'TestFlussFaults$$' -v ./e2e
 
 pyfluss-venv:
 	@scripts/pyfluss-venv.sh >/dev/null

@@ -194,9 +194,9 @@ func faultRun(t *testing.T, e *env, kind faultKind, shape faultShape, run int, j
 		seeds = append(seeds, fmt.Sprintf("127.0.0.1:%d", spare))
 	}
 
-	loads := []load{startFranzLoad(t, "franz", seeds)}
+	loads := []load{startFranzLoad(t, "franz", seeds, *faultRate)}
 	if java != nil {
-		loads = append(loads, startJavaLoad(t, java, "java", seeds))
+		loads = append(loads, startJavaLoad(t, java, "java", seeds, *faultRate))
 	}
 	awaitAcks(t, loads, nil, g)
 	if *faultExactlyOnce != "false" {
@@ -314,7 +314,7 @@ func (tl tally) String() string {
 		tl.sent, len(tl.acked), tl.failed, tl.lost, tl.dupRows, tl.dupIDs, tl.unackedWritten)
 }
 
-// load is a producer sending (producer, seq) rows at *faultRate.
+// load is a producer sending (producer, seq) rows at a steady rate.
 type load interface {
 	name() string
 	acked() int
@@ -328,6 +328,7 @@ type load interface {
 // (idempotent, acks=all).
 type franzLoad struct {
 	client   string
+	rate     int // records per second
 	cl       *kgo.Client
 	cancel   context.CancelFunc
 	loopDone chan struct{}
@@ -339,8 +340,8 @@ type franzLoad struct {
 	failed int
 }
 
-func startFranzLoad(t *testing.T, client string, seeds []string) *franzLoad {
-	l := &franzLoad{client: client, cl: newProducer(t, seeds[0], kgo.SeedBrokers(seeds...)),
+func startFranzLoad(t *testing.T, client string, seeds []string, rate int) *franzLoad {
+	l := &franzLoad{client: client, rate: rate, cl: newProducer(t, seeds[0], kgo.SeedBrokers(seeds...)),
 		loopDone: make(chan struct{}), ok: make(map[int64]bool)}
 	ctx, cancel := context.WithCancel(t.Context())
 	l.cancel = cancel
@@ -351,7 +352,7 @@ func startFranzLoad(t *testing.T, client string, seeds []string) *franzLoad {
 
 func (l *franzLoad) loop(ctx, recordCtx context.Context) {
 	defer close(l.loopDone)
-	burst := max(1, *faultRate/100)
+	burst := max(1, l.rate/100)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for seq := 0; ; {
@@ -423,9 +424,9 @@ type javaLoad struct {
 	readErr  error
 }
 
-func startJavaLoad(t *testing.T, command []string, client string, seeds []string) *javaLoad {
+func startJavaLoad(t *testing.T, command []string, client string, seeds []string, rate int) *javaLoad {
 	l := &javaLoad{client: client, done: make(chan struct{}), ok: make(map[int64]bool), maxSeq: -1}
-	args := append(slices.Clone(command[1:]), strings.Join(seeds, ","), faultTopic, client, strconv.Itoa(*faultRate))
+	args := append(slices.Clone(command[1:]), strings.Join(seeds, ","), faultTopic, client, strconv.Itoa(rate))
 	l.cmd = exec.Command(command[0], args...)
 	l.cmd.Stderr = &l.stderr
 	var err error

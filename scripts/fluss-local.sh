@@ -54,6 +54,8 @@ commands:
   restart-tablet [-s NAME] ID    stop and start tablet server ID (same id, same data dir)
   stop-tablet [-s NAME] ID       stop tablet server ID (TERM, KILL after a timeout)
   start-tablet [-s NAME] ID      start a stopped tablet server ID again and wait for the coordinator
+  signal-tablet [-s NAME] ID SIG send SIG to tablet server ID: KILL (a crash; returns once it has
+                                 exited; start-tablet brings it back), STOP (a long pause), CONT
   logs [-s NAME] [-f] [-l LINES] [COMPONENT]
                                  tail the logs (COMPONENT: zookeeper, coordinator, tablet-ID; default all)
   list                           names of clusters with a state file
@@ -548,6 +550,28 @@ cmd_stop_tablet() {
 	log "tablet server $id of cluster '$name' stopped"
 }
 
+cmd_signal_tablet() {
+	local name=$1 id=$2 sig=$3 pid
+	case $sig in
+	KILL | STOP | CONT) ;;
+	*) die "signal-tablet sends KILL, STOP or CONT, got '$sig'" ;;
+	esac
+	lock "$name"
+	load_instance "$name"
+	check_tablet_id "$id"
+	pid=${ST[TABLET_${id}_PID]:-}
+	owns "$pid" "${ST[DIR]}" || die "tablet server $id of cluster '$name' is not running"
+	kill "-$sig" "$pid"
+	if [[ $sig == KILL ]]; then
+		local deadline=$(($(date +%s) + STOP_TIMEOUT))
+		while owns "$pid" "${ST[DIR]}"; do
+			(($(date +%s) < deadline)) || die "tablet server $id (pid $pid) still runs after SIGKILL"
+			sleep 0.05
+		done
+	fi
+	log "tablet server $id of cluster '$name' sent SIG$sig"
+}
+
 cmd_start_tablet() {
 	local name=$1 id=$2
 	lock "$name"
@@ -558,10 +582,24 @@ cmd_start_tablet() {
 	local t0 baseline
 	t0=$(now_ms)
 	baseline=$(tablet_known_count "$id")
-	printf '\n===== restarted %s =====\n' "$(date '+%F %T')" >>"${ST[DIR]}/log/tablet-$id.log"
-	launch_tablet "$id"
-	save_state
-	wait_tablet "$id" "$baseline" || die "tablet server $id did not come back; see scripts/fluss-local.sh logs -s $name tablet-$id"
+	local logfile="${ST[DIR]}/log/tablet-$id.log" deadline=$(($(date +%s) + START_TIMEOUT)) mark
+	while :; do
+		mark="===== restarted $(date '+%F %T.%N') ====="
+		printf '\n%s\n' "$mark" >>"$logfile"
+		launch_tablet "$id"
+		save_state
+		wait_tablet "$id" "$baseline" 2>/dev/null && break
+		# After a crash (SIGKILL) ZooKeeper keeps the server's registration until the old session
+		# times out (zookeeper.client.session-timeout); a server started meanwhile exits with
+		# NodeExists. Start it again until the registration is gone.
+		if owns "${ST[TABLET_${id}_PID]}" "${ST[DIR]}" ||
+			! sed -n "/^$mark\$/,\$p" "$logfile" | grep -q "NodeExists for /fluss/tabletservers/ids/$id" ||
+			(($(date +%s) >= deadline)); then
+			tail -n 40 "$logfile" >&2 || true
+			die "tablet server $id did not come back; see scripts/fluss-local.sh logs -s $name tablet-$id"
+		fi
+		sleep 1
+	done
 	save_state
 	log "tablet server $id of cluster '$name' back in $(($(now_ms) - t0))ms at 127.0.0.1:${ST[TABLET_${id}_PORT]}"
 }
@@ -631,6 +669,10 @@ main() {
 	start-tablet)
 		[[ ${#ARG_POSITIONAL[@]} -eq 1 ]] || die "start-tablet wants one tablet server id"
 		cmd_start_tablet "$name" "${ARG_POSITIONAL[0]}"
+		;;
+	signal-tablet)
+		[[ ${#ARG_POSITIONAL[@]} -eq 2 ]] || die "signal-tablet wants a tablet server id and a signal"
+		cmd_signal_tablet "$name" "${ARG_POSITIONAL[0]}" "${ARG_POSITIONAL[1]}"
 		;;
 	logs) cmd_logs "$name" "${ARG[FOLLOW]}" "${ARG[LINES]}" "${ARG_POSITIONAL[0]:-}" ;;
 	fetch) fetch_jars "${ARG[VERSION]}" ;;

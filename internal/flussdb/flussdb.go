@@ -32,7 +32,12 @@ type DB struct {
 // client, at cleanup.
 func New(t *testing.T, prefix string) *DB {
 	t.Helper()
-	addr := flusstest.Bootstrap(t)
+	return NewOn(t, flusstest.Bootstrap(t), prefix)
+}
+
+// NewOn is New on the cluster at addr (e.g. a flusstest.StartCluster).
+func NewOn(t *testing.T, addr, prefix string) *DB {
+	t.Helper()
 	c, err := fluss.NewClient(fluss.Config{Bootstrap: strings.Split(addr, ","), RequestTimeout: 30 * time.Second})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, c.Close()) })

@@ -45,6 +45,7 @@ type Option func(*options)
 type options struct {
 	tabletServers int
 	version       string
+	settings      []string   // "key=value" lines of every server's server.yaml
 	sasl          bool       // SASLUsers was given
 	saslUsers     []SASLUser // users of the SASL listener when sasl
 }
@@ -56,6 +57,12 @@ func TabletServers(n int) Option { return func(o *options) { o.tabletServers = n
 // Version sets the Fluss server version of a started cluster (default: env
 // FLUSS_VERSION, else the script's default).
 func Version(v string) Option { return func(o *options) { o.version = v } }
+
+// ServerSetting adds "key: value" to every server's server.yaml of a
+// started cluster (e.g. default.replication.factor).
+func ServerSetting(key, value string) Option {
+	return func(o *options) { o.settings = append(o.settings, key+"="+value) }
+}
 
 func buildOptions(opts []Option) options {
 	o := options{tabletServers: 1}
@@ -106,6 +113,24 @@ func (c *Cluster) StartTabletServer(ctx context.Context, id int32) error {
 	return c.tabletCommand(ctx, "start-tablet", id)
 }
 
+// Signal names what SignalTabletServer does to a server's process.
+type Signal string
+
+const (
+	Crash  Signal = "KILL" // SIGKILL; StartTabletServer brings the server back
+	Pause  Signal = "STOP" // SIGSTOP, a long GC pause as the others see it
+	Resume Signal = "CONT" // SIGCONT after a Pause
+)
+
+// SignalTabletServer sends sig to tablet server id; after a Crash it
+// returns once the process has exited.
+func (c *Cluster) SignalTabletServer(ctx context.Context, id int32, sig Signal) error {
+	if _, err := c.run(ctx, c.script, "signal-tablet", "-s", c.name, strconv.Itoa(int(id)), string(sig)); err != nil {
+		return fmt.Errorf("signal-tablet %d %s of cluster %s: %w", id, sig, c.name, err)
+	}
+	return nil
+}
+
 func (c *Cluster) tabletCommand(ctx context.Context, command string, id int32) error {
 	if _, err := c.run(ctx, c.script, command, "-s", c.name, strconv.Itoa(int(id))); err != nil {
 		return fmt.Errorf("%s %d of cluster %s: %w", command, id, c.name, err)
@@ -127,6 +152,9 @@ func startCluster(ctx context.Context, run runner, script, name string, ownerPID
 	args := []string{"start", "-s", name, "-n", strconv.Itoa(o.tabletServers), "-o", strconv.Itoa(ownerPID)}
 	if o.version != "" {
 		args = append(args, "-v", o.version)
+	}
+	for _, kv := range o.settings {
+		args = append(args, "-D", kv)
 	}
 	if o.sasl {
 		users, err := saslArg(o.saslUsers)

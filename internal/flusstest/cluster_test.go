@@ -26,16 +26,28 @@ func TestBootstrapReachable(t *testing.T) {
 }
 
 // TestStartClusterRestartTablet starts a private 1-tablet cluster through the
-// script and restarts its tablet server.
+// script, restarts its tablet server and sends it each signal.
 func TestStartClusterRestartTablet(t *testing.T) {
-	c := StartCluster(t)
+	// A crashed server registers again once ZooKeeper has expired its old
+	// session: 6 s, not Fluss's default 60 s.
+	c := StartCluster(t, ServerSetting("zookeeper.client.session-timeout", "6s"))
 	require.NotEqual(t, c.Bootstrap(), "")
 	ctx, cancel := context.WithTimeout(context.Background(), tabletTimeout)
 	defer cancel()
 	require.NoError(t, c.RestartTabletServer(ctx, 0))
 	require.NoError(t, c.StopTabletServer(ctx, 0))
 	require.NoError(t, c.StartTabletServer(ctx, 0))
-	err := c.RestartTabletServer(ctx, 5)
+	require.NoError(t, c.SignalTabletServer(ctx, 0, Pause))
+	require.NoError(t, c.SignalTabletServer(ctx, 0, Resume))
+	require.NoError(t, c.SignalTabletServer(ctx, 0, Crash))
+	err := c.SignalTabletServer(ctx, 0, Resume)
+	require.Error(t, err, "a crashed server cannot be resumed")
+	assert.Contains(t, err.Error(), "is not running")
+	require.NoError(t, c.StartTabletServer(ctx, 0))
+	err = c.SignalTabletServer(ctx, 0, "TERM")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "KILL, STOP or CONT")
+	err = c.RestartTabletServer(ctx, 5)
 	require.Error(t, err, "no tablet server 5")
 	assert.Contains(t, err.Error(), "has no tablet server 5")
 	conn, err := net.DialTimeout("tcp", c.Bootstrap(), 5*time.Second)

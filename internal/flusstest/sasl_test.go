@@ -74,6 +74,12 @@ func TestStartClusterSASLOptions(t *testing.T) {
 			wantSASL: "127.0.0.1:4568",
 		},
 		{
+			name:     "server settings",
+			opts:     []Option{ServerSetting("default.replication.factor", "3"), ServerSetting("zookeeper.client.session-timeout", "6s")},
+			out:      both,
+			wantArgs: "start -s c -n 1 -o 42 -D default.replication.factor=3 -D zookeeper.client.session-timeout=6s",
+		},
+		{
 			name:     "sasl line missing",
 			opts:     []Option{SASLUsers(SASLUser{"admin", "s1"})},
 			out:      "FLUSS_BOOTSTRAP=127.0.0.1:4567\n",

@@ -1,0 +1,338 @@
+package e2e
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fluss-kafka/gateway/fluss"
+	"github.com/fluss-kafka/gateway/internal/flussdb"
+	"github.com/fluss-kafka/gateway/internal/flusstest"
+	"github.com/fluss-kafka/gateway/internal/gatewaytest"
+	"github.com/fluss-kafka/gateway/producerstate"
+)
+
+// The faults here hit Fluss, not the gateway: a replicated cluster of its
+// own (3 tablet servers, every table with 3 replicas), one gateway with the
+// default configuration, idempotent producers (franz-go, Java) through the
+// default route, and a seeded schedule of faults in a row. Every row is
+// read back with pyfluss and counted.
+var (
+	flussFaultSchedule = flag.String("flussfault.schedule", envString("FLUSS_FAULT_SCHEDULE", "short"),
+		"fault schedule of TestFlussFaults (env FLUSS_FAULT_SCHEDULE): short (CI, one of each fault) or long (make test-fluss-faults)")
+	flussFaultSeed = flag.Uint64("flussfault.seed", uint64(envInt("FLUSS_FAULT_SEED", 1)),
+		"seed of the long schedule's order and victims (env FLUSS_FAULT_SEED); a run is repeated by its seed")
+	flussFaultSession = flag.String("flussfault.session-timeout", envString("FLUSS_FAULT_SESSION_TIMEOUT", "10s"),
+		"zookeeper.client.session-timeout of the test cluster, Fluss's failure detection (env FLUSS_FAULT_SESSION_TIMEOUT; Fluss's default is 60s)")
+	flussFaultRate = flag.Int("flussfault.rate", envInt("FLUSS_FAULT_RATE", 5000),
+		"records per second each producer sends in TestFlussFaults (env FLUSS_FAULT_RATE)")
+)
+
+func envString(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+const (
+	flussFaultServers = 3
+	flussFaultBuckets = 6 // two leaders per tablet server
+	// flussFaultDown is how long a crashed server stays down before it is
+	// started again (Fluss then waits for its old ZooKeeper session to
+	// expire before it registers).
+	flussFaultDown = 5 * time.Second
+	// flussFaultPause is how long a paused server stays stopped: past the
+	// gateway's default Fluss request timeout (30s).
+	flussFaultPause = 35 * time.Second
+)
+
+// flussFault is one kind of fault the schedule draws.
+type flussFault int
+
+const (
+	// crashDataLeader: SIGKILL of the server leading a bucket of the
+	// load's table, started again flussFaultDown later.
+	crashDataLeader flussFault = iota
+	// crashStateLeader: SIGKILL of the server leading a bucket of the
+	// gateway's producer-state table.
+	crashStateLeader
+	// pauseDataLeader: SIGSTOP of the server leading a bucket of the load's
+	// table for flussFaultPause (a long GC pause), then SIGCONT.
+	pauseDataLeader
+)
+
+func (f flussFault) String() string {
+	return [...]string{"crash data leader", "crash producer-state leader", "pause data leader"}[f]
+}
+
+// flussFaultPlan returns the faults in the order they happen: every
+// kind once (short), or twelve drawn by the seed (long).
+func flussFaultPlan(schedule string, seed uint64) ([]flussFault, error) {
+	all := []flussFault{crashDataLeader, pauseDataLeader, crashStateLeader}
+	switch schedule {
+	case "short":
+		return all, nil
+	case "long":
+		r := rand.New(rand.NewPCG(seed, seed))
+		out := make([]flussFault, 12)
+		for i := range out {
+			out[i] = all[r.IntN(len(all))]
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("fault schedule %q: want short or long", schedule)
+}
+
+// TestFlussFaults runs the schedule against a fresh replicated cluster: no
+// acknowledged row may be lost, none duplicated; each fault's stall (the
+// longest time no producer got an acknowledgement) and /readyz's answers
+// are logged.
+func TestFlussFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-server Fluss cluster and stalls it on purpose")
+	}
+	plan, err := flussFaultPlan(*flussFaultSchedule, *flussFaultSeed)
+	require.NoError(t, err)
+	cluster := flusstest.StartCluster(t, flusstest.TabletServers(flussFaultServers),
+		flusstest.ServerSetting("default.replication.factor", fmt.Sprint(flussFaultServers)),
+		flusstest.ServerSetting("zookeeper.client.session-timeout", *flussFaultSession))
+	e := &env{flussdb.NewOn(t, cluster.Bootstrap(), "faults")}
+	tbl := e.createTable(t, loadTable("load", flussFaultBuckets))
+	java := javaLoadCommand(t)
+
+	bin, err := gatewayBinary()
+	require.NoError(t, err)
+	g := gatewaytest.StartTest(t, bin, gatewayConfig{Bootstrap: cluster.Bootstrap(), Routes: jsonRoute(faultTopic, tbl)}.config())
+	loads := []load{startFranzLoad(t, "franz", []string{g.KafkaAddr}, *flussFaultRate)}
+	if java != nil {
+		loads = append(loads, startJavaLoad(t, java, "java", []string{g.KafkaAddr}, *flussFaultRate))
+	}
+	awaitAcks(t, loads, nil, g)
+	require.Positive(t, g.RequireMetrics(t).Sum("fluss_gateway_exactly_once_state_loads_total"),
+		"the idempotent producers' batches did not take the exactly-once path")
+
+	victims := rand.New(rand.NewPCG(*flussFaultSeed, 0x5eed))
+	watch := watchProgress(t, loads, g)
+	var report []string
+	for i, fault := range plan {
+		ok := t.Run(fmt.Sprintf("%02d_%s", i+1, strings.ReplaceAll(fault.String(), " ", "_")), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+			defer cancel()
+			server := faultVictim(ctx, t, e, fault, tbl, victims)
+			from := make([]int, len(loads))
+			for i, l := range loads {
+				from[i] = l.acked()
+			}
+			watch.begin()
+			start := time.Now()
+			switch fault {
+			case crashDataLeader, crashStateLeader:
+				require.NoError(t, cluster.SignalTabletServer(ctx, server, flusstest.Crash))
+				sleepCtx(ctx, flussFaultDown)
+				require.NoError(t, cluster.StartTabletServer(ctx, server))
+			case pauseDataLeader:
+				require.NoError(t, cluster.SignalTabletServer(ctx, server, flusstest.Pause))
+				sleepCtx(ctx, flussFaultPause)
+				require.NoError(t, cluster.SignalTabletServer(ctx, server, flusstest.Resume))
+			}
+			healed := time.Since(start)
+			awaitAcks(t, loads, from, g)
+			st := watch.end()
+			line := fmt.Sprintf("%-28s server %d: healed after %4.1fs, longest stall %5.1fs (from the fault %5.1fs), /readyz not 200 in %d of %d samples",
+				fault, server, healed.Seconds(), st.stall.Seconds(), st.stallStart.Sub(start).Seconds(), st.unready, st.samples)
+			t.Log(line)
+			report = append(report, line)
+		})
+		if !ok {
+			break
+		}
+	}
+	watch.stop()
+
+	var tallies []tally
+	for _, l := range loads {
+		tallies = append(tallies, l.stop(t))
+	}
+	g.RequireStop(t)
+	got := readIDs(t, e, tbl)
+	for i := range tallies {
+		tallies[i].count(got)
+	}
+	for id := range got {
+		require.True(t, slices.ContainsFunc(tallies, func(tl tally) bool { return tl.client == id.producer && id.seq < tl.sent }),
+			"row %v read back that no producer sent", id)
+	}
+	for _, tl := range tallies {
+		report = append(report, fmt.Sprintf("%-5s %s", tl.client, tl))
+		assert.Zero(t, tl.lost, "%s: acknowledged rows lost", tl.client)
+		assert.Zero(t, tl.dupRows, "%s: duplicated rows", tl.client)
+	}
+	t.Logf("schedule %s (seed %d), session timeout %s, %d rec/s per producer:\n%s",
+		*flussFaultSchedule, *flussFaultSeed, *flussFaultSession, *flussFaultRate, strings.Join(report, "\n"))
+}
+
+// faultVictim picks the tablet server a fault hits: the leader of a random
+// bucket of the load's table, or of the producer-state table's newest
+// partition.
+func faultVictim(ctx context.Context, t *testing.T, e *env, fault flussFault, tbl string, r *rand.Rand) int32 {
+	t.Helper()
+	c := e.Client
+	path := fluss.TablePath{Database: e.Name, Table: strings.TrimPrefix(tbl, e.Name+".")}
+	partition := fluss.NoPartition
+	if fault == crashStateLeader {
+		path = producerstate.DefaultTable
+		parts, err := c.ListPartitionInfos(ctx, path)
+		require.NoError(t, err, "list the producer-state table's partitions")
+		require.NotEmpty(t, parts, "the producer-state table has no partition")
+		partition = slices.MaxFunc(parts, func(a, b fluss.PartitionInfo) int { return int(a.ID - b.ID) }).ID
+	}
+	c.InvalidateTableInfo(path)
+	info, err := c.TableInfo(ctx, path)
+	require.NoError(t, err, "table info of %s", path)
+	if partition == fluss.NoPartition {
+		c.InvalidateTableMetadata(info.TableID)
+	} else {
+		c.InvalidatePartitionMetadata(info.TableID, partition)
+	}
+	bucket := int32(r.IntN(info.Descriptor.BucketCount))
+	var leader fluss.ServerNode
+	require.NoError(t, waitFor(ctx, time.Minute, func() bool {
+		leader, err = c.BucketLeader(ctx, info.TableID, partition, bucket)
+		return err == nil
+	}), "leader of %s bucket %d: %v", path, bucket, err)
+	return leader.ID
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// progressWatch samples the loads' acknowledgements and the gateway's
+// /readyz while faults run: the longest time no acknowledgement arrived
+// is a fault's stall.
+type progressWatch struct {
+	stopped chan struct{}
+	done    chan struct{}
+
+	mu        sync.Mutex
+	on        bool
+	last      time.Time // the last time the acknowledgements grew
+	lastAcked int
+	st        faultStats
+}
+
+// faultStats is what one fault did to the producers and to readiness.
+type faultStats struct {
+	stall      time.Duration // longest time without a new acknowledgement
+	stallStart time.Time
+	samples    int // /readyz answers taken
+	unready    int // of them not 200
+}
+
+func watchProgress(t *testing.T, loads []load, g *gatewaytest.Process) *progressWatch {
+	w := &progressWatch{stopped: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		acks := time.NewTicker(20 * time.Millisecond)
+		defer acks.Stop()
+		ready := time.NewTicker(time.Second)
+		defer ready.Stop()
+		client := &http.Client{Timeout: 900 * time.Millisecond}
+		for {
+			select {
+			case <-w.stopped:
+				return
+			case now := <-acks.C:
+				n := 0
+				for _, l := range loads {
+					n += l.acked()
+				}
+				w.mu.Lock()
+				if n > w.lastAcked {
+					w.lastAcked, w.last = n, now
+				} else if w.on && now.Sub(w.last) > w.st.stall {
+					w.st.stall, w.st.stallStart = now.Sub(w.last), w.last
+				}
+				w.mu.Unlock()
+			case <-ready.C:
+				ok := readyzOK(client, g.AdminURL)
+				w.mu.Lock()
+				if w.on {
+					w.st.samples++
+					if !ok {
+						w.st.unready++
+					}
+				}
+				w.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(w.stop)
+	return w
+}
+
+func readyzOK(client *http.Client, adminURL string) bool {
+	resp, err := client.Get(adminURL + "/readyz")
+	if err != nil {
+		return false
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// begin starts one fault's figures.
+func (w *progressWatch) begin() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.on, w.st = true, faultStats{}
+}
+
+// end returns the figures since begin.
+func (w *progressWatch) end() faultStats {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.on = false
+	return w.st
+}
+
+func (w *progressWatch) stop() {
+	select {
+	case <-w.stopped:
+	default:
+		close(w.stopped)
+	}
+	<-w.done
+}
+
+// TestFlussFaultPlan: the short schedule is every fault once; a long one is
+// the same for the same seed, and draws every fault.
+func TestFlussFaultPlan(t *testing.T) {
+	short, err := flussFaultPlan("short", 7)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []flussFault{crashDataLeader, crashStateLeader, pauseDataLeader}, short)
+	a, err := flussFaultPlan("long", 1)
+	require.NoError(t, err)
+	b, err := flussFaultPlan("long", 1)
+	require.NoError(t, err)
+	assert.Equal(t, a, b)
+	for _, f := range short {
+		assert.Contains(t, a, f)
+	}
+	_, err = flussFaultPlan("forever", 1)
+	assert.ErrorContains(t, err, "want short or long")
+}
