@@ -43,7 +43,25 @@ func (c *Client) getMetadata(ctx context.Context, tables []TablePath, partitionN
 	if err := c.callAnyServer(ctx, apiGetMetadata, req, &resp); err != nil {
 		return fmt.Errorf("get_metadata: %w", err)
 	}
-	c.update(func(s *clusterSnapshot) { mergeMetadata(s, &resp) })
+	var departed []string
+	c.update(func(s *clusterSnapshot) {
+		was := s.servers
+		mergeMetadata(s, &resp)
+		if len(s.servers) == 0 {
+			return
+		}
+		for _, n := range was {
+			if !s.lists(n.Addr()) {
+				departed = append(departed, n.Addr())
+			}
+		}
+	})
+	// A tablet server gone from the list has been declared dead: writes
+	// waiting on the others for it as a follower are retried now rather
+	// than at their timeout.
+	for _, addr := range departed {
+		c.abandonStuckWrites(addr)
+	}
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -180,13 +181,73 @@ func NewClient(cfg Config, opts ...Option) (*Client, error) {
 			password:       cfg.Password,
 			maxFrameSize:   cfg.MaxResponseSize,
 			logger:         o.logger,
+			silentAfter:    min(silentConnCheck, cfg.RequestTimeout/2),
 		},
 		log:        o.logger,
 		conns:      make(map[string]*connSlot),
 		refreshing: make(map[physicalKey]*refreshCall),
 	}
+	c.connCfg.gone = c.serverLeft
 	c.meta.Store(emptySnapshot())
 	return c, nil
+}
+
+// silentConnCheck is how long a connection with requests waiting may stay
+// silent before the client asks whether its server is still in the
+// cluster (see conn.checkSilent).
+const silentConnCheck = 2 * time.Second
+
+// serverLeft reports whether fresh cluster metadata no longer lists the
+// tablet server at addr: Fluss has declared it dead (its ZooKeeper session
+// expired) and moved its buckets' leadership. The coordinator and the
+// bootstrap addresses are never reported; an error fetching metadata
+// reports nothing either. (The refresh itself retries the writes stuck on
+// other servers behind it: see getMetadata.)
+func (c *Client) serverLeft(ctx context.Context, addr string) bool {
+	if slices.Contains(c.cfg.Bootstrap, addr) {
+		return false
+	}
+	if co := c.meta.Load().coordinator; co == nil || co.Addr() == addr {
+		return false
+	}
+	if err := c.refreshCluster(ctx); err != nil {
+		return false
+	}
+	snap := c.meta.Load()
+	return len(snap.servers) > 0 && !snap.lists(addr)
+}
+
+// abandonStuckWrites fails, for a retry, the writes on the other servers'
+// connections that have waited longer than silentConnCheck when server
+// addr left the cluster: with acks=all they wait for addr as a follower,
+// and Fluss does not answer them when it drops addr from the in-sync
+// replicas, only at their timeout (REQUEST_TIME_OUT after the request's
+// 30 s). A retry is answered once the shrunk replica set has the rows;
+// writes are idempotent (writer id and sequence), so the copy a retry
+// makes of a write the leader already holds is dropped.
+func (c *Client) abandonStuckWrites(addr string) {
+	before := time.Now().Add(-c.connCfg.silentAfter)
+	err := fmt.Errorf("%w: waited on a write while %s left the cluster; retrying", ErrRequestTimeout, addr)
+	c.poolMu.Lock()
+	var conns []*conn
+	for a, s := range c.conns {
+		select {
+		case <-s.ready:
+			if a != addr && s.c != nil {
+				conns = append(conns, s.c)
+			}
+		default:
+		}
+	}
+	c.poolMu.Unlock()
+	n := 0
+	for _, cn := range conns {
+		n += cn.abandonWrites(before, err)
+	}
+	if n > 0 {
+		c.log.Warn("fluss server left the cluster: retrying the writes that waited on it as a follower",
+			slog.String("server", addr), slog.Int("writes", n))
+	}
 }
 
 // Close closes every connection, failing requests in flight with
@@ -323,8 +384,8 @@ const coordinatorBackoff = 5 * time.Second
 // servers: it tries the coordinator when known (last, for
 // coordinatorBackoff after it failed), then the bootstrap addresses, then
 // the tablet servers metadata listed, each address once, moving on when a
-// server cannot be reached or its connection fails; a server's error answer
-// is returned as is.
+// server cannot be reached, its connection fails or it answers that it is
+// not serving yet (notServing); any other error answer is returned as is.
 func (c *Client) callAnyServer(ctx context.Context, apiKey int16, req, resp proto.Message) error {
 	snap := c.meta.Load()
 	addrs := make([]string, 0, 1+len(c.cfg.Bootstrap)+len(snap.servers))
@@ -360,7 +421,7 @@ func (c *Client) callAnyServer(ctx context.Context, apiKey int16, req, resp prot
 				return nil
 			}
 			err = fmt.Errorf("on %s: %w", addr, err)
-			if answered(err) {
+			if answered(err) && !notServing(err) {
 				return err
 			}
 		}
@@ -373,6 +434,15 @@ func (c *Client) callAnyServer(ctx context.Context, apiKey int16, req, resp prot
 		}
 	}
 	return fmt.Errorf("no fluss server answered: %w", errors.Join(errs...))
+}
+
+// notServing reports an answer that says the server cannot serve any
+// request yet, not that this one is wrong: a coordinator just started
+// answers UNKNOWN_SERVER_ERROR ("CoordinatorEventProcessor is not
+// initialized yet") for seconds, and a standby one NOT_COORDINATOR_LEADER.
+// Another server may answer.
+func notServing(err error) bool {
+	return errors.Is(err, ErrUnknownServerError) || errors.Is(err, ErrNotCoordinatorLeader)
 }
 
 // RawRequest sends one request frame with the given api key, version and

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -27,6 +28,13 @@ type connConfig struct {
 	password       string
 	maxFrameSize   int
 	logger         *slog.Logger
+
+	// silentAfter is how long a connection with a request waiting may read
+	// nothing before gone is asked whether its server is still in the
+	// cluster; gone nil: never asked (the request timeout alone ends the
+	// wait).
+	silentAfter time.Duration
+	gone        func(ctx context.Context, addr string) bool
 }
 
 // conn is one TCP connection to one Fluss server. Requests are pipelined:
@@ -54,8 +62,19 @@ type conn struct {
 	// mu guards the fields below.
 	mu      sync.Mutex
 	nextID  int32
-	pending map[int32]chan connResult
+	pending map[int32]waiter
 	err     error // why the connection died; nil while alive
+
+	lastRead atomic.Int64 // unix ns of the last frame read (or of the dial)
+	checking atomic.Bool  // a membership check of the server runs
+}
+
+// waiter is a request in flight: where its answer goes, and what
+// abandonWrites needs to pick it.
+type waiter struct {
+	ch    chan connResult
+	sent  time.Time
+	write bool // PRODUCE_LOG or PUT_KV
 }
 
 type connResult struct {
@@ -80,8 +99,9 @@ func dialConn(ctx context.Context, addr string, cfg *connConfig) (*conn, error) 
 		log:     cfg.logger.With(slog.String("server", addr)),
 		writeCh: make(chan [][]byte, 16),
 		done:    make(chan struct{}),
-		pending: make(map[int32]chan connResult),
+		pending: make(map[int32]waiter),
 	}
+	c.lastRead.Store(time.Now().UnixNano())
 	c.wg.Add(2)
 	go c.readLoop()
 	go c.writeLoop()
@@ -249,7 +269,7 @@ func (c *conn) sendFrame(ctx context.Context, h frame.RequestHeader, msg proto.M
 	}
 	id := c.nextID
 	c.nextID++
-	c.pending[id] = ch
+	c.pending[id] = waiter{ch: ch, sent: time.Now(), write: h.APIKey == apiProduceLog || h.APIKey == apiPutKv}
 	c.mu.Unlock()
 
 	h.RequestID = id
@@ -293,16 +313,50 @@ func (c *conn) sendFrame(ctx context.Context, h frame.RequestHeader, msg proto.M
 func (p *pendingCall) wait(ctx context.Context) (frame.Response, error) {
 	defer p.timer.Stop()
 	c := p.c
-	select {
-	case r := <-p.ch:
-		return r.resp, r.err
-	case <-ctx.Done():
-		c.forget(p.id)
-		return frame.Response{}, fmt.Errorf("api %d to %s: %w", p.apiKey, c.addr, ctx.Err())
-	case <-p.timer.C:
-		c.forget(p.id)
-		return frame.Response{}, fmt.Errorf("api %d to %s: %w after %s", p.apiKey, c.addr, ErrRequestTimeout, p.timeout)
+	var silent <-chan time.Time // nil: never fires
+	if c.cfg.gone != nil {
+		t := time.NewTicker(c.cfg.silentAfter)
+		defer t.Stop()
+		silent = t.C
 	}
+	for {
+		select {
+		case r := <-p.ch:
+			return r.resp, r.err
+		case <-ctx.Done():
+			c.forget(p.id)
+			return frame.Response{}, fmt.Errorf("api %d to %s: %w", p.apiKey, c.addr, ctx.Err())
+		case <-p.timer.C:
+			c.forget(p.id)
+			return frame.Response{}, fmt.Errorf("api %d to %s: %w after %s", p.apiKey, c.addr, ErrRequestTimeout, p.timeout)
+		case <-silent:
+			c.checkSilent()
+		}
+	}
+}
+
+// checkSilent asks, once at a time per connection, whether the server of a
+// connection that has read nothing for silentAfter is still in the
+// cluster; if the cluster has dropped it (a crashed or paused tablet
+// server whose ZooKeeper session expired, its buckets led elsewhere now),
+// the connection fails with ErrConnectionClosed, so that its requests are
+// retried on the new leaders at once instead of at their request timeout.
+// A server that is slow but still a member keeps its requests.
+func (c *conn) checkSilent() {
+	quiet := time.Since(time.Unix(0, c.lastRead.Load()))
+	if quiet < c.cfg.silentAfter || !c.alive() || !c.checking.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer c.checking.Store(false)
+		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.silentAfter)
+		defer cancel()
+		if c.cfg.gone(ctx, c.addr) {
+			c.log.Warn("fluss server left the cluster while requests waited on it; failing them for a retry on the new leaders",
+				slog.Duration("silent", quiet.Round(time.Millisecond)))
+			c.fail(fmt.Errorf("%w: %s left the cluster (no answer for %s)", ErrConnectionClosed, c.addr, quiet.Round(time.Millisecond)))
+		}
+	}()
 }
 
 // decode waits for the response and decodes it into resp (see call).
@@ -339,9 +393,28 @@ func (c *conn) fail(err error) {
 	if cerr := c.nc.Close(); cerr != nil && !errors.Is(cerr, net.ErrClosed) {
 		c.log.Debug("close fluss connection", slog.Any("err", cerr))
 	}
-	for _, ch := range pending {
-		ch <- connResult{err: err}
+	for _, w := range pending {
+		w.ch <- connResult{err: err}
 	}
+}
+
+// abandonWrites fails the writes sent before `before` that still wait for
+// their answer with err; a late answer is discarded. The connection stays
+// up for the other requests.
+func (c *conn) abandonWrites(before time.Time, err error) int {
+	c.mu.Lock()
+	var out []waiter
+	for id, w := range c.pending {
+		if w.write && w.sent.Before(before) {
+			delete(c.pending, id)
+			out = append(out, w)
+		}
+	}
+	c.mu.Unlock()
+	for _, w := range out {
+		w.ch <- connResult{err: err}
+	}
+	return len(out)
 }
 
 func (c *conn) readLoop() {
@@ -356,6 +429,7 @@ func (c *conn) readLoop() {
 			c.fail(fmt.Errorf("%w: read from %s: %w", ErrConnectionClosed, c.addr, err))
 			return
 		}
+		c.lastRead.Store(time.Now().UnixNano())
 		resp, err := frame.ParseResponse(body)
 		if err != nil {
 			c.fail(fmt.Errorf("%w: from %s: %w", ErrConnectionClosed, c.addr, err))
@@ -370,14 +444,14 @@ func (c *conn) readLoop() {
 			return
 		}
 		c.mu.Lock()
-		ch, ok := c.pending[resp.RequestID]
+		w, ok := c.pending[resp.RequestID]
 		delete(c.pending, resp.RequestID)
 		c.mu.Unlock()
 		if !ok {
 			c.log.Debug("discard response to abandoned request", slog.Int("corr_id", int(resp.RequestID)))
 			continue
 		}
-		ch <- connResult{resp: resp}
+		w.ch <- connResult{resp: resp}
 	}
 }
 

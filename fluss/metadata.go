@@ -105,6 +105,16 @@ func (s *clusterSnapshot) clone() *clusterSnapshot {
 	}
 }
 
+// lists reports whether addr is one of the tablet servers.
+func (s *clusterSnapshot) lists(addr string) bool {
+	for _, n := range s.servers {
+		if n.Addr() == addr {
+			return true
+		}
+	}
+	return false
+}
+
 // serverIDs returns the tablet server ids in ascending order.
 func (s *clusterSnapshot) serverIDs() []int32 {
 	return slices.Sorted(maps.Keys(s.servers))
