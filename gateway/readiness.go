@@ -107,8 +107,7 @@ func (r *writeReadiness) err() error {
 // clusterProbe is what the readiness probe asks of the Fluss client.
 type clusterProbe interface {
 	RefreshMetadata(ctx context.Context, tables ...fluss.TablePath) error
-	Coordinator(ctx context.Context) (fluss.ServerNode, error)
-	BucketLeader(ctx context.Context, tableID, partitionID int64, bucket int32) (fluss.ServerNode, error)
+	TabletServers(ctx context.Context) ([]fluss.ServerNode, error)
 	RawRequest(ctx context.Context, addr string, apiKey, apiVersion int16, payload []byte, timeout time.Duration) (fluss.RawResponse, error)
 }
 
@@ -129,19 +128,21 @@ var pingPayload = func() []byte {
 }()
 
 // flussProbe checks that the gateway can write: cluster and bucket-leader
-// metadata of the routes' tables can be fetched now (so it is fresh), the
-// coordinator answers (it creates partitions and elects leaders, and its
-// death stops writes within seconds), and some leader of the routes'
-// non-partitioned tables' buckets answers. A tablet server that does not
-// answer leaves the instance ready as long as another leader does: a
+// metadata of the routes' tables can be fetched now (so it is fresh; any
+// server answers it), and some tablet server the cluster lists answers.
+// The coordinator is not asked: writes go on while it is down (measured:
+// acknowledgements paused for 0.5 s while it was killed and restarted),
+// and every instance sees its death alike, so making them unready for it
+// would stop every topic that still works. A tablet server that does not answer leaves the instance
+// ready as long as another one does, whichever buckets it leads: a
 // crashed or paused server looks the same from every instance until Fluss
 // moves its leaders, and making every instance unready for it would turn
 // one server's fault into an outage of every topic (its own topics'
 // batches fail with retriable errors meanwhile, as a bucket without leader
-// does). This instance alone failing to reach any leader is its own
-// trouble, so that does. Partitioned tables' buckets are checked by the
-// writes themselves (partitions come and go); their table metadata is
-// checked here.
+// does). After a few faults Fluss may have all of a table's leaders on one
+// server, so whether the routed tables' leaders answer says nothing about
+// this instance. This instance alone failing to reach any tablet server is
+// its own trouble, so that does.
 func flussProbe(c clusterProbe, state func() *produce.Bound) func(context.Context) error {
 	return func(ctx context.Context) error {
 		st := state()
@@ -152,31 +153,15 @@ func flussProbe(c clusterProbe, state func() *produce.Bound) func(context.Contex
 		if err := c.RefreshMetadata(ctx, tables...); err != nil {
 			return fmt.Errorf("fluss metadata: %w", err)
 		}
-		co, err := c.Coordinator(ctx)
-		if err != nil {
-			return fmt.Errorf("fluss coordinator: %w", err)
-		}
-		if err := ping(ctx, c, co.Addr()); err != nil {
-			return fmt.Errorf("fluss coordinator %s unreachable: %w", co.Addr(), err)
-		}
 		if st == nil {
 			return nil
 		}
-		var leaders []string
-		for _, path := range tables {
-			info := st.Infos[path]
-			if info == nil || info.Descriptor.IsPartitioned() {
-				continue
-			}
-			for b := range info.Descriptor.BucketCount {
-				n, err := c.BucketLeader(ctx, info.TableID, fluss.NoPartition, int32(b))
-				if err != nil {
-					continue // leaderless: its topic only (see above)
-				}
-				if !slices.Contains(leaders, n.Addr()) {
-					leaders = append(leaders, n.Addr())
-				}
-			}
+		servers, err := c.TabletServers(ctx)
+		if err != nil {
+			return fmt.Errorf("fluss tablet servers: %w", err)
+		}
+		if len(servers) == 0 {
+			return errors.New("fluss lists no tablet server")
 		}
 		// At once: a paused server holds its ping until the probe's
 		// deadline, which must not starve the others'.
@@ -185,19 +170,19 @@ func flussProbe(c clusterProbe, state func() *produce.Bound) func(context.Contex
 			down []string
 			wg   sync.WaitGroup
 		)
-		for _, addr := range leaders {
+		for _, n := range servers {
 			wg.Go(func() {
-				if err := ping(ctx, c, addr); err != nil {
+				if err := ping(ctx, c, n.Addr()); err != nil {
 					mu.Lock()
-					down = append(down, fmt.Sprintf("%s: %v", addr, err))
+					down = append(down, fmt.Sprintf("%s: %v", n.Addr(), err))
 					mu.Unlock()
 				}
 			})
 		}
 		wg.Wait()
 		slices.Sort(down)
-		if len(down) > 0 && len(down) == len(leaders) {
-			return fmt.Errorf("no leader of a routed table reachable: fluss tablet servers %s", strings.Join(down, "; "))
+		if len(down) == len(servers) {
+			return fmt.Errorf("no fluss tablet server reachable: %s", strings.Join(down, "; "))
 		}
 		return nil
 	}

@@ -119,24 +119,19 @@ func TestAdminPprofIsOptIn(t *testing.T) {
 // fakeCluster is a clusterProbe whose answers the test sets.
 type fakeCluster struct {
 	metadataErr error
-	coordinator fluss.ServerNode
-	noLeader    map[int32]bool   // bucket -> no leader
-	down        map[string]bool  // addresses that do not answer
-	leaders     map[int32]string // bucket -> leader host
+	servers     []string        // tablet server hosts metadata lists
+	down        map[string]bool // addresses that do not answer
 
 	mu     sync.Mutex // guards pinged: leaders are pinged at once
 	pinged []string
 }
 
-// pings returns the coordinator pinged first, then the leaders pinged
-// (in any order), sorted.
+// pings returns the servers pinged (at once, so in any order), sorted.
 func (f *fakeCluster) pings() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := slices.Clone(f.pinged)
-	if len(out) > 1 {
-		slices.Sort(out[1:])
-	}
+	slices.Sort(out)
 	return out
 }
 
@@ -144,15 +139,12 @@ func (f *fakeCluster) RefreshMetadata(context.Context, ...fluss.TablePath) error
 	return f.metadataErr
 }
 
-func (f *fakeCluster) Coordinator(context.Context) (fluss.ServerNode, error) {
-	return f.coordinator, nil
-}
-
-func (f *fakeCluster) BucketLeader(_ context.Context, _, _ int64, bucket int32) (fluss.ServerNode, error) {
-	if f.noLeader[bucket] {
-		return fluss.ServerNode{}, fluss.ErrorForCode(44, "no leader")
+func (f *fakeCluster) TabletServers(context.Context) ([]fluss.ServerNode, error) {
+	out := make([]fluss.ServerNode, len(f.servers))
+	for i, h := range f.servers {
+		out[i] = fluss.ServerNode{ID: int32(i), Host: h, Port: 9124}
 	}
-	return fluss.ServerNode{ID: bucket, Host: f.leaders[bucket], Port: 9124}, nil
+	return out, nil
 }
 
 func (f *fakeCluster) RawRequest(_ context.Context, addr string, apiKey, _ int16, payload []byte, _ time.Duration) (fluss.RawResponse, error) {
@@ -169,10 +161,10 @@ func (f *fakeCluster) RawRequest(_ context.Context, addr string, apiKey, _ int16
 }
 
 // TestFlussProbe: the check fails, naming what, when metadata cannot be
-// fetched, the coordinator does not answer, or no leader of the routed
-// buckets answers; leaders are pinged once each. A bucket without leader,
-// or one leader down while another answers, leaves the instance ready: it
-// affects its own topics only, and every instance alike.
+// fetched or no tablet server answers; servers are pinged once each. Some
+// tablet servers down while another answers leaves the instance ready,
+// whatever they lead, and so does a dead coordinator: that affects every
+// instance alike, and writes go on.
 func TestFlussProbe(t *testing.T) {
 	t.Parallel()
 	path := fluss.TablePath{Database: "db", Table: "events"}
@@ -187,44 +179,38 @@ func TestFlussProbe(t *testing.T) {
 	require.NoError(t, err)
 	st := &produce.Bound{Routes: bound, Infos: map[fluss.TablePath]*fluss.TableInfo{path: info}}
 	healthy := func() *fakeCluster {
-		return &fakeCluster{coordinator: fluss.ServerNode{ID: 100, Host: "co", Port: 9123},
-			leaders: map[int32]string{0: "ts0", 1: "ts1", 2: "ts0"}, down: map[string]bool{}, noLeader: map[int32]bool{}}
+		return &fakeCluster{servers: []string{"ts0", "ts1", "ts2"}, down: map[string]bool{}}
 	}
 	ctx := t.Context()
 
 	c := healthy()
 	require.NoError(t, flussProbe(c, func() *produce.Bound { return st })(ctx))
-	assert.Equal(t, []string{"co:9123", "ts0:9124", "ts1:9124"}, c.pings(), "coordinator, then each leader once")
+	assert.Equal(t, []string{"ts0:9124", "ts1:9124", "ts2:9124"}, c.pings(), "each tablet server once")
 
 	c = healthy()
-	require.NoError(t, flussProbe(c, func() *produce.Bound { return nil })(ctx), "before routes load, metadata and the coordinator only")
-	assert.Equal(t, []string{"co:9123"}, c.pings())
+	require.NoError(t, flussProbe(c, func() *produce.Bound { return nil })(ctx), "before routes load, metadata only")
+	assert.Empty(t, c.pings())
 
 	c = healthy()
 	c.metadataErr = errors.New("no fluss server reachable")
 	assert.ErrorContains(t, flussProbe(c, func() *produce.Bound { return st })(ctx), "fluss metadata: no fluss server reachable")
 
 	c = healthy()
-	c.down["co:9123"] = true
-	assert.ErrorContains(t, flussProbe(c, func() *produce.Bound { return st })(ctx), "fluss coordinator co:9123 unreachable")
-
-	c = healthy()
-	c.noLeader[1] = true
-	require.NoError(t, flussProbe(c, func() *produce.Bound { return st })(ctx), "a leaderless bucket is its topic's matter")
-	assert.Equal(t, []string{"co:9123", "ts0:9124"}, c.pings(), "the leaders there are are pinged")
-
-	c = healthy()
-	c.down["ts1:9124"] = true
-	require.NoError(t, flussProbe(c, func() *produce.Bound { return st })(ctx),
-		"one tablet server down (every instance sees it alike) leaves the instance ready while another leader answers")
-	assert.Equal(t, []string{"co:9123", "ts0:9124", "ts1:9124"}, c.pings())
-
-	c = healthy()
 	c.down["ts0:9124"], c.down["ts1:9124"] = true, true
+	require.NoError(t, flussProbe(c, func() *produce.Bound { return st })(ctx),
+		"servers down (every instance sees them alike; after a few faults they may lead every routed bucket) leave the instance ready while another answers")
+	assert.Equal(t, []string{"ts0:9124", "ts1:9124", "ts2:9124"}, c.pings())
+
+	c = healthy()
+	c.down["ts0:9124"], c.down["ts1:9124"], c.down["ts2:9124"] = true, true, true
 	err = flussProbe(c, func() *produce.Bound { return st })(ctx)
-	assert.ErrorContains(t, err, "no leader of a routed table reachable")
+	assert.ErrorContains(t, err, "no fluss tablet server reachable")
 	assert.ErrorContains(t, err, "ts0:9124")
-	assert.ErrorContains(t, err, "ts1:9124")
+	assert.ErrorContains(t, err, "ts2:9124")
+
+	c = healthy()
+	c.servers = nil
+	assert.ErrorContains(t, flussProbe(c, func() *produce.Bound { return st })(ctx), "fluss lists no tablet server")
 }
 
 // kafkaRoundTrip sends one non-flexible request on nc and decodes its
