@@ -334,10 +334,11 @@ type franzLoad struct {
 	loopDone chan struct{}
 	inflight sync.WaitGroup
 
-	mu     sync.Mutex
-	sent   int64
-	ok     map[int64]bool
-	failed int
+	mu         sync.Mutex
+	sent       int64
+	ok         map[int64]bool
+	failed     int
+	maxLatency time.Duration // longest wait for an outcome since takeMaxLatency
 }
 
 func startFranzLoad(t *testing.T, client string, seeds []string, rate int) *franzLoad {
@@ -364,12 +365,14 @@ func (l *franzLoad) loop(ctx, recordCtx context.Context) {
 		for range burst {
 			s := int64(seq)
 			l.inflight.Add(1)
+			sent := time.Now()
 			// recordCtx, not ctx: stopping the loop must not fail records
 			// already handed over.
 			l.cl.Produce(recordCtx, loadRecord(faultTopic, l.client, seq), func(_ *kgo.Record, err error) {
 				defer l.inflight.Done()
 				l.mu.Lock()
 				defer l.mu.Unlock()
+				l.maxLatency = max(l.maxLatency, time.Since(sent))
 				if err != nil {
 					l.failed++
 					return
@@ -393,6 +396,16 @@ func (l *franzLoad) acked() int {
 }
 
 func (l *franzLoad) failure() error { return nil }
+
+// takeMaxLatency returns the longest time a record waited for its outcome
+// since the last call.
+func (l *franzLoad) takeMaxLatency() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	d := l.maxLatency
+	l.maxLatency = 0
+	return d
+}
 
 func (l *franzLoad) stop(t *testing.T) tally {
 	l.cancel()

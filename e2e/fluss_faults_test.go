@@ -30,11 +30,13 @@ import (
 // read back with pyfluss and counted.
 var (
 	flussFaultSchedule = flag.String("flussfault.schedule", envString("FLUSS_FAULT_SCHEDULE", "short"),
-		"fault schedule of TestFlussFaults (env FLUSS_FAULT_SCHEDULE): short (CI, one of each fault) or long (make test-fluss-faults)")
+		"fault schedule of TestFlussFaults (env FLUSS_FAULT_SCHEDULE): short (CI, one of each fault), long (make test-fluss-faults), or a list such as pause-data,crash-state")
 	flussFaultSeed = flag.Uint64("flussfault.seed", uint64(envInt("FLUSS_FAULT_SEED", 1)),
 		"seed of the long schedule's order and victims (env FLUSS_FAULT_SEED); a run is repeated by its seed")
 	flussFaultSession = flag.String("flussfault.session-timeout", envString("FLUSS_FAULT_SESSION_TIMEOUT", "10s"),
 		"zookeeper.client.session-timeout of the test cluster, Fluss's failure detection (env FLUSS_FAULT_SESSION_TIMEOUT; Fluss's default is 60s)")
+	flussFaultSettings = flag.String("flussfault.server-settings", os.Getenv("FLUSS_FAULT_SERVER_SETTINGS"),
+		"more server.yaml settings of the test cluster, key=value,key=value (env FLUSS_FAULT_SERVER_SETTINGS), e.g. log.replica.max-lag-time=10s")
 	flussFaultRate = flag.Int("flussfault.rate", envInt("FLUSS_FAULT_RATE", 5000),
 		"records per second each producer sends in TestFlussFaults (env FLUSS_FAULT_RATE)")
 )
@@ -71,16 +73,24 @@ const (
 	// pauseDataLeader: SIGSTOP of the server leading a bucket of the load's
 	// table for flussFaultPause (a long GC pause), then SIGCONT.
 	pauseDataLeader
+	// crashCoordinator: SIGKILL of the coordinator, started again on its
+	// address flussFaultDown later.
+	crashCoordinator
 )
 
 func (f flussFault) String() string {
-	return [...]string{"crash data leader", "crash producer-state leader", "pause data leader"}[f]
+	return [...]string{"crash data leader", "crash producer-state leader", "pause data leader", "crash coordinator"}[f]
 }
 
+// flussFaultNames are the faults' names in a schedule given as a list.
+var flussFaultNames = map[string]flussFault{"crash-data": crashDataLeader, "crash-state": crashStateLeader,
+	"pause-data": pauseDataLeader, "crash-coordinator": crashCoordinator}
+
 // flussFaultPlan returns the faults in the order they happen: every
-// kind once (short), or twelve drawn by the seed (long).
+// kind once (short), twelve drawn by the seed (long), or the listed ones
+// (e.g. "pause-data,crash-data").
 func flussFaultPlan(schedule string, seed uint64) ([]flussFault, error) {
-	all := []flussFault{crashDataLeader, pauseDataLeader, crashStateLeader}
+	all := []flussFault{crashDataLeader, pauseDataLeader, crashStateLeader, crashCoordinator}
 	switch schedule {
 	case "short":
 		return all, nil
@@ -92,30 +102,56 @@ func flussFaultPlan(schedule string, seed uint64) ([]flussFault, error) {
 		}
 		return out, nil
 	}
-	return nil, fmt.Errorf("fault schedule %q: want short or long", schedule)
+	var out []flussFault
+	for name := range strings.SplitSeq(schedule, ",") {
+		f, ok := flussFaultNames[name]
+		if !ok {
+			return nil, fmt.Errorf("fault schedule %q: want short, long or a list of crash-data, crash-state, pause-data, crash-coordinator", schedule)
+		}
+		out = append(out, f)
+	}
+	return out, nil
 }
 
 // TestFlussFaults runs the schedule against a fresh replicated cluster: no
-// acknowledged row may be lost, none duplicated; each fault's stall (the
-// longest time no producer got an acknowledgement) and /readyz's answers
-// are logged.
+// acknowledged row may be lost, none duplicated, and /readyz stays 200;
+// each fault's stall (the longest a franz-go record waited, and the
+// longest time no producer got an acknowledgement) is logged.
 func TestFlussFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a 3-server Fluss cluster and stalls it on purpose")
 	}
 	plan, err := flussFaultPlan(*flussFaultSchedule, *flussFaultSeed)
 	require.NoError(t, err)
-	cluster := flusstest.StartCluster(t, flusstest.TabletServers(flussFaultServers),
+	settings := []flusstest.Option{flusstest.TabletServers(flussFaultServers),
 		flusstest.ServerSetting("default.replication.factor", fmt.Sprint(flussFaultServers)),
-		flusstest.ServerSetting("zookeeper.client.session-timeout", *flussFaultSession))
+		flusstest.ServerSetting("zookeeper.client.session-timeout", *flussFaultSession)}
+	if *flussFaultSettings != "" {
+		for kv := range strings.SplitSeq(*flussFaultSettings, ",") {
+			k, v, ok := strings.Cut(kv, "=")
+			require.True(t, ok, "server setting %q: want key=value", kv)
+			settings = append(settings, flusstest.ServerSetting(k, v))
+		}
+	}
+	cluster := flusstest.StartCluster(t, settings...)
 	e := &env{flussdb.NewOn(t, cluster.Bootstrap(), "faults")}
 	tbl := e.createTable(t, loadTable("load", flussFaultBuckets))
 	java := javaLoadCommand(t)
 
 	bin, err := gatewayBinary()
 	require.NoError(t, err)
-	g := gatewaytest.StartTest(t, bin, gatewayConfig{Bootstrap: cluster.Bootstrap(), Routes: jsonRoute(faultTopic, tbl)}.config())
-	loads := []load{startFranzLoad(t, "franz", []string{g.KafkaAddr}, *flussFaultRate)}
+	cfg := gatewayConfig{Bootstrap: cluster.Bootstrap(), Routes: jsonRoute(faultTopic, tbl)}.config()
+	// FLUSS_FAULT_GATEWAY_LOG=debug:FILE keeps a debug log of the gateway in FILE, to see where a stall went.
+	keepLog := ""
+	if v := os.Getenv("FLUSS_FAULT_GATEWAY_LOG"); v != "" {
+		cfg.LogLevel, keepLog, _ = strings.Cut(v, ":")
+	}
+	g := gatewaytest.StartTest(t, bin, cfg)
+	if keepLog != "" {
+		t.Cleanup(func() { _ = os.WriteFile(keepLog, []byte(g.Logs()), 0o644) })
+	}
+	franz := startFranzLoad(t, "franz", []string{g.KafkaAddr}, *flussFaultRate)
+	loads := []load{franz}
 	if java != nil {
 		loads = append(loads, startJavaLoad(t, java, "java", []string{g.KafkaAddr}, *flussFaultRate))
 	}
@@ -130,11 +166,16 @@ func TestFlussFaults(t *testing.T) {
 		ok := t.Run(fmt.Sprintf("%02d_%s", i+1, strings.ReplaceAll(fault.String(), " ", "_")), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 			defer cancel()
-			server := faultVictim(ctx, t, e, fault, tbl, victims)
+			server := int32(-1) // the coordinator
+			if fault != crashCoordinator {
+				server = faultVictim(ctx, t, e, fault, tbl, victims)
+			}
 			from := make([]int, len(loads))
 			for i, l := range loads {
 				from[i] = l.acked()
 			}
+			logFrom := len(g.Logs())
+			franz.takeMaxLatency()
 			watch.begin()
 			start := time.Now()
 			switch fault {
@@ -142,6 +183,10 @@ func TestFlussFaults(t *testing.T) {
 				require.NoError(t, cluster.SignalTabletServer(ctx, server, flusstest.Crash))
 				sleepCtx(ctx, flussFaultDown)
 				require.NoError(t, cluster.StartTabletServer(ctx, server))
+			case crashCoordinator:
+				require.NoError(t, cluster.SignalCoordinator(ctx, flusstest.Crash))
+				sleepCtx(ctx, flussFaultDown)
+				require.NoError(t, cluster.StartCoordinator(ctx))
 			case pauseDataLeader:
 				require.NoError(t, cluster.SignalTabletServer(ctx, server, flusstest.Pause))
 				sleepCtx(ctx, flussFaultPause)
@@ -150,10 +195,23 @@ func TestFlussFaults(t *testing.T) {
 			healed := time.Since(start)
 			awaitAcks(t, loads, from, g)
 			st := watch.end()
-			line := fmt.Sprintf("%-28s server %d: healed after %4.1fs, longest stall %5.1fs (from the fault %5.1fs), /readyz not 200 in %d of %d samples",
-				fault, server, healed.Seconds(), st.stall.Seconds(), st.stallStart.Sub(start).Seconds(), st.unready, st.samples)
+			latency := franz.takeMaxLatency()
+			who := "coordinator"
+			if server >= 0 {
+				who = fmt.Sprintf("server %d", server)
+			}
+			line := fmt.Sprintf("%-28s %s: healed after %4.1fs, franz-go record waited up to %5.1fs, no ack at all for %5.1fs (from %4.1fs after the fault), /readyz not 200 in %d of %d samples",
+				fault, who, healed.Seconds(), latency.Seconds(), st.stall.Seconds(), st.stallStart.Sub(start).Seconds(), st.unready, st.samples)
+			logs := g.Logs()[logFrom:]
+			if st.unready > 0 {
+				line += "; why: " + firstLine(logs, "fluss not writable")
+			}
+			t.Logf("gateway warnings during the fault (fault at %s):\n%s", start.UTC().Format("15:04:05.000"), warnings(logs, 20))
 			t.Log(line)
 			report = append(report, line)
+			// Every instance sees a fault of the shared cluster alike: none
+			// may leave its load balancer for it.
+			assert.Zero(t, st.unready, "/readyz was not 200 during a fault of the Fluss cluster")
 		})
 		if !ok {
 			break
@@ -179,8 +237,8 @@ func TestFlussFaults(t *testing.T) {
 		assert.Zero(t, tl.lost, "%s: acknowledged rows lost", tl.client)
 		assert.Zero(t, tl.dupRows, "%s: duplicated rows", tl.client)
 	}
-	t.Logf("schedule %s (seed %d), session timeout %s, %d rec/s per producer:\n%s",
-		*flussFaultSchedule, *flussFaultSeed, *flussFaultSession, *flussFaultRate, strings.Join(report, "\n"))
+	t.Logf("schedule %s (seed %d), session timeout %s, settings %q, %d rec/s per producer:\n%s",
+		*flussFaultSchedule, *flussFaultSeed, *flussFaultSession, *flussFaultSettings, *flussFaultRate, strings.Join(report, "\n"))
 }
 
 // faultVictim picks the tablet server a fault hits: the leader of a random
@@ -213,6 +271,27 @@ func faultVictim(ctx context.Context, t *testing.T, e *env, fault flussFault, tb
 		return err == nil
 	}), "leader of %s bucket %d: %v", path, bucket, err)
 	return leader.ID
+}
+
+// warnings returns the first n WARN and ERROR lines of a gateway log.
+func warnings(text string, n int) string {
+	var out []string
+	for line := range strings.Lines(text) {
+		if len(out) < n && (strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR")) {
+			out = append(out, strings.TrimSpace(line))
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// firstLine returns the first line of text holding substr ("" if none).
+func firstLine(text, substr string) string {
+	for line := range strings.Lines(text) {
+		if strings.Contains(line, substr) {
+			return strings.TrimSpace(line)
+		}
+	}
+	return ""
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {
@@ -324,7 +403,7 @@ func (w *progressWatch) stop() {
 func TestFlussFaultPlan(t *testing.T) {
 	short, err := flussFaultPlan("short", 7)
 	require.NoError(t, err)
-	assert.ElementsMatch(t, []flussFault{crashDataLeader, crashStateLeader, pauseDataLeader}, short)
+	assert.ElementsMatch(t, []flussFault{crashDataLeader, crashStateLeader, pauseDataLeader, crashCoordinator}, short)
 	a, err := flussFaultPlan("long", 1)
 	require.NoError(t, err)
 	b, err := flussFaultPlan("long", 1)
@@ -333,6 +412,9 @@ func TestFlussFaultPlan(t *testing.T) {
 	for _, f := range short {
 		assert.Contains(t, a, f)
 	}
+	listed, err := flussFaultPlan("pause-data,crash-data", 1)
+	require.NoError(t, err)
+	assert.Equal(t, []flussFault{pauseDataLeader, crashDataLeader}, listed)
 	_, err = flussFaultPlan("forever", 1)
-	assert.ErrorContains(t, err, "want short or long")
+	assert.ErrorContains(t, err, "want short, long or a list")
 }

@@ -56,6 +56,10 @@ commands:
   start-tablet [-s NAME] ID      start a stopped tablet server ID again and wait for the coordinator
   signal-tablet [-s NAME] ID SIG send SIG to tablet server ID: KILL (a crash; returns once it has
                                  exited; start-tablet brings it back), STOP (a long pause), CONT
+  signal-coordinator [-s NAME] SIG
+                                 the same for the coordinator (start-coordinator brings it back)
+  start-coordinator [-s NAME]    start a stopped or crashed coordinator again on its port and wait
+                                 until it runs its event thread
   logs [-s NAME] [-f] [-l LINES] [COMPONENT]
                                  tail the logs (COMPONENT: zookeeper, coordinator, tablet-ID; default all)
   list                           names of clusters with a state file
@@ -551,25 +555,66 @@ cmd_stop_tablet() {
 }
 
 cmd_signal_tablet() {
-	local name=$1 id=$2 sig=$3 pid
-	case $sig in
-	KILL | STOP | CONT) ;;
-	*) die "signal-tablet sends KILL, STOP or CONT, got '$sig'" ;;
-	esac
+	local name=$1 id=$2 sig=$3
 	lock "$name"
 	load_instance "$name"
 	check_tablet_id "$id"
-	pid=${ST[TABLET_${id}_PID]:-}
-	owns "$pid" "${ST[DIR]}" || die "tablet server $id of cluster '$name' is not running"
+	send_signal "tablet server $id" "${ST[TABLET_${id}_PID]:-}" "$sig"
+}
+
+cmd_signal_coordinator() {
+	local name=$1 sig=$2
+	lock "$name"
+	load_instance "$name"
+	send_signal "coordinator" "${ST[COORDINATOR_PID]:-}" "$sig"
+}
+
+# send_signal WHAT PID SIG: KILL (returns once the process is gone), STOP or CONT to a process of the cluster.
+send_signal() {
+	local what=$1 pid=$2 sig=$3
+	case $sig in
+	KILL | STOP | CONT) ;;
+	*) die "signals are KILL, STOP or CONT, got '$sig'" ;;
+	esac
+	owns "$pid" "${ST[DIR]}" || die "$what of cluster '${ST[NAME]}' is not running"
 	kill "-$sig" "$pid"
 	if [[ $sig == KILL ]]; then
 		local deadline=$(($(date +%s) + STOP_TIMEOUT))
 		while owns "$pid" "${ST[DIR]}"; do
-			(($(date +%s) < deadline)) || die "tablet server $id (pid $pid) still runs after SIGKILL"
+			(($(date +%s) < deadline)) || die "$what (pid $pid) still runs after SIGKILL"
 			sleep 0.05
 		done
 	fi
-	log "tablet server $id of cluster '$name' sent SIG$sig"
+	log "$what of cluster '${ST[NAME]}' sent SIG$sig"
+}
+
+cmd_start_coordinator() {
+	local name=$1
+	lock "$name"
+	load_instance "$name"
+	owns "${ST[COORDINATOR_PID]:-}" "${ST[DIR]}" && die "the coordinator already runs (pid ${ST[COORDINATOR_PID]})"
+	local dir=${ST[DIR]} logfile=${ST[DIR]}/log/coordinator.log t0 baseline pid
+	local -a flags
+	mapfile -t flags < <(java_flags "$dir")
+	t0=$(now_ms)
+	baseline=$(grep -c 'CoordinatorEventThread - Starting' "$logfile" || true)
+	printf '\n===== restarted %s =====\n' "$(date '+%F %T.%N')" >>"$logfile"
+	# The same server.yaml: the same port, which clients have as their bootstrap address.
+	pid=$(launch "$logfile" "${ST[JAVA]}" "-Xmx$COORDINATOR_HEAP" "${flags[@]}" \
+		-cp "${ST[LIB]}/*" "$COORDINATOR_MAIN" --configDir "$dir/conf")
+	ST[COORDINATOR_PID]=$pid
+	save_state
+	# Not wait_log: its failure stops the whole cluster.
+	local deadline=$(($(date +%s) + START_TIMEOUT))
+	until (($(grep -c 'CoordinatorEventThread - Starting' "$logfile" || true) > baseline)) && port_in_use "${ST[COORDINATOR_PORT]}"; do
+		owns "$pid" "$dir" || {
+			tail -n 40 "$logfile" >&2 || true
+			die "the coordinator exited; see scripts/fluss-local.sh logs -s $name coordinator"
+		}
+		(($(date +%s) < deadline)) || die "the coordinator did not run again within ${START_TIMEOUT}s"
+		sleep 0.2
+	done
+	log "coordinator of cluster '$name' back in $(($(now_ms) - t0))ms at 127.0.0.1:${ST[COORDINATOR_PORT]}"
 }
 
 cmd_start_tablet() {
@@ -674,6 +719,11 @@ main() {
 		[[ ${#ARG_POSITIONAL[@]} -eq 2 ]] || die "signal-tablet wants a tablet server id and a signal"
 		cmd_signal_tablet "$name" "${ARG_POSITIONAL[0]}" "${ARG_POSITIONAL[1]}"
 		;;
+	signal-coordinator)
+		[[ ${#ARG_POSITIONAL[@]} -eq 1 ]] || die "signal-coordinator wants a signal"
+		cmd_signal_coordinator "$name" "${ARG_POSITIONAL[0]}"
+		;;
+	start-coordinator) cmd_start_coordinator "$name" ;;
 	logs) cmd_logs "$name" "${ARG[FOLLOW]}" "${ARG[LINES]}" "${ARG_POSITIONAL[0]:-}" ;;
 	fetch) fetch_jars "${ARG[VERSION]}" ;;
 	fetch-client) fetch_client_jar "${ARG[VERSION]}" ;;

@@ -131,6 +131,24 @@ func (c *Cluster) SignalTabletServer(ctx context.Context, id int32, sig Signal) 
 	return nil
 }
 
+// SignalCoordinator sends sig to the coordinator; after a Crash it returns
+// once the process has exited.
+func (c *Cluster) SignalCoordinator(ctx context.Context, sig Signal) error {
+	if _, err := c.run(ctx, c.script, "signal-coordinator", "-s", c.name, string(sig)); err != nil {
+		return fmt.Errorf("signal-coordinator %s of cluster %s: %w", sig, c.name, err)
+	}
+	return nil
+}
+
+// StartCoordinator starts a crashed coordinator again on its address and
+// returns once it runs.
+func (c *Cluster) StartCoordinator(ctx context.Context) error {
+	if _, err := c.run(ctx, c.script, "start-coordinator", "-s", c.name); err != nil {
+		return fmt.Errorf("start-coordinator of cluster %s: %w", c.name, err)
+	}
+	return nil
+}
+
 func (c *Cluster) tabletCommand(ctx context.Context, command string, id int32) error {
 	if _, err := c.run(ctx, c.script, command, "-s", c.name, strconv.Itoa(int(id))); err != nil {
 		return fmt.Errorf("%s %d of cluster %s: %w", command, id, c.name, err)
