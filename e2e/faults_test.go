@@ -252,14 +252,17 @@ func faultRun(t *testing.T, e *env, kind faultKind, shape faultShape, run int, j
 	return tallies
 }
 
-// awaitAcks waits until every load has faultAcks acknowledgements more than
-// from[i] (nil: 0), failing the run if one stalls.
-func awaitAcks(t *testing.T, loads []load, from []int, g *gatewaytest.Process) {
+// awaitAcks waits until every load has faultAcks acknowledgements (or its
+// ackStep) more than from[i] (nil: 0), failing the run if one stalls.
+func awaitAcks[L progress](t *testing.T, loads []L, from []int, g *gatewaytest.Process) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), faultWait)
 	defer cancel()
 	for i, l := range loads {
 		want := faultAcks
+		if s, ok := any(l).(interface{ ackStep() int }); ok {
+			want = s.ackStep()
+		}
 		if from != nil {
 			want += from[i]
 		}
@@ -314,11 +317,16 @@ func (tl tally) String() string {
 		tl.sent, len(tl.acked), tl.failed, tl.lost, tl.dupRows, tl.dupIDs, tl.unackedWritten)
 }
 
-// load is a producer sending (producer, seq) rows at a steady rate.
-type load interface {
+// progress is what awaitAcks watches of a producer.
+type progress interface {
 	name() string
 	acked() int
 	failure() error // non-nil once the producer itself broke
+}
+
+// load is a producer sending (producer, seq) rows at a steady rate.
+type load interface {
+	progress
 	// stop ends sending, waits for every record's outcome and returns the
 	// figures (without the read-back ones).
 	stop(t *testing.T) tally
@@ -327,6 +335,7 @@ type load interface {
 // franzLoad is an in-process franz-go producer with its defaults
 // (idempotent, acks=all).
 type franzLoad struct {
+	topic    string
 	client   string
 	rate     int // records per second
 	cl       *kgo.Client
@@ -342,7 +351,12 @@ type franzLoad struct {
 }
 
 func startFranzLoad(t *testing.T, client string, seeds []string, rate int) *franzLoad {
-	l := &franzLoad{client: client, rate: rate, cl: newProducer(t, seeds[0], kgo.SeedBrokers(seeds...)),
+	return startFranzLoadOn(t, faultTopic, client, seeds, rate)
+}
+
+// startFranzLoadOn is startFranzLoad writing to topic.
+func startFranzLoadOn(t *testing.T, topic, client string, seeds []string, rate int) *franzLoad {
+	l := &franzLoad{topic: topic, client: client, rate: rate, cl: newProducer(t, seeds[0], kgo.SeedBrokers(seeds...)),
 		loopDone: make(chan struct{}), ok: make(map[int64]bool)}
 	ctx, cancel := context.WithCancel(t.Context())
 	l.cancel = cancel
@@ -368,7 +382,7 @@ func (l *franzLoad) loop(ctx, recordCtx context.Context) {
 			sent := time.Now()
 			// recordCtx, not ctx: stopping the loop must not fail records
 			// already handed over.
-			l.cl.Produce(recordCtx, loadRecord(faultTopic, l.client, seq), func(_ *kgo.Record, err error) {
+			l.cl.Produce(recordCtx, loadRecord(l.topic, l.client, seq), func(_ *kgo.Record, err error) {
 				defer l.inflight.Done()
 				l.mu.Lock()
 				defer l.mu.Unlock()

@@ -55,7 +55,8 @@ commands:
   stop-tablet [-s NAME] ID       stop tablet server ID (TERM, KILL after a timeout)
   start-tablet [-s NAME] ID      start a stopped tablet server ID again and wait for the coordinator
   signal-tablet [-s NAME] ID SIG send SIG to tablet server ID: KILL (a crash; returns once it has
-                                 exited; start-tablet brings it back), STOP (a long pause), CONT
+                                 exited; start-tablet brings it back), TERM (a graceful stop, KILL
+                                 after the stop timeout), STOP (a long pause), CONT
   signal-coordinator [-s NAME] SIG
                                  the same for the coordinator (start-coordinator brings it back)
   start-coordinator [-s NAME]    start a stopped or crashed coordinator again on its port and wait
@@ -569,12 +570,19 @@ cmd_signal_coordinator() {
 	send_signal "coordinator" "${ST[COORDINATOR_PID]:-}" "$sig"
 }
 
-# send_signal WHAT PID SIG: KILL (returns once the process is gone), STOP or CONT to a process of the cluster.
+# send_signal WHAT PID SIG: KILL (returns once the process is gone), TERM (a graceful stop: returns once
+# it is gone, KILL after the stop timeout), STOP or CONT to a process of the cluster.
 send_signal() {
 	local what=$1 pid=$2 sig=$3
 	case $sig in
 	KILL | STOP | CONT) ;;
-	*) die "signals are KILL, STOP or CONT, got '$sig'" ;;
+	TERM)
+		owns "$pid" "${ST[DIR]}" || die "$what of cluster '${ST[NAME]}' is not running"
+		terminate "$what" "$pid"
+		log "$what of cluster '${ST[NAME]}' stopped"
+		return
+		;;
+	*) die "signals are KILL, TERM, STOP or CONT, got '$sig'" ;;
 	esac
 	owns "$pid" "${ST[DIR]}" || die "$what of cluster '${ST[NAME]}' is not running"
 	kill "-$sig" "$pid"

@@ -118,6 +118,7 @@ type Signal string
 
 const (
 	Crash  Signal = "KILL" // SIGKILL; StartTabletServer brings the server back
+	Stop   Signal = "TERM" // a graceful stop (SIGKILL after the script's timeout)
 	Pause  Signal = "STOP" // SIGSTOP, a long GC pause as the others see it
 	Resume Signal = "CONT" // SIGCONT after a Pause
 )
