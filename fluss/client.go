@@ -116,7 +116,8 @@ func WithDialer(dial func(ctx context.Context, network, addr string) (net.Conn, 
 // first use, a metadata cache, and the admin, write and read calls.
 //
 // NewClient starts no goroutine and opens no connection. Each connection
-// owns a reader and a writer goroutine, stopped by Close. A bucket-leader
+// owns a reader, a writer and a silence watcher (conn.watchSilence)
+// goroutine, stopped by Close. A bucket-leader
 // refresh shared by concurrent BucketLeader callers runs on its own
 // goroutine, which ends within the dial and request timeouts (at once after
 // Close). All methods are safe for concurrent use.
@@ -194,7 +195,7 @@ func NewClient(cfg Config, opts ...Option) (*Client, error) {
 
 // silentConnCheck is how long a connection with requests waiting may stay
 // silent before the client asks whether its server is still in the
-// cluster (see conn.checkSilent).
+// cluster (see conn.watchSilence).
 const silentConnCheck = 2 * time.Second
 
 // serverLeft reports whether fresh cluster metadata no longer lists the

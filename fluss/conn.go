@@ -66,7 +66,6 @@ type conn struct {
 	err     error // why the connection died; nil while alive
 
 	lastRead atomic.Int64 // unix ns of the last frame read (or of the dial)
-	checking atomic.Bool  // a membership check of the server runs
 }
 
 // waiter is a request in flight: where its answer goes, and what
@@ -105,6 +104,10 @@ func dialConn(ctx context.Context, addr string, cfg *connConfig) (*conn, error) 
 	c.wg.Add(2)
 	go c.readLoop()
 	go c.writeLoop()
+	if cfg.gone != nil {
+		c.wg.Add(1)
+		go c.watchSilence()
+	}
 
 	if err := c.handshake(dctx); err != nil {
 		c.close()
@@ -313,50 +316,64 @@ func (c *conn) sendFrame(ctx context.Context, h frame.RequestHeader, msg proto.M
 func (p *pendingCall) wait(ctx context.Context) (frame.Response, error) {
 	defer p.timer.Stop()
 	c := p.c
-	var silent <-chan time.Time // nil: never fires
-	if c.cfg.gone != nil {
-		t := time.NewTicker(c.cfg.silentAfter)
-		defer t.Stop()
-		silent = t.C
-	}
-	for {
-		select {
-		case r := <-p.ch:
-			return r.resp, r.err
-		case <-ctx.Done():
-			c.forget(p.id)
-			return frame.Response{}, fmt.Errorf("api %d to %s: %w", p.apiKey, c.addr, ctx.Err())
-		case <-p.timer.C:
-			c.forget(p.id)
-			return frame.Response{}, fmt.Errorf("api %d to %s: %w after %s", p.apiKey, c.addr, ErrRequestTimeout, p.timeout)
-		case <-silent:
-			c.checkSilent()
-		}
+	select {
+	case r := <-p.ch:
+		return r.resp, r.err
+	case <-ctx.Done():
+		c.forget(p.id)
+		return frame.Response{}, fmt.Errorf("api %d to %s: %w", p.apiKey, c.addr, ctx.Err())
+	case <-p.timer.C:
+		c.forget(p.id)
+		return frame.Response{}, fmt.Errorf("api %d to %s: %w after %s", p.apiKey, c.addr, ErrRequestTimeout, p.timeout)
 	}
 }
 
-// checkSilent asks, once at a time per connection, whether the server of a
-// connection that has read nothing for silentAfter is still in the
-// cluster; if the cluster has dropped it (a crashed or paused tablet
-// server whose ZooKeeper session expired, its buckets led elsewhere now),
-// the connection fails with ErrConnectionClosed, so that its requests are
+// watchSilence is the connection's third goroutine (when the client gave
+// it gone): every silentAfter, if requests wait and nothing was read for
+// that long, it asks whether the server is still in the cluster. If the
+// cluster has dropped it (a crashed or paused tablet server whose
+// ZooKeeper session expired, its buckets led elsewhere now), the
+// connection fails with ErrConnectionClosed, so that its requests are
 // retried on the new leaders at once instead of at their request timeout.
 // A server that is slow but still a member keeps its requests.
-func (c *conn) checkSilent() {
-	quiet := time.Since(time.Unix(0, c.lastRead.Load()))
-	if quiet < c.cfg.silentAfter || !c.alive() || !c.checking.CompareAndSwap(false, true) {
-		return
-	}
+func (c *conn) watchSilence() {
+	defer c.wg.Done()
+	// A check under way ends when the connection does: close() waits for
+	// this goroutine.
+	base, cancelBase := context.WithCancel(context.Background())
+	defer cancelBase()
 	go func() {
-		defer c.checking.Store(false)
-		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.silentAfter)
-		defer cancel()
-		if c.cfg.gone(ctx, c.addr) {
+		select {
+		case <-c.done:
+			cancelBase()
+		case <-base.Done():
+		}
+	}()
+	tick := time.NewTicker(c.cfg.silentAfter)
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-tick.C:
+		}
+		quiet := time.Since(time.Unix(0, c.lastRead.Load()))
+		c.mu.Lock()
+		waiting := len(c.pending) > 0
+		c.mu.Unlock()
+		if !waiting || quiet < c.cfg.silentAfter {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(base, c.cfg.silentAfter)
+		gone := c.cfg.gone(ctx, c.addr)
+		cancel()
+		if gone {
 			c.log.Warn("fluss server left the cluster while requests waited on it; failing them for a retry on the new leaders",
 				slog.Duration("silent", quiet.Round(time.Millisecond)))
 			c.fail(fmt.Errorf("%w: %s left the cluster (no answer for %s)", ErrConnectionClosed, c.addr, quiet.Round(time.Millisecond)))
+			return
 		}
-	}()
+	}
 }
 
 // decode waits for the response and decodes it into resp (see call).
