@@ -234,14 +234,7 @@ func faultRun(t *testing.T, e *env, kind faultKind, shape faultShape, run int, j
 	}
 	next.RequireStop(t)
 
-	got := readIDs(t, e, tbl)
-	for i := range tallies {
-		tallies[i].count(got)
-	}
-	for id := range got {
-		require.True(t, slices.ContainsFunc(tallies, func(tl tally) bool { return tl.client == id.producer && id.seq < tl.sent }),
-			"row %v read back that no producer sent", id)
-	}
+	countReadBack(t, e, tbl, tallies)
 	for _, tl := range tallies {
 		t.Logf("%s: %s", tl.client, tl)
 		assert.Zero(t, tl.lost, "%s: acknowledged rows lost", tl.client)
@@ -250,6 +243,20 @@ func faultRun(t *testing.T, e *env, kind faultKind, shape faultShape, run int, j
 		}
 	}
 	return tallies
+}
+
+// countReadBack reads a load table back out of Fluss and fills in each
+// tally's read-back figures; a row that no producer sent fails the test.
+func countReadBack(t *testing.T, e *env, tbl string, tallies []tally) {
+	t.Helper()
+	got := readIDs(t, e, tbl)
+	for i := range tallies {
+		tallies[i].count(got)
+	}
+	for id := range got {
+		require.True(t, slices.ContainsFunc(tallies, func(tl tally) bool { return tl.client == id.producer && id.seq < tl.sent }),
+			"row %v read back that no producer sent", id)
+	}
 }
 
 // awaitAcks waits until every load has faultAcks acknowledgements (or its

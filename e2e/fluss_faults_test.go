@@ -202,9 +202,10 @@ func TestFlussFaults(t *testing.T) {
 
 	// finishSteady stops the untouched topic's producer and counts its rows.
 	finishSteady := func() {
-		tl := steady.stop(t)
+		tls := []tally{steady.stop(t)}
 		steady = nil
-		tl.count(readIDs(t, e, steadyTbl))
+		countReadBack(t, e, steadyTbl, tls)
+		tl := tls[0]
 		report = append(report, fmt.Sprintf("%-5s %s (untouched topic, %.0f rec/s without a fault)", tl.client, tl, steadyBase))
 		assert.Zero(t, tl.lost, "untouched topic: acknowledged rows lost")
 		assert.Zero(t, tl.dupRows, "untouched topic: duplicated rows")
@@ -322,14 +323,7 @@ func TestFlussFaults(t *testing.T) {
 	assert.Zero(t, txnTally.duplicated, "transactions: rows duplicated")
 	assert.Zero(t, txnTally.abortedVisible, "transactions: rows of aborted transactions visible")
 	assert.Zero(t, txnTally.torn, "transactions: read back in part")
-	got := readIDs(t, e, tbl)
-	for i := range tallies {
-		tallies[i].count(got)
-	}
-	for id := range got {
-		require.True(t, slices.ContainsFunc(tallies, func(tl tally) bool { return tl.client == id.producer && id.seq < tl.sent }),
-			"row %v read back that no producer sent", id)
-	}
+	countReadBack(t, e, tbl, tallies)
 	for _, tl := range tallies {
 		report = append(report, fmt.Sprintf("%-5s %s", tl.client, tl))
 		assert.Zero(t, tl.lost, "%s: acknowledged rows lost", tl.client)
