@@ -11,7 +11,9 @@
  * Without RESTORE (the first run) the process dies at once (Runtime.halt(3), as a lost TaskManager)
  * 200 records after the first completed checkpoint and half a second of sending: the sink's open
  * transactions are left ongoing in the gateway, with records. It prints "HALT-AFTER-CHECKPOINT
- * <path>" first: the completed checkpoint's directory (CHECKPOINT_DIR/<job>/chk-<id>) to restore. (A
+ * <path>" first: the directory of the last checkpoint completed by then (CHECKPOINT_DIR/<job>/chk-<id>,
+ * the newest holding its _metadata), which is what Flink itself would restore: an older one would
+ * replay rows that a later checkpoint's transactions already committed. (A
  * task failure inside one JVM would not do: Flink 2.0's writer aborts its open transaction when it is
  * closed, so nothing would linger.)
  *
@@ -22,7 +24,13 @@
  * precommitted ones, and the job finishes. It prints "DONE" then.
  */
 
+import java.io.IOException;
+import java.net.URI;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.stream.Stream;
 
 import org.apache.flink.api.common.functions.RichMapFunction;
 import org.apache.flink.api.common.serialization.SimpleStringSchema;
@@ -81,11 +89,12 @@ public class Flink2TxnJob {
      * Turns ids into JSON rows, slowly enough for several checkpoints (about 1 ms per 2 records), and,
      * given the checkpoint directory (the first run), kills the process 200 records after the first
      * completed checkpoint it hears of (whenever that is, on a slow machine too), after half a second
-     * for the producer to send them.
+     * for the producer to send them. Checkpoints may complete meanwhile (the other subtask runs on,
+     * and notifications can lag): the one announced is looked up on disk just before the halt.
      */
     static class HaltOnce extends RichMapFunction<Long, String> implements CheckpointListener {
         private final String checkpoints;
-        private volatile long completed = -1;
+        private volatile boolean completed;
         private int after;
 
         HaltOnce(String checkpoints) {
@@ -97,10 +106,11 @@ public class Flink2TxnJob {
             if (id % 2 == 0) {
                 Thread.sleep(1);
             }
-            if (checkpoints != null && completed >= 0 && ++after == 200 && HALTING.compareAndSet(false, true)) {
+            if (checkpoints != null && completed && ++after == 200 && HALTING.compareAndSet(false, true)) {
                 Thread.sleep(500);
+                Path job = Paths.get(URI.create(checkpoints)).resolve(getRuntimeContext().getJobInfo().getJobId().toString());
                 System.out.println("HALT-AFTER-CHECKPOINT " + checkpoints + "/"
-                        + getRuntimeContext().getJobInfo().getJobId() + "/chk-" + completed);
+                        + getRuntimeContext().getJobInfo().getJobId() + "/chk-" + lastCompleted(job));
                 System.out.flush();
                 Runtime.getRuntime().halt(3);
             }
@@ -109,8 +119,17 @@ public class Flink2TxnJob {
 
         @Override
         public void notifyCheckpointComplete(long checkpointId) {
-            if (completed < 0) {
-                completed = checkpointId;
+            completed = true;
+        }
+
+        /** The highest checkpoint id under the job's directory whose _metadata is written. */
+        static long lastCompleted(Path job) throws IOException {
+            try (Stream<Path> dirs = Files.list(job)) {
+                return dirs.filter(d -> d.getFileName().toString().startsWith("chk-"))
+                        .filter(d -> Files.exists(d.resolve("_metadata")))
+                        .mapToLong(d -> Long.parseLong(d.getFileName().toString().substring(4)))
+                        .max()
+                        .orElseThrow(() -> new IOException("no completed checkpoint under " + job));
             }
         }
     }
