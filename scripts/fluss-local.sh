@@ -11,6 +11,13 @@
 # --sasl adds a second listener named SASL (security protocol sasl, mechanism PLAIN, the given
 # users) to the coordinator and every tablet server. The FLUSS listener stays plaintext and is the
 # internal listener (internal.listener.name) that the servers use among themselves.
+#
+# --client-ports adds a plaintext listener named CLIENT whose tablet server addresses are the given
+# ports, not the servers' own: tablet server i advertises 127.0.0.1:P_i, where something between
+# (a test's TCP proxy) forwards to the port `client-port i` prints. A client bootstrapped on
+# FLUSS_CLIENT_BOOTSTRAP reaches the tablet servers only through that proxy, while the servers keep
+# talking among themselves on FLUSS: the proxy can cut one client off one server (a network
+# partition) without the cluster noticing.
 set -euo pipefail
 
 readonly DEFAULT_VERSION=0.9.1-incubating
@@ -39,7 +46,7 @@ usage: scripts/fluss-local.sh COMMAND [options]
 
 commands:
   start [-n TABLET_SERVERS] [-v VERSION] [-s NAME] [-D key=value]... [-o OWNER_PID]
-        [--sasl USER:PASSWORD[,USER:PASSWORD]...]
+        [--sasl USER:PASSWORD[,USER:PASSWORD]...] [--client-ports P0[,P1]...]
         download fluss-server VERSION (default 0.9.1-incubating) and log4j into .cache/fluss,
         start ZooKeeper, a coordinator and N tablet servers (default 1) on 127.0.0.1, wait
         until the coordinator knows every tablet server, print FLUSS_BOOTSTRAP=127.0.0.1:PORT.
@@ -48,9 +55,15 @@ commands:
         --sasl also opens a SASL/PLAIN listener on every server that accepts exactly these
         users (names [A-Za-z0-9_-], passwords [A-Za-z0-9_.@%+-]) and prints a second line
         FLUSS_SASL_BOOTSTRAP=127.0.0.1:PORT; the FLUSS listener stays plaintext.
+        --client-ports (one port per tablet server) also opens a plaintext CLIENT listener
+        on every server; tablet server i advertises it as 127.0.0.1:P_i (a proxy's port,
+        forwarding to `client-port i`); prints FLUSS_CLIENT_BOOTSTRAP=127.0.0.1:PORT.
   stop [-s NAME]                 stop the cluster's processes (TERM, KILL after a timeout), remove its dir
   status [-s NAME]               say what runs (exit 0 all up, 1 something down, 3 no such cluster)
-  bootstrap [-s NAME]            print FLUSS_BOOTSTRAP=... (and FLUSS_SASL_BOOTSTRAP=...) of a running cluster
+  bootstrap [-s NAME]            print FLUSS_BOOTSTRAP=... (and FLUSS_SASL_BOOTSTRAP=...,
+                                 FLUSS_CLIENT_BOOTSTRAP=...) of a running cluster
+  client-port [-s NAME] ID       the port tablet server ID's CLIENT listener is bound to (a cluster
+                                 started with --client-ports; it changes when the server restarts)
   restart-tablet [-s NAME] ID    stop and start tablet server ID (same id, same data dir)
   stop-tablet [-s NAME] ID       stop tablet server ID (TERM, KILL after a timeout)
   start-tablet [-s NAME] ID      start a stopped tablet server ID again and wait for the coordinator
@@ -214,13 +227,27 @@ EOF
 # sasl_enabled: true if the loaded cluster has a SASL listener.
 sasl_enabled() { [[ -n ${ST[SASL_USERS]:-} ]]; }
 
-# listeners PORT SASL_PORT: the bind.listeners value of a server.
+# client_enabled: true if the loaded cluster has a CLIENT listener (--client-ports).
+client_enabled() { [[ -n ${ST[CLIENT_PORTS]:-} ]]; }
+
+# listeners PORT SASL_PORT CLIENT_PORT: the bind.listeners value of a server.
 listeners() {
+	local out="FLUSS://127.0.0.1:$1"
 	if sasl_enabled; then
-		printf 'FLUSS://127.0.0.1:%s,SASL://127.0.0.1:%s\n' "$1" "$2"
-	else
-		printf 'FLUSS://127.0.0.1:%s\n' "$1"
+		out+=",SASL://127.0.0.1:$2"
 	fi
+	if client_enabled; then
+		out+=",CLIENT://127.0.0.1:$3"
+	fi
+	printf '%s\n' "$out"
+}
+
+# advertised_client ID: tablet server ID's advertised.listeners, its CLIENT listener at the port
+# --client-ports gave it.
+advertised_client() {
+	local -a ports
+	IFS=, read -r -a ports <<<"${ST[CLIENT_PORTS]}"
+	printf 'CLIENT://127.0.0.1:%s\n' "${ports[$1]}"
 }
 
 # sasl_conf: server.yaml lines of the SASL listener (the JAAS line holds spaces, so no -D).
@@ -245,7 +272,7 @@ write_server_conf() { # uses ST
 		cat <<EOF
 zookeeper.address: 127.0.0.1:${ST[ZK_PORT]}
 zookeeper.path.root: /fluss
-bind.listeners: $(listeners "${ST[COORDINATOR_PORT]}" "${ST[COORDINATOR_SASL_PORT]:-}")
+bind.listeners: $(listeners "${ST[COORDINATOR_PORT]}" "${ST[COORDINATOR_SASL_PORT]:-}" "${ST[COORDINATOR_CLIENT_PORT]:-}")
 remote.data.dir: $dir/remote
 data.dir: $dir/data-0
 tablet-server.id: 0
@@ -288,13 +315,19 @@ start_coordinator() {
 			while [[ $PORT == "${ST[COORDINATOR_PORT]}" ]]; do pick_port; done
 			ST[COORDINATOR_SASL_PORT]=$PORT
 		fi
+		if client_enabled; then
+			pick_port
+			while [[ $PORT == "${ST[COORDINATOR_PORT]}" || $PORT == "${ST[COORDINATOR_SASL_PORT]:-}" ]]; do pick_port; done
+			ST[COORDINATOR_CLIENT_PORT]=$PORT
+		fi
 		write_server_conf
 		pid=$(launch "$dir/log/coordinator.log" "${ST[JAVA]}" "-Xmx$COORDINATOR_HEAP" "${flags[@]}" \
 			-cp "${ST[LIB]}/*" "$COORDINATOR_MAIN" --configDir "$dir/conf")
 		ST[COORDINATOR_PID]=$pid
 		save_state
 		if wait_port "coordinator" "$pid" "${ST[COORDINATOR_PORT]}" "$dir/log/coordinator.log" &&
-			{ ! sasl_enabled || wait_port "coordinator" "$pid" "${ST[COORDINATOR_SASL_PORT]}" "$dir/log/coordinator.log"; }; then
+			{ ! sasl_enabled || wait_port "coordinator" "$pid" "${ST[COORDINATOR_SASL_PORT]}" "$dir/log/coordinator.log"; } &&
+			{ ! client_enabled || wait_port "coordinator" "$pid" "${ST[COORDINATOR_CLIENT_PORT]}" "$dir/log/coordinator.log"; }; then
 			# Tablet servers must register after the coordinator watches /tabletservers, so that
 			# the coordinator logs each one (that log line is our readiness signal).
 			wait_log "coordinator" "$pid" "$dir/log/coordinator.log" 'CoordinatorEventThread - Starting' 1
@@ -313,15 +346,20 @@ tablet_known_count() { # tablet_known_count ID: how often the coordinator has ac
 
 launch_tablet() { # launch_tablet ID
 	local id=$1 dir=${ST[DIR]} pid
-	local -a flags
+	local -a flags args=("-Dbind.listeners=$(listeners 0 0 0)" "-Dtablet-server.id=$id" "-Ddata.dir=$dir/data-$id")
 	mapfile -t flags < <(java_flags "$dir")
+	if client_enabled; then
+		args+=("-Dadvertised.listeners=$(advertised_client "$id")")
+	fi
 	pid=$(launch "$dir/log/tablet-$id.log" "${ST[JAVA]}" "-Xmx$TABLET_HEAP" -XX:+UseG1GC "${flags[@]}" \
-		-cp "${ST[LIB]}/*" "$TABLET_MAIN" --configDir "$dir/conf" \
-		"-Dbind.listeners=$(listeners 0 0)" "-Dtablet-server.id=$id" "-Ddata.dir=$dir/data-$id")
+		-cp "${ST[LIB]}/*" "$TABLET_MAIN" --configDir "$dir/conf" "${args[@]}")
 	ST[TABLET_${id}_PID]=$pid
 	ST[TABLET_${id}_PORT]=
 	if sasl_enabled; then
 		ST[TABLET_${id}_SASL_PORT]=
+	fi
+	if client_enabled; then
+		ST[TABLET_${id}_CLIENT_PORT]=
 	fi
 	save_state
 }
@@ -349,6 +387,9 @@ wait_tablet() {
 	ST[TABLET_${id}_PORT]=$(listener_port "$dir/log/tablet-$id.log" FLUSS)
 	if sasl_enabled; then
 		ST[TABLET_${id}_SASL_PORT]=$(listener_port "$dir/log/tablet-$id.log" SASL)
+	fi
+	if client_enabled; then
+		ST[TABLET_${id}_CLIENT_PORT]=$(listener_port "$dir/log/tablet-$id.log" CLIENT)
 	fi
 }
 
@@ -419,8 +460,13 @@ stop_instance() {
 # ---------------------------------------------------------------------------- commands
 
 cmd_start() {
-	local name=$1 version=$2 num_tablets=$3 owner=$4 extra=$5 sasl_users=$6
+	local name=$1 version=$2 num_tablets=$3 owner=$4 extra=$5 sasl_users=$6 client_ports=$7
 	[[ $num_tablets =~ ^[1-9][0-9]*$ ]] || die "-n wants a positive number of tablet servers, got '$num_tablets'"
+	if [[ -n $client_ports ]]; then
+		local -a cps
+		IFS=, read -r -a cps <<<"$client_ports"
+		((${#cps[@]} == num_tablets)) || die "--client-ports wants one port per tablet server ($num_tablets), got '$client_ports'"
+	fi
 	claim "$name" "$owner"
 	local t0 java lib dir
 	t0=$(now_ms)
@@ -432,6 +478,9 @@ cmd_start() {
 	if [[ -n $sasl_users ]]; then
 		ST[SASL_USERS]=$sasl_users
 	fi
+	if [[ -n $client_ports ]]; then
+		ST[CLIENT_PORTS]=$client_ports
+	fi
 	ST[TABLETS]=$(seq -s, 0 $((num_tablets - 1)))
 	begin_start "$owner" "$dir/log/watcher.log"
 	log "starting cluster '$name' (Fluss $version, $num_tablets tablet server(s)) in $dir"
@@ -441,6 +490,9 @@ cmd_start() {
 	ST[BOOTSTRAP]=127.0.0.1:${ST[COORDINATOR_PORT]}
 	if sasl_enabled; then
 		ST[SASL_BOOTSTRAP]=127.0.0.1:${ST[COORDINATOR_SASL_PORT]}
+	fi
+	if client_enabled; then
+		ST[CLIENT_BOOTSTRAP]=127.0.0.1:${ST[COORDINATOR_CLIENT_PORT]}
 	fi
 	save_state
 	local id
@@ -462,6 +514,9 @@ print_bootstrap() {
 	printf 'FLUSS_BOOTSTRAP=%s\n' "${ST[BOOTSTRAP]}"
 	if [[ -n ${ST[SASL_BOOTSTRAP]:-} ]]; then
 		printf 'FLUSS_SASL_BOOTSTRAP=%s\n' "${ST[SASL_BOOTSTRAP]}"
+	fi
+	if [[ -n ${ST[CLIENT_BOOTSTRAP]:-} ]]; then
+		printf 'FLUSS_CLIENT_BOOTSTRAP=%s\n' "${ST[CLIENT_BOOTSTRAP]}"
 	fi
 }
 
@@ -538,6 +593,15 @@ sasl_user_names() {
 cmd_bootstrap() {
 	load_running "$1"
 	print_bootstrap
+}
+
+cmd_client_port() {
+	local name=$1 id=$2
+	load_instance "$name"
+	check_tablet_id "$id"
+	client_enabled || die "cluster '$name' was started without --client-ports"
+	[[ -n ${ST[TABLET_${id}_CLIENT_PORT]:-} ]] || die "tablet server $id of cluster '$name' has no CLIENT port yet (not started?)"
+	printf '%s\n' "${ST[TABLET_${id}_CLIENT_PORT]}"
 }
 
 check_tablet_id() {
@@ -672,7 +736,7 @@ cmd_logs() {
 }
 
 # parse_option: fluss-local.sh's own options (the library's parse_args takes the common ones).
-ARG[TABLETS]=1 ARG[EXTRA]="" ARG[SASL]="" ARG[FOLLOW]="" ARG_POSITIONAL=()
+ARG[TABLETS]=1 ARG[EXTRA]="" ARG[SASL]="" ARG[CLIENT_PORTS]="" ARG[FOLLOW]="" ARG_POSITIONAL=()
 parse_option() {
 	case $1 in
 	-n | --tablet-servers)
@@ -689,6 +753,11 @@ parse_option() {
 		ARG[SASL]=${2:?--sasl wants USER:PASSWORD[,USER:PASSWORD]...}
 		[[ ${ARG[SASL]} =~ ^[A-Za-z0-9_-]+:[A-Za-z0-9_.@%+-]+(,[A-Za-z0-9_-]+:[A-Za-z0-9_.@%+-]+)*$ ]] ||
 			die "--sasl wants USER:PASSWORD[,USER:PASSWORD]... (names [A-Za-z0-9_-], passwords [A-Za-z0-9_.@%+-]), got '${ARG[SASL]}'"
+		SHIFT=2
+		;;
+	--client-ports)
+		ARG[CLIENT_PORTS]=${2:?--client-ports wants P0[,P1]...}
+		[[ ${ARG[CLIENT_PORTS]} =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "--client-ports wants ports P0[,P1]..., got '${ARG[CLIENT_PORTS]}'"
 		SHIFT=2
 		;;
 	-f | --follow)
@@ -708,8 +777,12 @@ main() {
 	parse_args "$@"
 	local name=${ARG[NAME]}
 	case ${ARG[CMD]} in
-	start) cmd_start "$name" "${ARG[VERSION]}" "${ARG[TABLETS]}" "${ARG[OWNER]}" "${ARG[EXTRA]}" "${ARG[SASL]}" ;;
+	start) cmd_start "$name" "${ARG[VERSION]}" "${ARG[TABLETS]}" "${ARG[OWNER]}" "${ARG[EXTRA]}" "${ARG[SASL]}" "${ARG[CLIENT_PORTS]}" ;;
 	bootstrap) cmd_bootstrap "$name" ;;
+	client-port)
+		[[ ${#ARG_POSITIONAL[@]} -eq 1 ]] || die "client-port wants one tablet server id"
+		cmd_client_port "$name" "${ARG_POSITIONAL[0]}"
+		;;
 	restart-tablet)
 		[[ ${#ARG_POSITIONAL[@]} -eq 1 ]] || die "restart-tablet wants one tablet server id"
 		cmd_stop_tablet "$name" "${ARG_POSITIONAL[0]}"

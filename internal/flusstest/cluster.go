@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -31,12 +32,13 @@ const (
 // Time budgets for the script's commands; a JVM start on a loaded 2-core
 // machine takes seconds, a download of the jars a minute or two.
 const (
-	startTimeout       = 10 * time.Minute
-	stopTimeout        = 3 * time.Minute
-	tabletTimeout      = 5 * time.Minute
-	scriptRelPath      = "scripts/fluss-local.sh"
-	bootstrapLabel     = "FLUSS_BOOTSTRAP="
-	saslBootstrapLabel = "FLUSS_SASL_BOOTSTRAP="
+	startTimeout         = 10 * time.Minute
+	stopTimeout          = 3 * time.Minute
+	tabletTimeout        = 5 * time.Minute
+	scriptRelPath        = "scripts/fluss-local.sh"
+	bootstrapLabel       = "FLUSS_BOOTSTRAP="
+	saslBootstrapLabel   = "FLUSS_SASL_BOOTSTRAP="
+	clientBootstrapLabel = "FLUSS_CLIENT_BOOTSTRAP="
 )
 
 // Option configures a cluster started by this package.
@@ -48,6 +50,7 @@ type options struct {
 	settings      []string   // "key=value" lines of every server's server.yaml
 	sasl          bool       // SASLUsers was given
 	saslUsers     []SASLUser // users of the SASL listener when sasl
+	clientProxies bool       // ClientProxies was given
 }
 
 // TabletServers sets the number of tablet servers of a started cluster
@@ -85,6 +88,9 @@ type Cluster struct {
 	bootstrap     string
 	saslBootstrap string // "" unless the cluster has a SASL listener
 	run           runner
+
+	clientBootstrap string         // "" unless started with ClientProxies
+	proxies         []*clientProxy // by tablet server id, with ClientProxies
 }
 
 // Bootstrap returns the coordinator address, "127.0.0.1:PORT".
@@ -160,9 +166,9 @@ func (c *Cluster) tabletCommand(ctx context.Context, command string, id int32) e
 // Stop stops every process of the cluster and removes its directory.
 func (c *Cluster) Stop(ctx context.Context) error {
 	if _, err := c.run(ctx, c.script, "stop", "-s", c.name); err != nil {
-		return fmt.Errorf("stop cluster %s: %w", c.name, err)
+		return errors.Join(fmt.Errorf("stop cluster %s: %w", c.name, err), c.closeProxies())
 	}
-	return nil
+	return c.closeProxies()
 }
 
 // startCluster starts a cluster named name that the script stops by itself
@@ -182,18 +188,46 @@ func startCluster(ctx context.Context, run runner, script, name string, ownerPID
 		}
 		args = append(args, "--sasl", users)
 	}
+	var proxyListeners []net.Listener
+	if o.clientProxies {
+		lns, err := listenClientProxies(o.tabletServers)
+		if err != nil {
+			return nil, fmt.Errorf("start fluss cluster %s: %w", name, err)
+		}
+		proxyListeners = lns
+		args = append(args, "--client-ports", clientPortsArg(lns))
+	}
+	closeListeners := func() {
+		for _, ln := range proxyListeners {
+			ln.Close()
+		}
+	}
 	out, err := run(ctx, script, args...)
 	if err != nil {
+		closeListeners()
 		return nil, fmt.Errorf("start fluss cluster %s: %w", name, err)
 	}
 	addr, err := parseBootstrap(out)
 	if err != nil {
+		closeListeners()
 		return nil, fmt.Errorf("start fluss cluster %s: %w", name, err)
 	}
 	c := &Cluster{script: script, name: name, bootstrap: addr, run: run}
 	if o.sasl {
 		if c.saslBootstrap, err = parseSASLBootstrap(out); err != nil {
+			closeListeners()
 			return nil, fmt.Errorf("start fluss cluster %s with a SASL listener: %w", name, err)
+		}
+	}
+	if o.clientProxies {
+		if c.clientBootstrap, err = parseAddressLine(out, clientBootstrapLabel); err != nil {
+			closeListeners()
+			return nil, fmt.Errorf("start fluss cluster %s with a CLIENT listener: %w", name, err)
+		}
+		for id, ln := range proxyListeners {
+			c.proxies = append(c.proxies, newClientProxy(ln, func(ctx context.Context) (string, error) {
+				return c.tabletClientAddr(ctx, id)
+			}))
 		}
 	}
 	return c, nil

@@ -14,6 +14,9 @@
 // scripts/fluss-local.sh cluster name, as .ci/run sets it).
 // StartCluster(tb, [SASLUsers](...)) adds a SASL/PLAIN listener to every server
 // of the private cluster; [Cluster.SASLBootstrap] is its coordinator address.
+// StartCluster(tb, [ClientProxies]()) puts a TCP proxy of this process in
+// front of each tablet server for the clients bootstrapped on
+// [Cluster.ClientBootstrap]; [Cluster.Partition] cuts one server off them.
 //
 // [FetchJar] downloads a Fluss jar (fluss-server, or the self-contained
 // fluss-client) of an exact version into .cache/fluss, for tests that run
