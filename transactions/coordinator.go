@@ -352,7 +352,8 @@ func (t *Coordinator) Stage(ctx context.Context, st *produce.Bound, route *mappi
 		return nil, err
 	}
 	sb := &stagedBatch{id: req.TransactionalID, topic: req.Topic, partition: req.Partition,
-		producerID: req.ProducerID, epoch: req.ProducerEpoch, baseSequence: req.BaseSequence, records: req.Records, stagingOffset: -1}
+		producerID: req.ProducerID, epoch: req.ProducerEpoch, baseSequence: req.BaseSequence, records: req.Records, stagingOffset: -1,
+		txn: t.openTxn(p)}
 	h, err := t.staging.stage(ctx, sb)
 	if err != nil {
 		t.charge(p, produce.TopicPartition{Topic: req.Topic, Partition: req.Partition}, -size)
@@ -370,6 +371,17 @@ func (t *Coordinator) Stage(ctx context.Context, st *produce.Bound, route *mappi
 		c.Complete(kafkaproto.PartitionResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1})
 	}()
 	return c, nil
+}
+
+// openTxn is the transaction p's AddPartitionsToTxn here began or found
+// open, which its staged batches name; nil when this instance saw none.
+func (t *Coordinator) openTxn(p kafkaproto.TxnProducer) *txnTag {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if sess := t.added[p.TransactionalID]; sess != nil && sess.producer == p && sess.begun {
+		return &txnTag{claim: sess.claim, n: sess.n}
+	}
+	return nil
 }
 
 // logRefusal logs a refused transactional batch, at most one line a
@@ -424,7 +436,7 @@ func (t *Coordinator) charge(p kafkaproto.TxnProducer, tp produce.TopicPartition
 // are applied concurrently, each one's batches in sequence order.
 func (t *Coordinator) applyCommit(ctx context.Context, id string, claim *txnRow, cm *committed) error {
 	start := time.Now()
-	batches, err := t.staging.read(ctx, id, claim.producerID, claim.epoch, cm.begin.stagingOffset, cm.outcome.stagingOffset)
+	batches, err := t.staging.read(ctx, id, claim.producerID, claim.epoch, txnTag{claim: cm.claim, n: cm.n}, cm.begin.stagingOffset, cm.outcome.stagingOffset)
 	if err != nil {
 		return err
 	}

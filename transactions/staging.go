@@ -21,17 +21,30 @@ import (
 // bucket: the end offset read before its begin row was written (its first
 // AddPartitionsToTxn comes before any of its batches) and the one read
 // before its commit was written (EndTxn comes after every batch was
-// staged, and the next transaction begins after EndTxn was answered). So a
-// row needs no transaction number, and a zombie's rows (an older epoch)
-// are never applied. Rows are never read by anything but the gateway; an
-// aborted transaction's stay until the log's retention drops them.
+// staged, and the next transaction begins after EndTxn was answered). A
+// zombie's rows (an older epoch) are never applied.
+//
+// Offsets alone do not tell transactions apart: a write can land late. A
+// Produce whose staging write is held (a slow or cut-off tablet server)
+// times out at the client, which sends the batch again; the copy lands,
+// the transaction ends, and the first write, still in the gateway's
+// writer, lands after the end offset: among the next transaction's rows,
+// with the same producer id, epoch and sequences. So each row names the
+// transaction it was staged for (codec 2: its claim and number before the
+// records), and an apply skips rows of other transactions. Rows staged by
+// an instance that did not know the transaction's number (codec 1, or a
+// Produce on an instance that saw no AddPartitionsToTxn for it) carry
+// none and are taken by offsets alone. Rows are never read by anything but
+// the gateway; an aborted transaction's stay until the log's retention
+// drops them.
 
 // defaultStagingTable is where staged batches live unless configured.
 var defaultStagingTable = fluss.TablePath{Database: "gateway", Table: "kafka_txn_staging"}
 
 const (
 	stagingBuckets  = 8
-	stagingCodecV1  = 1
+	stagingCodecV1  = 1 // the records
+	stagingCodecV2  = 2 // the transaction's claim and number, then the records as in 1
 	stagingColumns  = 8
 	stagingFetchMax = 8 << 20
 )
@@ -58,8 +71,12 @@ type stagedBatch struct {
 	epoch         int16
 	baseSequence  int32
 	records       []kafkaproto.Record
-	stagingOffset int64 // where it was read back from; -1 when written
+	stagingOffset int64   // where it was read back from; -1 when written
+	txn           *txnTag // the transaction it was staged for; nil if unknown
 }
+
+// txnTag names a transaction: its claim and its number within the claim.
+type txnTag struct{ claim, n int64 }
 
 // stagingLog writes and reads the staging table; it creates the table on
 // first use. Safe for concurrent use.
@@ -139,7 +156,7 @@ func (l *stagingLog) stage(ctx context.Context, sb *stagedBatch) (accumulator.Ha
 	if err != nil {
 		return accumulator.Handle{}, err
 	}
-	records := appendStagedRecords(make([]byte, 0, stagedSize(sb.records)), sb.records)
+	records := appendStaged(make([]byte, 0, stagedSize(sb.records)+2*binary.MaxVarintLen64), sb.txn, sb.records)
 	row := fluss.Row{
 		fluss.StringDatum(sb.id), fluss.StringDatum(sb.topic), fluss.IntDatum(int64(sb.partition)),
 		fluss.IntDatum(sb.producerID), fluss.IntDatum(int64(sb.epoch)), fluss.IntDatum(int64(sb.baseSequence)),
@@ -152,11 +169,11 @@ func (l *stagingLog) stage(ctx context.Context, sb *stagedBatch) (accumulator.Ha
 	return handle, nil
 }
 
-// read returns the batches staged for id by producer id pid at epoch
-// between offsets from and to, deduplicated (a batch staged twice, by a
-// retry on another instance, once) and ordered by topic, partition and
-// sequence.
-func (l *stagingLog) read(ctx context.Context, id string, pid int64, epoch int16, from, to int64) ([]*stagedBatch, error) {
+// read returns the batches staged for transaction txn of id by producer id
+// pid at epoch between offsets from and to (those naming another
+// transaction left out), deduplicated (a batch staged twice, by a retry,
+// once) and ordered by topic, partition and sequence.
+func (l *stagingLog) read(ctx context.Context, id string, pid int64, epoch int16, txn txnTag, from, to int64) ([]*stagedBatch, error) {
 	if err := l.Open(ctx); err != nil {
 		return nil, err
 	}
@@ -205,8 +222,11 @@ func (l *stagingLog) read(ctx context.Context, id string, pid int64, epoch int16
 			if seen[k] {
 				continue
 			}
-			if sb.records, err = decodeStagedRecords(row[7].B, int(row[6].I)); err != nil {
+			if sb.txn, sb.records, err = decodeStaged(row[7].B, int(row[6].I)); err != nil {
 				return nil, fmt.Errorf("staged batch of %q at offset %d: %w", id, r.Offset, err)
+			}
+			if sb.txn != nil && *sb.txn != txn {
+				continue // another transaction's write, landed late
 			}
 			seen[k] = true
 			out = append(out, sb)
@@ -225,10 +245,18 @@ func (l *stagingLog) read(ctx context.Context, id string, pid int64, epoch int16
 	return out, nil
 }
 
-// appendStagedRecords encodes records: per record its offset delta,
-// timestamp, key, value (each with a null marker) and headers.
-func appendStagedRecords(dst []byte, recs []kafkaproto.Record) []byte {
-	dst = append(dst, stagingCodecV1)
+// appendStaged encodes a staged batch's records column: codec 2 with the
+// transaction's claim and number when txn is known, else codec 1, then
+// per record its offset delta, timestamp, key, value (each with a null
+// marker) and headers.
+func appendStaged(dst []byte, txn *txnTag, recs []kafkaproto.Record) []byte {
+	if txn != nil {
+		dst = append(dst, stagingCodecV2)
+		dst = binary.AppendUvarint(dst, uint64(txn.claim))
+		dst = binary.AppendUvarint(dst, uint64(txn.n))
+	} else {
+		dst = append(dst, stagingCodecV1)
+	}
 	for _, r := range recs {
 		dst = binary.AppendVarint(dst, int64(r.OffsetDelta))
 		dst = binary.AppendVarint(dst, r.Timestamp)
@@ -265,14 +293,18 @@ func appendNullableBytes(dst, b []byte) []byte {
 
 var errBadStaged = errors.New("malformed staged records")
 
-func decodeStagedRecords(b []byte, n int) ([]kafkaproto.Record, error) {
-	if len(b) == 0 || b[0] != stagingCodecV1 {
-		return nil, fmt.Errorf("%w: unknown codec", errBadStaged)
+func decodeStaged(b []byte, n int) (*txnTag, []kafkaproto.Record, error) {
+	if len(b) == 0 || (b[0] != stagingCodecV1 && b[0] != stagingCodecV2) {
+		return nil, nil, fmt.Errorf("%w: unknown codec", errBadStaged)
 	}
 	if n < 0 || n > len(b) {
-		return nil, fmt.Errorf("%w: %d records", errBadStaged, n)
+		return nil, nil, fmt.Errorf("%w: %d records", errBadStaged, n)
 	}
 	r := owntable.Reader{B: b[1:]}
+	var txn *txnTag
+	if b[0] == stagingCodecV2 {
+		txn = &txnTag{claim: int64(r.Uvarint()), n: int64(r.Uvarint())}
+	}
 	recs := make([]kafkaproto.Record, n)
 	for i := range recs {
 		rec := &recs[i]
@@ -283,7 +315,7 @@ func decodeStagedRecords(b []byte, n int) ([]kafkaproto.Record, error) {
 		rec.Value = nullableBytes(&r)
 		h := r.Uvarint()
 		if h > uint64(len(r.B)) {
-			return nil, fmt.Errorf("%w: %d headers", errBadStaged, h)
+			return nil, nil, fmt.Errorf("%w: %d headers", errBadStaged, h)
 		}
 		for range h {
 			k := nullableBytes(&r)
@@ -291,9 +323,9 @@ func decodeStagedRecords(b []byte, n int) ([]kafkaproto.Record, error) {
 		}
 	}
 	if r.Err != nil || len(r.B) != 0 {
-		return nil, fmt.Errorf("%w: truncated or trailing bytes", errBadStaged)
+		return nil, nil, fmt.Errorf("%w: truncated or trailing bytes", errBadStaged)
 	}
-	return recs, nil
+	return txn, recs, nil
 }
 
 func nullableBytes(r *owntable.Reader) []byte {

@@ -18,9 +18,10 @@ func TestStagedRecordsRoundTrip(t *testing.T) {
 		{OffsetDelta: 1, Timestamp: -1, Key: nil, Value: nil, Headers: []kafkaproto.Header{{Key: "h", Value: []byte("v")}, {Key: "n", Value: nil}}},
 		{OffsetDelta: 2, Timestamp: 0, Key: []byte{}, Value: []byte{}},
 	}
-	enc := appendStagedRecords(nil, recs)
-	got, err := decodeStagedRecords(enc, len(recs))
+	enc := appendStaged(nil, nil, recs)
+	txn, got, err := decodeStaged(enc, len(recs))
 	require.NoError(t, err)
+	assert.Nil(t, txn, "codec 1 names no transaction")
 	require.Len(t, got, 3)
 	for i := range recs {
 		want := recs[i]
@@ -36,10 +37,22 @@ func TestStagedRecordsRoundTrip(t *testing.T) {
 	assert.Equal(t, "v", string(got[1].Headers[0].Value))
 	assert.Nil(t, got[1].Headers[1].Value)
 
-	_, err = decodeStagedRecords(enc[:len(enc)-1], len(recs))
+	_, _, err = decodeStaged(enc[:len(enc)-1], len(recs))
 	assert.ErrorIs(t, err, errBadStaged)
-	_, err = decodeStagedRecords(append(enc, 0), len(recs))
+	_, _, err = decodeStaged(append(enc, 0), len(recs))
 	assert.ErrorIs(t, err, errBadStaged)
-	_, err = decodeStagedRecords(enc, len(recs)+1)
+	_, _, err = decodeStaged(enc, len(recs)+1)
 	assert.ErrorIs(t, err, errBadStaged)
+
+	// Codec 2 names the transaction, and the records decode the same.
+	tagged := appendStaged(nil, &txnTag{claim: 3, n: 300}, recs)
+	txn, got2, err := decodeStaged(tagged, len(recs))
+	require.NoError(t, err)
+	require.NotNil(t, txn)
+	assert.Equal(t, txnTag{claim: 3, n: 300}, *txn)
+	assert.Equal(t, got, got2)
+	_, _, err = decodeStaged(tagged[:3], len(recs))
+	assert.ErrorIs(t, err, errBadStaged)
+	_, _, err = decodeStaged(append([]byte{9}, enc[1:]...), len(recs))
+	assert.ErrorIs(t, err, errBadStaged, "an unknown codec")
 }
