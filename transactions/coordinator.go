@@ -114,9 +114,25 @@ func New(path *produce.Path, acc *accumulator.Accumulator, ids produce.WriterIDs
 	return t, nil
 }
 
-// TransactionsEnabled implements kafkaproto.Transactions.
+// TransactionsEnabled implements kafkaproto.Transactions: transactions
+// are served once the routes' first load opened the producer-state store,
+// and announced while that load is under way (its requests then get
+// COORDINATOR_LOAD_IN_PROGRESS; a Produce, LEADER_NOT_AVAILABLE as any):
+// a client that connects to an instance still starting must not learn
+// that the transactional APIs are missing, which Java's producer takes as
+// fatal (UnsupportedVersionException for EndTxn retried on a restarted
+// instance).
 func (t *Coordinator) TransactionsEnabled() bool {
-	return t != nil && t.path.ExactlyOnceUsable()
+	return t != nil && (t.path.Current() == nil || t.path.ExactlyOnceUsable())
+}
+
+// loading is the error for a transactional request that comes before the
+// routes' first load.
+func (t *Coordinator) loading(code error) error {
+	if t.path.Current() == nil {
+		return fmt.Errorf("%w: routes not loaded yet", code)
+	}
+	return nil
 }
 
 // InitTransaction implements kafkaproto.Transactions: commits of the id's
@@ -124,6 +140,9 @@ func (t *Coordinator) TransactionsEnabled() bool {
 // next claim is taken, and the replaced claim's open transaction is
 // aborted (or, if its commit got in first, applied) before the answer.
 func (t *Coordinator) InitTransaction(ctx context.Context, id string, timeoutMs int32, pid int64, epoch int16) (int64, int16, error) {
+	if err := t.loading(kafkaproto.ErrCoordinatorLoadInProgress); err != nil {
+		return -1, -1, err
+	}
 	cur, err := t.claims.current(ctx, id)
 	if err != nil {
 		return -1, -1, fmt.Errorf("%w: %w", kafkaproto.ErrCoordinatorLoadInProgress, err)
@@ -254,6 +273,9 @@ func (t *Coordinator) addParts(p kafkaproto.TxnProducer, partitions map[string][
 // decided, and a commit is applied before the answer (again, harmlessly,
 // when EndTxn is repeated).
 func (t *Coordinator) EndTransaction(ctx context.Context, p kafkaproto.TxnProducer, commit bool) error {
+	if err := t.loading(kafkaproto.ErrCoordinatorLoadInProgress); err != nil {
+		return err
+	}
 	defer func() {
 		t.mu.Lock()
 		if sess := t.added[p.TransactionalID]; sess != nil && sess.producer == p {
