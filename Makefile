@@ -42,7 +42,7 @@ test-modules:
 	exit $$rc
 
 # The long schedule of faults inside a replicated Fluss cluster (e2e.TestFlussFaults: twelve
-# faults in a row, each kind twice and two more, ordered by FLUSS_FAULT_SEED); `make test` runs the
+# faults in a row, each of the six kinds twice, ordered by FLUSS_FAULT_SEED); `make test` runs the
 # short one (each fault once). FLUSS_FAULT_SESSION_TIMEOUT=60s measures Fluss's default failure
 # detection.
 FLUSS_FAULT_SEED ?= 1

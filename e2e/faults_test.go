@@ -354,7 +354,9 @@ type franzLoad struct {
 	sent       int64
 	ok         map[int64]bool
 	failed     int
-	maxLatency time.Duration // longest wait for an outcome since takeMaxLatency
+	maxLatency time.Duration       // longest wait for an outcome since takeMaxLatency
+	pending    map[int64]time.Time // records without an outcome yet, by seq: when each was sent
+	oldest     int64               // no record below this seq is pending
 }
 
 func startFranzLoad(t *testing.T, client string, seeds []string, rate int) *franzLoad {
@@ -364,7 +366,7 @@ func startFranzLoad(t *testing.T, client string, seeds []string, rate int) *fran
 // startFranzLoadOn is startFranzLoad writing to topic.
 func startFranzLoadOn(t *testing.T, topic, client string, seeds []string, rate int) *franzLoad {
 	l := &franzLoad{topic: topic, client: client, rate: rate, cl: newProducer(t, seeds[0], kgo.SeedBrokers(seeds...)),
-		loopDone: make(chan struct{}), ok: make(map[int64]bool)}
+		loopDone: make(chan struct{}), ok: make(map[int64]bool), pending: make(map[int64]time.Time)}
 	ctx, cancel := context.WithCancel(t.Context())
 	l.cancel = cancel
 	t.Cleanup(cancel)
@@ -387,6 +389,9 @@ func (l *franzLoad) loop(ctx, recordCtx context.Context) {
 			s := int64(seq)
 			l.inflight.Add(1)
 			sent := time.Now()
+			l.mu.Lock()
+			l.pending[s] = sent
+			l.mu.Unlock()
 			// recordCtx, not ctx: stopping the loop must not fail records
 			// already handed over.
 			l.cl.Produce(recordCtx, loadRecord(l.topic, l.client, seq), func(_ *kgo.Record, err error) {
@@ -394,6 +399,7 @@ func (l *franzLoad) loop(ctx, recordCtx context.Context) {
 				l.mu.Lock()
 				defer l.mu.Unlock()
 				l.maxLatency = max(l.maxLatency, time.Since(sent))
+				delete(l.pending, s)
 				if err != nil {
 					l.failed++
 					return
@@ -428,6 +434,39 @@ func (l *franzLoad) takeMaxLatency() time.Duration {
 	return d
 }
 
+// oldestPending returns when the oldest record without an outcome was
+// sent, false if every record has one.
+func (l *franzLoad) oldestPending() (time.Time, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for ; l.oldest < l.sent; l.oldest++ {
+		if at, ok := l.pending[l.oldest]; ok {
+			return at, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// awaitOutcomes waits until every record l sent before at has its outcome,
+// so that the longest wait of a fault counts the records it held.
+func (l *franzLoad) awaitOutcomes(t *testing.T, at time.Time, g *gatewaytest.Process) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), faultWait)
+	defer cancel()
+	for {
+		sent, ok := l.oldestPending()
+		if !ok || !sent.Before(at) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: a record sent at %s has no outcome after %s; gateway log tail:\n%s",
+				l.client, sent.UTC().Format("15:04:05.000"), faultWait, g.LogTail())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
 func (l *franzLoad) stop(t *testing.T) tally {
 	l.cancel()
 	<-l.loopDone
@@ -440,14 +479,43 @@ func (l *franzLoad) stop(t *testing.T) tally {
 	return tally{client: l.client, sent: l.sent, acked: l.ok, failed: l.failed}
 }
 
+// javaProc is a program of internal/gatewaytest/java in a child JVM that
+// reports on stdout, line by line, and stops once its stdin ends.
+type javaProc struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stderr bytes.Buffer  // read once the process has exited
+	done   chan struct{} // stdout read to its end
+}
+
+// start runs command with args, hands its stdout to read (which returns at
+// its end) and kills the process when the test ends.
+func (p *javaProc) start(t *testing.T, command, args []string, read func(io.Reader)) {
+	p.done = make(chan struct{})
+	p.cmd = exec.Command(command[0], append(slices.Clone(command[1:]), args...)...)
+	p.cmd.Stderr = &p.stderr
+	var err error
+	p.stdin, err = p.cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := p.cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, p.cmd.Start())
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		_ = p.cmd.Wait()
+	})
+	go func() {
+		defer close(p.done)
+		read(stdout)
+	}()
+}
+
 // javaLoad is the Java client (gatewaytest.JavaLoad) in a child JVM with
 // its defaults (idempotent, acks=all), reporting each outcome on stdout.
 type javaLoad struct {
+	javaProc
 	client string
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	stderr bytes.Buffer
-	done   chan struct{} // stdout read to its end
 
 	mu       sync.Mutex
 	ok       map[int64]bool
@@ -459,27 +527,12 @@ type javaLoad struct {
 }
 
 func startJavaLoad(t *testing.T, command []string, client string, seeds []string, rate int) *javaLoad {
-	l := &javaLoad{client: client, done: make(chan struct{}), ok: make(map[int64]bool), maxSeq: -1}
-	args := append(slices.Clone(command[1:]), strings.Join(seeds, ","), faultTopic, client, strconv.Itoa(rate))
-	l.cmd = exec.Command(command[0], args...)
-	l.cmd.Stderr = &l.stderr
-	var err error
-	l.stdin, err = l.cmd.StdinPipe()
-	require.NoError(t, err)
-	stdout, err := l.cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, l.cmd.Start())
-	t.Cleanup(func() {
-		_ = l.cmd.Process.Kill()
-		<-l.done
-		_ = l.cmd.Wait()
-	})
-	go l.read(stdout)
+	l := &javaLoad{client: client, ok: make(map[int64]bool), maxSeq: -1}
+	l.start(t, command, []string{strings.Join(seeds, ","), faultTopic, client, strconv.Itoa(rate)}, l.read)
 	return l
 }
 
 func (l *javaLoad) read(r io.Reader) {
-	defer close(l.done)
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {

@@ -25,8 +25,10 @@ import (
 
 // The faults here hit Fluss, not the gateway: a replicated cluster of its
 // own (3 tablet servers, every table with 3 replicas), one gateway with the
-// default configuration, idempotent producers (franz-go, Java) through the
-// default route, a franz-go transactional producer, a topic on a server no
+// default configuration that reaches each tablet server through a TCP
+// proxy the test controls (flusstest.ClientProxies, for the network
+// partition), idempotent producers (franz-go, Java) through the default
+// route, franz-go and Java transactional producers, a topic on a server no
 // fault touches, and a seeded schedule of faults in a row. Every row is
 // read back with pyfluss and counted.
 var (
@@ -76,6 +78,11 @@ const (
 	// pauseDataLeader: SIGSTOP of the server leading a bucket of the load's
 	// table for flussFaultPause (a long GC pause), then SIGCONT.
 	pauseDataLeader
+	// partitionDataLeader: the network between the gateway and the server
+	// leading a bucket of the load's table cut for flussFaultPause (its
+	// proxy holds every byte, and new connections reach nothing), then
+	// healed. The servers still see each other: Fluss keeps the leader.
+	partitionDataLeader
 	// crashCoordinator: SIGKILL of the coordinator, started again on its
 	// address flussFaultDown later.
 	crashCoordinator
@@ -91,25 +98,25 @@ const (
 )
 
 func (f flussFault) String() string {
-	return [...]string{"crash data leader", "crash producer-state leader", "pause data leader", "crash coordinator",
-		"stop whole cluster", "crash whole cluster"}[f]
+	return [...]string{"crash data leader", "crash producer-state leader", "pause data leader",
+		"partition data leader", "crash coordinator", "stop whole cluster", "crash whole cluster"}[f]
 }
 
 // flussFaultNames are the faults' names in a schedule given as a list.
 var flussFaultNames = map[string]flussFault{"crash-data": crashDataLeader, "crash-state": crashStateLeader,
-	"pause-data": pauseDataLeader, "crash-coordinator": crashCoordinator,
+	"pause-data": pauseDataLeader, "partition-data": partitionDataLeader, "crash-coordinator": crashCoordinator,
 	"stop-cluster": stopCluster, "crash-cluster": crashCluster}
 
 // flussFaultPlan returns the faults in the order they happen: every
 // kind once (short), twelve in an order drawn by the seed (long), or the listed ones
 // (e.g. "pause-data,crash-data").
 func flussFaultPlan(schedule string, seed uint64) ([]flussFault, error) {
-	all := []flussFault{crashDataLeader, pauseDataLeader, crashStateLeader, crashCoordinator, stopCluster}
+	all := []flussFault{crashDataLeader, pauseDataLeader, partitionDataLeader, crashStateLeader, crashCoordinator, stopCluster}
 	switch schedule {
 	case "short":
 		return all, nil
 	case "long":
-		// Each fault twice, two more drawn, in an order drawn by the seed.
+		// Each fault twice (and more drawn up to twelve), in an order drawn by the seed.
 		r := rand.New(rand.NewPCG(seed, seed))
 		out := append(slices.Clone(all), all...)
 		for range 12 - len(out) {
@@ -122,7 +129,7 @@ func flussFaultPlan(schedule string, seed uint64) ([]flussFault, error) {
 	for name := range strings.SplitSeq(schedule, ",") {
 		f, ok := flussFaultNames[name]
 		if !ok {
-			return nil, fmt.Errorf("fault schedule %q: want short, long or a list of crash-data, crash-state, pause-data, crash-coordinator, stop-cluster, crash-cluster", schedule)
+			return nil, fmt.Errorf("fault schedule %q: want short, long or a list of crash-data, crash-state, pause-data, partition-data, crash-coordinator, stop-cluster, crash-cluster", schedule)
 		}
 		out = append(out, f)
 	}
@@ -141,7 +148,8 @@ func TestFlussFaults(t *testing.T) {
 	require.NoError(t, err)
 	settings := []flusstest.Option{flusstest.TabletServers(flussFaultServers),
 		flusstest.ServerSetting("default.replication.factor", fmt.Sprint(flussFaultServers)),
-		flusstest.ServerSetting("zookeeper.client.session-timeout", *flussFaultSession)}
+		flusstest.ServerSetting("zookeeper.client.session-timeout", *flussFaultSession),
+		flusstest.ClientProxies()}
 	if *flussFaultSettings != "" {
 		for kv := range strings.SplitSeq(*flussFaultSettings, ",") {
 			k, v, ok := strings.Cut(kv, "=")
@@ -163,12 +171,18 @@ func TestFlussFaults(t *testing.T) {
 
 	bin, err := gatewayBinary()
 	require.NoError(t, err)
-	cfg := gatewayConfig{Bootstrap: cluster.Bootstrap(), Routes: jsonRoute(faultTopic, tbl) + jsonRoute(steadyTopic, steadyTbl) + jsonRoute(txnTopic, txnTbl)}.config()
+	// The gateway alone goes through the proxies; the test's own client and
+	// pyfluss reach the servers directly.
+	cfg := gatewayConfig{Bootstrap: cluster.ClientBootstrap(), Routes: jsonRoute(faultTopic, tbl) + jsonRoute(steadyTopic, steadyTbl) + jsonRoute(txnTopic, txnTbl)}.config()
 	// FLUSS_FAULT_GATEWAY_LOG=debug:FILE keeps a debug log of the gateway in FILE, to see where a stall went.
 	keepLog := ""
 	if v := os.Getenv("FLUSS_FAULT_GATEWAY_LOG"); v != "" {
 		cfg.LogLevel, keepLog, _ = strings.Cut(v, ":")
 	}
+	// One instance: with a second one (the Java producers through it) a
+	// long schedule read back one franz-go transaction's 50 rows twice,
+	// not yet explained (docs/deployment.md); it is not in the suite until
+	// it is.
 	g := gatewaytest.StartTest(t, bin, cfg)
 	if keepLog != "" {
 		t.Cleanup(func() { _ = os.WriteFile(keepLog, []byte(g.Logs()), 0o644) })
@@ -180,10 +194,19 @@ func TestFlussFaults(t *testing.T) {
 	}
 	steady := startFranzLoadOn(t, steadyTopic, "steady", []string{g.KafkaAddr}, *flussFaultRate)
 	txn := startTxnLoad(t, txnTopic, []string{g.KafkaAddr})
+	txns := []*txnLog{txn.txnLog}
+	var jtxn *javaTxnLoad
+	if java != nil {
+		jtxn = startJavaTxnLoad(t, txnTopic, []string{g.KafkaAddr})
+		txns = append(txns, jtxn.txnLog)
+	}
 	// Every producer still running must make progress after each fault:
 	// the loads, the untouched topic and the transactions.
 	running := func() []progress {
-		all := []progress{txn}
+		var all []progress
+		for _, tl := range txns {
+			all = append(all, tl)
+		}
 		if steady != nil {
 			all = append(all, steady)
 		}
@@ -264,17 +287,29 @@ func TestFlussFaults(t *testing.T) {
 				for id := range int32(flussFaultServers) {
 					require.NoError(t, cluster.StartTabletServer(ctx, id))
 				}
+			case partitionDataLeader:
+				require.NoError(t, cluster.Partition(server))
+				sleepCtx(ctx, flussFaultPause)
+				require.NoError(t, cluster.Heal(server))
 			case pauseDataLeader:
 				require.NoError(t, cluster.SignalTabletServer(ctx, server, flusstest.Pause))
 				sleepCtx(ctx, flussFaultPause)
 				require.NoError(t, cluster.SignalTabletServer(ctx, server, flusstest.Resume))
 			}
-			healed := time.Since(start)
+			healedAt := time.Now()
+			healed := healedAt.Sub(start)
 			steadyFigure := "untouched topic stopped"
 			if steady != nil {
 				steadyFigure = fmt.Sprintf("untouched topic at %.2fx its rate", float64(steady.acked()-steadyFrom)/healed.Seconds()/steadyBase)
 			}
 			awaitAcks(t, all, from, g)
+			// The fault's figures count every record it held: the next
+			// fault starts once each record sent before the heal has its
+			// outcome.
+			franz.awaitOutcomes(t, healedAt, g)
+			if steady != nil {
+				steady.awaitOutcomes(t, healedAt, g)
+			}
 			st := watch.end()
 			latency := franz.takeMaxLatency()
 			if steady != nil {
@@ -316,13 +351,21 @@ func TestFlussFaults(t *testing.T) {
 		finishSteady()
 	}
 	txn.stop()
+	if jtxn != nil {
+		jtxn.stop()
+	}
 	g.RequireStop(t)
-	txnTally := txn.count(readIDs(t, e, txnTbl))
-	report = append(report, "txn   "+txnTally.String())
-	assert.Zero(t, txnTally.lost, "transactions: committed rows lost")
-	assert.Zero(t, txnTally.duplicated, "transactions: rows duplicated")
-	assert.Zero(t, txnTally.abortedVisible, "transactions: rows of aborted transactions visible")
-	assert.Zero(t, txnTally.torn, "transactions: read back in part")
+	txnRows := readIDs(t, e, txnTbl)
+	for _, tl := range txns {
+		require.NoError(t, tl.failure(), "%s: the transactional producer broke", tl.producer)
+		txnTally := tl.count(txnRows)
+		report = append(report, fmt.Sprintf("%-5s %s", tl.producer, txnTally))
+		assert.Zero(t, txnTally.lost, "%s transactions: committed rows lost", tl.producer)
+		assert.Zero(t, txnTally.duplicated, "%s transactions: rows duplicated", tl.producer)
+		assert.Zero(t, txnTally.abortedVisible, "%s transactions: rows of aborted transactions visible", tl.producer)
+		assert.Zero(t, txnTally.torn, "%s transactions: read back in part", tl.producer)
+		assert.Positive(t, txnTally.committed, "%s: no transaction committed", tl.producer)
+	}
 	countReadBack(t, e, tbl, tallies)
 	for _, tl := range tallies {
 		report = append(report, fmt.Sprintf("%-5s %s", tl.client, tl))
@@ -446,7 +489,9 @@ type faultStats struct {
 	unready    int // of them not 200
 }
 
-func watchProgress(t *testing.T, loads []load, g *gatewaytest.Process) *progressWatch {
+// watchProgress follows the loads' acknowledgements and samples every
+// instance's /readyz once a second.
+func watchProgress(t *testing.T, loads []load, gs ...*gatewaytest.Process) *progressWatch {
 	w := &progressWatch{stopped: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
@@ -472,15 +517,17 @@ func watchProgress(t *testing.T, loads []load, g *gatewaytest.Process) *progress
 				}
 				w.mu.Unlock()
 			case <-ready.C:
-				ok := readyzOK(client, g.AdminURL)
-				w.mu.Lock()
-				if w.on {
-					w.st.samples++
-					if !ok {
-						w.st.unready++
+				for _, g := range gs {
+					ok := readyzOK(client, g.AdminURL)
+					w.mu.Lock()
+					if w.on {
+						w.st.samples++
+						if !ok {
+							w.st.unready++
+						}
 					}
+					w.mu.Unlock()
 				}
-				w.mu.Unlock()
 			}
 		}
 	}()
@@ -526,7 +573,7 @@ func (w *progressWatch) stop() {
 func TestFlussFaultPlan(t *testing.T) {
 	short, err := flussFaultPlan("short", 7)
 	require.NoError(t, err)
-	assert.ElementsMatch(t, []flussFault{crashDataLeader, crashStateLeader, pauseDataLeader, crashCoordinator, stopCluster}, short)
+	assert.ElementsMatch(t, []flussFault{crashDataLeader, crashStateLeader, pauseDataLeader, partitionDataLeader, crashCoordinator, stopCluster}, short)
 	a, err := flussFaultPlan("long", 1)
 	require.NoError(t, err)
 	b, err := flussFaultPlan("long", 1)

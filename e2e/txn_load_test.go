@@ -1,33 +1,61 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fluss-kafka/gateway/internal/gatewaytest"
 )
 
-// txnLoad is a franz-go transactional producer running transactions of
-// txnSize records (producer "txn", seq k*txnSize...) in a loop, every
-// fourth one aborted. A transaction whose end fails has an unknown outcome:
-// the read-back must then show all of it or none.
+// txnLog is what a transactional producer running transactions of txnSize
+// records (rows of producer, seq k*txnSize...) in a loop, every fourth one
+// aborted, has done: each transaction's outcome. A transaction whose end
+// fails has an unknown outcome: the read-back must then show all of it or
+// none.
+type txnLog struct {
+	producer string
+
+	mu       sync.Mutex
+	outcomes []txnOutcome // per transaction k
+	ended    []time.Time  // when transaction k's end returned
+	errs     int
+	lastErr  error
+	broken   error // the producer could not go on: its loop ended
+}
+
+// end records the outcome of the next transaction.
+func (l *txnLog) end(o txnOutcome, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.outcomes = append(l.outcomes, o)
+	l.ended = append(l.ended, time.Now())
+	if err != nil {
+		l.errs++
+		l.lastErr = err
+	}
+}
+
+// txnLoad is a franz-go transactional producer (txnLog).
 type txnLoad struct {
+	*txnLog
 	topic, id string
 	seeds     []string
 	cancel    context.CancelFunc
 	done      chan struct{}
 
-	mu       sync.Mutex
-	cl       *kgo.Client
-	outcomes []txnOutcome // per transaction k
-	ended    []time.Time  // when transaction k's end returned
-	errs     int
-	lastErr  error
-	broken   error // no new client could be made: the loop ended
+	clMu sync.Mutex
+	cl   *kgo.Client
 }
 
 type txnOutcome int
@@ -41,7 +69,7 @@ const (
 const txnSize = 50
 
 func startTxnLoad(t *testing.T, topic string, seeds []string) *txnLoad {
-	l := &txnLoad{topic: topic, id: uniqueName("faults-txn"), seeds: seeds, done: make(chan struct{})}
+	l := &txnLoad{txnLog: &txnLog{producer: "txn"}, topic: topic, id: uniqueName("faults-txn"), seeds: seeds, done: make(chan struct{})}
 	var err error
 	l.cl, err = l.newClient()
 	require.NoError(t, err)
@@ -50,11 +78,11 @@ func startTxnLoad(t *testing.T, topic string, seeds []string) *txnLoad {
 	t.Cleanup(func() {
 		cancel()
 		<-l.done
-		l.mu.Lock()
+		l.clMu.Lock()
 		if l.cl != nil {
 			l.cl.Close()
 		}
-		l.mu.Unlock()
+		l.clMu.Unlock()
 	})
 	go l.loop(ctx)
 	return l
@@ -72,12 +100,12 @@ func (l *txnLoad) loop(ctx context.Context) {
 		if k%4 == 3 {
 			end = kgo.TryAbort
 		}
-		l.mu.Lock()
+		l.clMu.Lock()
 		cl := l.cl
-		l.mu.Unlock()
+		l.clMu.Unlock()
 		// Not ctx: a transaction started is ended, also when the loop stops.
 		endCtx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		err := txnRound(endCtx, cl, l.topic, "txn", k*txnSize, (k+1)*txnSize, end)
+		err := txnRound(endCtx, cl, l.topic, l.producer, k*txnSize, (k+1)*txnSize, end)
 		cancel()
 		outcome := txnCommitted
 		switch {
@@ -86,30 +114,29 @@ func (l *txnLoad) loop(ctx context.Context) {
 		case end == kgo.TryAbort:
 			outcome = txnAborted
 		}
-		l.mu.Lock()
-		l.outcomes = append(l.outcomes, outcome)
-		l.ended = append(l.ended, time.Now())
+		l.end(outcome, err)
 		if err != nil {
 			// The client may be left in a failed state: a new one with
 			// the same transactional id aborts whatever is open and
 			// fences the old one.
-			l.errs++
-			l.lastErr = err
+			l.clMu.Lock()
 			l.cl.Close()
-			if l.cl, err = l.newClient(); err != nil {
+			l.cl, err = l.newClient()
+			l.clMu.Unlock()
+			if err != nil {
+				l.mu.Lock()
 				l.broken = err
 				l.mu.Unlock()
 				return
 			}
 		}
-		l.mu.Unlock()
 	}
 }
 
-func (l *txnLoad) name() string { return "txn" }
+func (l *txnLog) name() string { return l.producer }
 
 // acked counts the records of committed transactions.
-func (l *txnLoad) acked() int {
+func (l *txnLog) acked() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := 0
@@ -123,9 +150,9 @@ func (l *txnLoad) acked() int {
 
 // ackStep is the progress awaitAcks waits for: five committed transactions
 // (each commit is a round of its own, far slower than records).
-func (l *txnLoad) ackStep() int { return 5 * txnSize }
+func (l *txnLog) ackStep() int { return 5 * txnSize }
 
-func (l *txnLoad) failure() error {
+func (l *txnLog) failure() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.broken
@@ -148,14 +175,14 @@ type txnTally struct {
 	wrong                       []string // the transactions above, with when their end returned
 }
 
-func (l *txnLoad) count(got map[rowID]int) txnTally {
+func (l *txnLog) count(got map[rowID]int) txnTally {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var tl txnTally
 	for k, o := range l.outcomes {
 		seen := 0
 		for i := k * txnSize; i < (k+1)*txnSize; i++ {
-			n := got[rowID{"txn", int64(i)}]
+			n := got[rowID{l.producer, int64(i)}]
 			if n > 0 {
 				seen++
 			}
@@ -196,3 +223,76 @@ func (tl txnTally) String() string {
 }
 
 func (o txnOutcome) String() string { return [...]string{"committed", "aborted", "ended in error"}[o] }
+
+// javaTxnLoad is the Java client's transactional producer looping
+// transactions (internal/gatewaytest/java/TxnLoadMain.java) as a txnLog.
+type javaTxnLoad struct {
+	*txnLog
+	javaProc
+}
+
+func startJavaTxnLoad(t *testing.T, topic string, seeds []string) *javaTxnLoad {
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	command, err := gatewaytest.JavaMain(ctx, "TxnLoadMain")
+	cancel()
+	require.NoError(t, err)
+	l := &javaTxnLoad{txnLog: &txnLog{producer: "jtxn"}}
+	l.start(t, command, []string{strings.Join(seeds, ","), topic, l.producer, uniqueName("faults-jtxn"), strconv.Itoa(txnSize)}, l.read)
+	return l
+}
+
+// read turns the program's lines into outcomes: "C k" committed, "X k"
+// aborted, "E k error" ended in error, "R error" a failed restart, "D" done.
+func (l *javaTxnLoad) read(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		kind, rest, _ := strings.Cut(sc.Text(), " ")
+		num, msg, _ := strings.Cut(rest, " ")
+		switch kind {
+		case "C", "X", "E":
+			k, err := strconv.Atoi(num)
+			l.mu.Lock()
+			next := len(l.outcomes)
+			l.mu.Unlock()
+			if err != nil || k != next {
+				l.fail(fmt.Errorf("TxnLoadMain ended transaction %q, want %d", num, next))
+				return
+			}
+			switch kind {
+			case "C":
+				l.end(txnCommitted, nil)
+			case "X":
+				l.end(txnAborted, nil)
+			default:
+				l.end(txnUnknown, errors.New(msg))
+			}
+		case "R":
+			l.mu.Lock()
+			l.errs++
+			l.lastErr = errors.New(rest)
+			l.mu.Unlock()
+		case "D":
+			return
+		}
+	}
+	l.fail(errors.New("TxnLoadMain's output ended before it said done"))
+}
+
+func (l *javaTxnLoad) fail(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.broken == nil {
+		l.broken = err
+	}
+}
+
+// stop ends the loop after the transaction under way and waits for the
+// process; a failure shows in failure().
+func (l *javaTxnLoad) stop() {
+	_ = l.stdin.Close()
+	<-l.done
+	if err := l.cmd.Wait(); err != nil {
+		l.fail(fmt.Errorf("TxnLoadMain: %w; stderr: %s", err, tailString(l.stderr.String(), 2000)))
+	}
+}

@@ -19,18 +19,7 @@ public class LoadMain {
         String bootstrap = args[0], topic = args[1], name = args[2];
         int rate = Integer.parseInt(args[3]);
         PrintStream out = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), false, "UTF-8");
-        AtomicBoolean stop = new AtomicBoolean();
-        Thread stdin = new Thread(() -> {
-            try {
-                while (System.in.read() >= 0) {
-                }
-            } catch (Exception e) {
-                // EOF or a closed pipe both mean stop
-            }
-            stop.set(true);
-        });
-        stdin.setDaemon(true);
-        stdin.start();
+        AtomicBoolean stop = StdinStop.watch();
 
         Properties p = new Properties();
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
