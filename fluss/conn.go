@@ -43,7 +43,8 @@ type connConfig struct {
 //
 // A conn owns two goroutines, started by dialConn and stopped by close (or
 // when the connection breaks): the reader, the only one to read from the
-// socket, and the writer, the only one to write to it.
+// socket, and the writer, the only one to write to it; and a third, the
+// silence watcher (watchSilence), when the client asks about members.
 type conn struct {
 	addr string
 	cfg  *connConfig

@@ -30,38 +30,52 @@ import (
 // separate gateway processes) of one fresh transactions table.
 func txnInstances(t *testing.T, ctx context.Context, instances int) ([]*txnTable, []*txnClaims, fluss.TablePath) {
 	addr := flusstest.Bootstrap(t)
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	path := fluss.TablePath{Database: "gateway_it_" + hex.EncodeToString(b[:]), Table: "transactions"}
-
+	var path fluss.TablePath
 	claims := make([]*txnClaims, instances)
 	var tables []*txnTable
 	for i := range instances {
-		c, err := fluss.NewClient(fluss.Config{Bootstrap: strings.Split(addr, ",")})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = c.Close() })
-		w, err := writertest.New(writertest.Defaults(), c)
-		require.NoError(t, err)
-		runErr := make(chan error, 1)
-		go func() { runErr <- w.Run(context.Background()) }()
-		t.Cleanup(func() {
-			assert.NoError(t, w.Close(context.Background()))
-			assert.NoError(t, <-runErr)
-		})
+		c, w := itInstance(t, addr)
+		if i == 0 {
+			path = fluss.TablePath{Database: itDatabase(t, c), Table: "transactions"}
+		}
 		tab := newTxnTable(c, w.Accumulator, path)
 		tables = append(tables, tab)
 		claims[i] = newTxnClaims(tab, c, time.Hour, nil)
-		if i == 0 {
-			t.Cleanup(func() {
-				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				defer cancel()
-				if err := c.DropDatabase(ctx, path.Database, true, true); err != nil {
-					t.Logf("drop database %s: %v", path.Database, err)
-				}
-			})
-		}
 	}
 	return tables, claims, path
+}
+
+// itInstance is one instance's Fluss client and running writer, as a
+// gateway process has them, both closed when the test ends.
+func itInstance(t *testing.T, addr string) (*fluss.Client, *writertest.Writer) {
+	c, err := fluss.NewClient(fluss.Config{Bootstrap: strings.Split(addr, ",")})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	w, err := writertest.New(writertest.Defaults(), c)
+	require.NoError(t, err)
+	runErr := make(chan error, 1)
+	go func() { runErr <- w.Run(context.Background()) }()
+	t.Cleanup(func() {
+		assert.NoError(t, w.Close(context.Background()))
+		assert.NoError(t, <-runErr)
+	})
+	return c, w
+}
+
+// itDatabase names a fresh database for the test's tables, dropped through
+// c when the test ends.
+func itDatabase(t *testing.T, c *fluss.Client) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	db := "gateway_it_" + hex.EncodeToString(b[:])
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := c.DropDatabase(ctx, db, true, true); err != nil {
+			t.Logf("drop database %s: %v", db, err)
+		}
+	})
+	return db
 }
 
 func TestIntegrationTxnClaims(t *testing.T) {

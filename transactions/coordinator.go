@@ -117,7 +117,7 @@ func New(path *produce.Path, acc *accumulator.Accumulator, ids produce.WriterIDs
 // TransactionsEnabled implements kafkaproto.Transactions: transactions
 // are served once the routes' first load opened the producer-state store,
 // and announced while that load is under way (its requests then get
-// COORDINATOR_LOAD_IN_PROGRESS; a Produce, LEADER_NOT_AVAILABLE as any):
+// COORDINATOR_LOAD_IN_PROGRESS; a Produce LEADER_NOT_AVAILABLE, as any):
 // a client that connects to an instance still starting must not learn
 // that the transactional APIs are missing, which Java's producer takes as
 // fatal (UnsupportedVersionException for EndTxn retried on a restarted
@@ -128,9 +128,9 @@ func (t *Coordinator) TransactionsEnabled() bool {
 
 // loading is the error for a transactional request that comes before the
 // routes' first load.
-func (t *Coordinator) loading(code error) error {
+func (t *Coordinator) loading() error {
 	if t.path.Current() == nil {
-		return fmt.Errorf("%w: routes not loaded yet", code)
+		return fmt.Errorf("%w: routes not loaded yet", kafkaproto.ErrCoordinatorLoadInProgress)
 	}
 	return nil
 }
@@ -140,7 +140,7 @@ func (t *Coordinator) loading(code error) error {
 // next claim is taken, and the replaced claim's open transaction is
 // aborted (or, if its commit got in first, applied) before the answer.
 func (t *Coordinator) InitTransaction(ctx context.Context, id string, timeoutMs int32, pid int64, epoch int16) (int64, int16, error) {
-	if err := t.loading(kafkaproto.ErrCoordinatorLoadInProgress); err != nil {
+	if err := t.loading(); err != nil {
 		return -1, -1, err
 	}
 	cur, err := t.claims.current(ctx, id)
@@ -273,7 +273,7 @@ func (t *Coordinator) addParts(p kafkaproto.TxnProducer, partitions map[string][
 // decided, and a commit is applied before the answer (again, harmlessly,
 // when EndTxn is repeated).
 func (t *Coordinator) EndTransaction(ctx context.Context, p kafkaproto.TxnProducer, commit bool) error {
-	if err := t.loading(kafkaproto.ErrCoordinatorLoadInProgress); err != nil {
+	if err := t.loading(); err != nil {
 		return err
 	}
 	defer func() {
@@ -361,7 +361,8 @@ func (t *Coordinator) Stage(ctx context.Context, st *produce.Bound, route *mappi
 	}
 	p := kafkaproto.TxnProducer{TransactionalID: req.TransactionalID, ProducerID: req.ProducerID, Epoch: req.ProducerEpoch}
 	size := int64(stagedSize(req.Records))
-	if err := t.charge(p, produce.TopicPartition{Topic: req.Topic, Partition: req.Partition}, size); err != nil {
+	txn, err := t.charge(p, produce.TopicPartition{Topic: req.Topic, Partition: req.Partition}, size)
+	if err != nil {
 		t.logRefusal(t.log, req, err)
 		return nil, err
 	}
@@ -370,15 +371,15 @@ func (t *Coordinator) Stage(ctx context.Context, st *produce.Bound, route *mappi
 	// the apply prepares the staged records again, against the table as
 	// it is then.
 	if err := t.path.Check(ctx, st, route, req); err != nil {
-		t.charge(p, produce.TopicPartition{Topic: req.Topic, Partition: req.Partition}, -size)
+		_, _ = t.charge(p, produce.TopicPartition{Topic: req.Topic, Partition: req.Partition}, -size)
 		return nil, err
 	}
 	sb := &stagedBatch{id: req.TransactionalID, topic: req.Topic, partition: req.Partition,
 		producerID: req.ProducerID, epoch: req.ProducerEpoch, baseSequence: req.BaseSequence, records: req.Records, stagingOffset: -1,
-		txn: t.openTxn(p)}
+		txn: txn}
 	h, err := t.staging.stage(ctx, sb)
 	if err != nil {
-		t.charge(p, produce.TopicPartition{Topic: req.Topic, Partition: req.Partition}, -size)
+		_, _ = t.charge(p, produce.TopicPartition{Topic: req.Topic, Partition: req.Partition}, -size)
 		return nil, answer.Error(err)
 	}
 	t.m.stagedBatches.Inc()
@@ -393,17 +394,6 @@ func (t *Coordinator) Stage(ctx context.Context, st *produce.Bound, route *mappi
 		c.Complete(kafkaproto.PartitionResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1})
 	}()
 	return c, nil
-}
-
-// openTxn is the transaction p's AddPartitionsToTxn here began or found
-// open, which its staged batches name; nil when this instance saw none.
-func (t *Coordinator) openTxn(p kafkaproto.TxnProducer) *txnTag {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if sess := t.added[p.TransactionalID]; sess != nil && sess.producer == p && sess.begun {
-		return &txnTag{claim: sess.claim, n: sess.n}
-	}
-	return nil
 }
 
 // logRefusal logs a refused transactional batch, at most one line a
@@ -431,26 +421,31 @@ func (t *Coordinator) logRefusal(log *slog.Logger, req *kafkaproto.PartitionProd
 // partition the transaction's AddPartitionsToTxn here did not add
 // (INVALID_TXN_STATE). A transaction this instance has no session for
 // (its partitions were added on another one) is counted from here on.
-func (t *Coordinator) charge(p kafkaproto.TxnProducer, tp produce.TopicPartition, size int64) error {
+// It returns the transaction p's AddPartitionsToTxn here began or found
+// open, which the staged batch names; nil when this instance saw none.
+func (t *Coordinator) charge(p kafkaproto.TxnProducer, tp produce.TopicPartition, size int64) (*txnTag, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	sess := t.added[p.TransactionalID]
 	switch {
 	case sess == nil || sess.producer != p:
 		if size < 0 {
-			return nil
+			return nil, nil
 		}
 		sess = &txnSession{producer: p}
 		t.added[p.TransactionalID] = sess
 	case sess.parts != nil && !sess.parts[tp]:
-		return fmt.Errorf("%w: partition %s/%d was not added to the transaction of %q", kafkaproto.ErrInvalidTxnState, tp.Topic, tp.Partition, p.TransactionalID)
+		return nil, fmt.Errorf("%w: partition %s/%d was not added to the transaction of %q", kafkaproto.ErrInvalidTxnState, tp.Topic, tp.Partition, p.TransactionalID)
 	}
 	if size > 0 && sess.staged+size > t.maxBytes {
-		return fmt.Errorf("%w: the transaction of %q would stage %d bytes on this gateway, past kafka.transaction_max_bytes %d; abort it",
+		return nil, fmt.Errorf("%w: the transaction of %q would stage %d bytes on this gateway, past kafka.transaction_max_bytes %d; abort it",
 			kafkaproto.ErrMessageTooLarge, p.TransactionalID, sess.staged+size, t.maxBytes)
 	}
 	sess.staged += size
-	return nil
+	if !sess.begun {
+		return nil, nil
+	}
+	return &txnTag{claim: sess.claim, n: sess.n}, nil
 }
 
 // applyCommit writes a committed transaction's staged batches to their

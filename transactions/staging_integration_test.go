@@ -2,10 +2,7 @@ package transactions
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +11,6 @@ import (
 
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/internal/flusstest"
-	"github.com/fluss-kafka/gateway/internal/writertest"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 )
 
@@ -31,25 +27,8 @@ import (
 func TestIntegrationStagingSkipsLateWritesOfOtherTransactions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	c, err := fluss.NewClient(fluss.Config{Bootstrap: strings.Split(flusstest.Bootstrap(t), ",")})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	w, err := writertest.New(writertest.Defaults(), c)
-	require.NoError(t, err)
-	runErr := make(chan error, 1)
-	go func() { runErr <- w.Run(context.Background()) }()
-	t.Cleanup(func() {
-		assert.NoError(t, w.Close(context.Background()))
-		assert.NoError(t, <-runErr)
-	})
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	path := fluss.TablePath{Database: "gateway_it_" + hex.EncodeToString(b[:]), Table: "staging"}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_ = c.DropDatabase(ctx, path.Database, true, true)
-	})
+	c, w := itInstance(t, flusstest.Bootstrap(t))
+	path := fluss.TablePath{Database: itDatabase(t, c), Table: "staging"}
 	l := newStagingLog(c, w.Accumulator, path)
 
 	const id = "late-writer"
