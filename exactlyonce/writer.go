@@ -24,6 +24,19 @@ type WriterIDs interface {
 	InitWriter(ctx context.Context, tables ...fluss.TablePath) (int64, error)
 }
 
+// WriterAgreement is how the instances that replay the same committed
+// transaction agree on a new writer id (a first_row table: the first
+// proposal for a state stands). Two instances may apply one commit at once
+// (the deciding one, slowed by a Fluss fault, and another's sweeper past
+// the grace); starting from the same state, each would otherwise take its
+// own writer id for it, and Fluss would keep both copies.
+type WriterAgreement interface {
+	// AgreeWriter returns the writer id that follows key's state from (its
+	// writer id and version) on every instance: proposed, or the one
+	// another instance proposed first.
+	AgreeWriter(ctx context.Context, key producerstate.Key, from *producerstate.State, proposed int64) (int64, error)
+}
+
 // Store keeps the committed producer states (producerstate.Store; an
 // in-memory one in tests).
 type Store interface {
@@ -241,12 +254,13 @@ type Timing struct {
 // returns the write that answers the batch: c itself for a new batch, the
 // original's for a re-sent one, or an error.
 //
-// A replay (a committed transaction's batch, docs/transactions.md) differs
-// in what its sequence means: a producer's transactions are applied in
-// order, so a batch before the expected sequence (or of an older epoch)
-// was applied already and is answered as done, and one past it follows an
-// aborted transaction's gap and is accepted.
-func (e *Writer) Admit(ctx context.Context, key producerstate.Key, req *kafkaproto.PartitionProduce, table fluss.TablePath, fp int64, groups []Group, c *kafkaproto.Completion, timing Timing, replay bool) (kafkaproto.PartitionWrite, error) {
+// A replay (a committed transaction's batch, docs/transactions.md; replay
+// not nil) differs in what its sequence means: a producer's transactions
+// are applied in order, so a batch before the expected sequence (or of an
+// older epoch) was applied already and is answered as done, and one past
+// it follows an aborted transaction's gap and is accepted. Its new writer
+// ids are agreed through replay, since other instances may replay it too.
+func (e *Writer) Admit(ctx context.Context, key producerstate.Key, req *kafkaproto.PartitionProduce, table fluss.TablePath, fp int64, groups []Group, c *kafkaproto.Completion, timing Timing, replay WriterAgreement) (kafkaproto.PartitionWrite, error) {
 	p := e.partition(key)
 	defer p.mu.Unlock()
 	if p.poisoned {
@@ -257,7 +271,7 @@ func (e *Writer) Admit(ctx context.Context, key producerstate.Key, req *kafkapro
 		e.m.recovery()
 	}
 	if !p.loaded {
-		if err := e.load(ctx, p, table, fp); err != nil {
+		if err := e.load(ctx, p, table, fp, replay); err != nil {
 			return nil, answer.Error(err)
 		}
 	}
@@ -268,7 +282,7 @@ func (e *Writer) Admit(ctx context.Context, key producerstate.Key, req *kafkapro
 	}
 	v := kafkaproto.CheckSequence(kafkaproto.SeqState{Known: s.Known, Epoch: s.Epoch, NextSeq: s.NextSeq, Window: window[:len(s.Window)]},
 		req.ProducerEpoch, req.BaseSequence, int32(len(req.Records)))
-	if replay {
+	if replay != nil {
 		switch {
 		case v.Gap():
 			v.Kind, v.Restart = kafkaproto.SeqAccept, req.ProducerEpoch != s.Epoch
@@ -306,7 +320,7 @@ func (e *Writer) Admit(ctx context.Context, key producerstate.Key, req *kafkapro
 		// after a crash finds the new writer and no second bump.
 		bumped := s.Clone()
 		bumped.Epoch, bumped.NextSeq, bumped.Window = req.ProducerEpoch, 0, nil
-		if err := e.newWriter(ctx, key, &bumped, table, fp, "epoch_bump"); err != nil {
+		if err := e.newWriter(ctx, key, &bumped, table, fp, "epoch_bump", replay); err != nil {
 			return nil, answer.Error(err)
 		}
 		*s, p.recent, p.last, p.loadedTargets = bumped, nil, nil, nil
@@ -391,8 +405,9 @@ func (p *producerPartition) batch(i int) *eoBatch {
 }
 
 // load reads P's committed state, or starts a new one with its own writer
-// id, committed before any data is written under it.
-func (e *Writer) load(ctx context.Context, p *producerPartition, table fluss.TablePath, fp int64) error {
+// id, committed before any data is written under it (agreed through agree
+// when not nil).
+func (e *Writer) load(ctx context.Context, p *producerPartition, table fluss.TablePath, fp int64, agree WriterAgreement) error {
 	st, ok, err := e.store.Lookup(ctx, p.key)
 	if err != nil {
 		e.m.load("error")
@@ -418,7 +433,7 @@ func (e *Writer) load(ctx context.Context, p *producerPartition, table fluss.Tab
 	}
 	var loadedTargets map[producerstate.Target]int32
 	if why != "" {
-		if err := e.newWriter(ctx, p.key, &st, table, fp, why); err != nil {
+		if err := e.newWriter(ctx, p.key, &st, table, fp, why, agree); err != nil {
 			return err
 		}
 	} else {
@@ -433,9 +448,13 @@ func (e *Writer) load(ctx context.Context, p *producerPartition, table fluss.Tab
 
 // newWriter gives st a fresh Fluss writer id with every target unseen, and
 // commits it before any data goes out under it. Batches written under the
-// old id and not committed are not replayed under the new one.
-func (e *Writer) newWriter(ctx context.Context, key producerstate.Key, st *producerstate.State, table fluss.TablePath, fp int64, why string) error {
+// old id and not committed are not replayed under the new one. With agree,
+// every instance that starts from st takes the same id.
+func (e *Writer) newWriter(ctx context.Context, key producerstate.Key, st *producerstate.State, table fluss.TablePath, fp int64, why string, agree WriterAgreement) error {
 	id, err := e.ids.InitWriter(ctx, table)
+	if err == nil && agree != nil {
+		id, err = agree.AgreeWriter(ctx, key, st, id)
+	}
 	if err != nil {
 		return fmt.Errorf("exactly-once writer id for %s/%d: %w", key.Topic, key.Partition, err)
 	}

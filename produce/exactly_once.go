@@ -59,9 +59,9 @@ var _ kafkaproto.IdempotenceOwner = (*Path)(nil)
 // produceExactlyOnce queues the batch of an idempotent producer on an
 // exactly-once route behind its producer's earlier batches of the Kafka
 // partition (its first batch on this instance looks the producer state up, which
-// blocks on Fluss) and returns its completion. replay marks a committed
-// transaction's batch (see admit).
-func (s *Path) produceExactlyOnce(ctx context.Context, st *Bound, route *mapping.Route, req *kafkaproto.PartitionProduce, replay bool) (kafkaproto.PartitionWrite, error) {
+// blocks on Fluss) and returns its completion. replay, when not nil, marks
+// a committed transaction's batch (see exactlyonce.Writer.Admit).
+func (s *Path) produceExactlyOnce(ctx context.Context, st *Bound, route *mapping.Route, req *kafkaproto.PartitionProduce, replay exactlyonce.WriterAgreement) (kafkaproto.PartitionWrite, error) {
 	start := time.Now()
 	if s.eo == nil {
 		return nil, fmt.Errorf("%w: exactly-once routes are not available in this gateway", kafkaproto.ErrUnknownServerError)
@@ -91,7 +91,7 @@ func (s *Path) produceExactlyOnce(ctx context.Context, st *Bound, route *mapping
 
 // writeExactlyOnce converts, admits, writes and (in a goroutine) commits
 // one batch; c gets its answer.
-func (s *Path) writeExactlyOnce(ctx context.Context, st *Bound, route *mapping.Route, req *kafkaproto.PartitionProduce, c *kafkaproto.Completion, start time.Time, replay bool) {
+func (s *Path) writeExactlyOnce(ctx context.Context, st *Bound, route *mapping.Route, req *kafkaproto.PartitionProduce, c *kafkaproto.Completion, start time.Time, replay exactlyonce.WriterAgreement) {
 	// The writer copies the rows when they are written; the decoded records
 	// (and their charge to the read budget) go back once this returns.
 	defer req.Release()
@@ -198,9 +198,13 @@ func (s *Path) RegisterExactlyOnce(reg prometheus.Registerer) error {
 }
 
 // Replay writes a committed transaction's batch through the exactly-once
-// path (see exactlyonce.Writer.Admit for what its sequence means).
-func (s *Path) Replay(ctx context.Context, st *Bound, route *mapping.Route, req *kafkaproto.PartitionProduce) (kafkaproto.PartitionWrite, error) {
-	return s.produceExactlyOnce(ctx, st, route, req, true)
+// path (see exactlyonce.Writer.Admit for what its sequence means); the
+// instances that replay it agree on new writer ids through agree.
+func (s *Path) Replay(ctx context.Context, st *Bound, route *mapping.Route, req *kafkaproto.PartitionProduce, agree exactlyonce.WriterAgreement) (kafkaproto.PartitionWrite, error) {
+	if agree == nil {
+		return nil, fmt.Errorf("%w: a replay needs a writer agreement", kafkaproto.ErrUnknownServerError)
+	}
+	return s.produceExactlyOnce(ctx, st, route, req, agree)
 }
 
 // ExactlyOnceUsable reports whether the producer-state store opened.

@@ -233,7 +233,7 @@ func (s *Path) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) (k
 		return s.Transactions.Stage(ctx, st, route, req)
 	}
 	if req.ProducerID >= 0 && s.WritesExactlyOnce(route) {
-		return s.produceExactlyOnce(ctx, st, route, req, false)
+		return s.produceExactlyOnce(ctx, st, route, req, nil)
 	}
 	cb := s.getBatch(len(req.Records))
 	queue := mergedQueue(TopicPartition{req.Topic, req.Partition})

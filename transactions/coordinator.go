@@ -38,6 +38,9 @@ type Coordinator struct {
 	m         *txnMetrics
 	// view is the sweeper's list of open transactions (ListTransactions).
 	view *txnView
+	// writers agrees, between instances applying one commit at once, on
+	// the new writer ids of its replays.
+	writers *writerAgreement
 
 	mu sync.Mutex // guards added and the refusal log's fields
 	// lastRefusal and suppressed rate-limit the refused-batch line.
@@ -101,6 +104,7 @@ func New(path *produce.Path, acc *accumulator.Accumulator, ids produce.WriterIDs
 		added:           map[string]*txnSession{},
 		failpoint:       os.Getenv(EnvFailpoint),
 		view:            &txnView{},
+		writers:         &writerAgreement{rows: rows, now: time.Now},
 	}
 	m, err := newTxnMetrics(reg, func() float64 {
 		t.mu.Lock()
@@ -525,7 +529,7 @@ func (t *Coordinator) applyPartition(ctx context.Context, st *produce.Bound, rou
 			}
 			next = kafkaproto.SeqAdd(b.baseSequence, int32(len(b.records)))
 		}
-		w, err := t.path.Replay(ctx, st, route, req)
+		w, err := t.path.Replay(ctx, st, route, req, t.writers)
 		if err != nil {
 			return fmt.Errorf("apply %s/%d from sequence %d: %w", req.Topic, req.Partition, req.BaseSequence, err)
 		}

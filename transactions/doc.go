@@ -14,6 +14,7 @@
 // and produce.TxnStager, to which the produce path hands every
 // transactional batch.
 //
-// Imports point down: transactions imports produce, owntable, answer,
-// mapping, accumulator, fluss and kafkaproto; never gateway.
+// Imports point down: transactions imports produce, exactlyonce (the
+// writer agreement of replays, writers.go), producerstate, owntable,
+// answer, mapping, accumulator, fluss and kafkaproto; never gateway.
 package transactions

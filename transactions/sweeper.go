@@ -163,7 +163,7 @@ func (w *txnSweeper) read(ctx context.Context, tab *txnTable) error {
 // mark ends the wait.
 func (w *txnSweeper) note(r *txnRow) {
 	switch k := r.key.txn; {
-	case k == txnClaimRow:
+	case k == txnClaimRow || isWriterAgreement(r.id):
 	case k >= 0 && k%2 == 0: // begin
 		w.entry(txnRef{r.id, r.key.claim, k / 2}).begin = r
 	case k >= 0: // outcome
