@@ -24,10 +24,10 @@ import (
 )
 
 // The faults here hit Fluss, not the gateway: a replicated cluster of its
-// own (3 tablet servers, every table with 3 replicas), one gateway with the
-// default configuration that reaches each tablet server through a TCP
-// proxy the test controls (flusstest.ClientProxies, for the network
-// partition), idempotent producers (franz-go, Java) through the default
+// own (3 tablet servers, every table with 3 replicas), two gateway
+// instances with the default configuration that reach each tablet server
+// through a TCP proxy the test controls (flusstest.ClientProxies, for the
+// network partition), idempotent producers (franz-go, Java) through the default
 // route, franz-go and Java transactional producers, a topic on a server no
 // fault touches, and a seeded schedule of faults in a row. Every row is
 // read back with pyfluss and counted.
@@ -42,6 +42,8 @@ var (
 		"more server.yaml settings of the test cluster, key=value,key=value (env FLUSS_FAULT_SERVER_SETTINGS), e.g. log.replica.max-lag-time=10s")
 	flussFaultRate = flag.Int("flussfault.rate", envInt("FLUSS_FAULT_RATE", 5000),
 		"records per second each producer sends in TestFlussFaults (env FLUSS_FAULT_RATE)")
+	flussFaultInstances = flag.Int("flussfault.instances", envInt("FLUSS_FAULT_INSTANCES", 2),
+		"gateway instances of TestFlussFaults (env FLUSS_FAULT_INSTANCES): the franz-go producers use the first, the Java ones the last")
 )
 
 func envString(name, def string) string {
@@ -179,25 +181,29 @@ func TestFlussFaults(t *testing.T) {
 	if v := os.Getenv("FLUSS_FAULT_GATEWAY_LOG"); v != "" {
 		cfg.LogLevel, keepLog, _ = strings.Cut(v, ":")
 	}
-	// One instance: with a second one (the Java producers through it) a
-	// long schedule read back one franz-go transaction's 50 rows twice,
-	// not yet explained (docs/deployment.md); it is not in the suite until
-	// it is.
-	g := gatewaytest.StartTest(t, bin, cfg)
-	if keepLog != "" {
-		t.Cleanup(func() { _ = os.WriteFile(keepLog, []byte(g.Logs()), 0o644) })
+	// Two instances, as behind a load balancer: the franz-go producers
+	// through the first, the Java ones through the second. Each sweeper
+	// applies the other's commits left unapplied past their grace, which
+	// a fault makes them, so two instances apply one commit at once.
+	gs := make([]*gatewaytest.Process, *flussFaultInstances)
+	for i := range gs {
+		gs[i] = gatewaytest.StartTest(t, bin, cfg)
+		if keepLog != "" {
+			t.Cleanup(func() { _ = os.WriteFile(fmt.Sprintf("%s.%d", keepLog, i), []byte(gs[i].Logs()), 0o644) })
+		}
 	}
+	g, gJava := gs[0], gs[len(gs)-1]
 	franz := startFranzLoad(t, "franz", []string{g.KafkaAddr}, *flussFaultRate)
 	loads := []load{franz}
 	if java != nil {
-		loads = append(loads, startJavaLoad(t, java, "java", []string{g.KafkaAddr}, *flussFaultRate))
+		loads = append(loads, startJavaLoad(t, java, "java", []string{gJava.KafkaAddr}, *flussFaultRate))
 	}
 	steady := startFranzLoadOn(t, steadyTopic, "steady", []string{g.KafkaAddr}, *flussFaultRate)
 	txn := startTxnLoad(t, txnTopic, []string{g.KafkaAddr})
 	txns := []*txnLog{txn.txnLog}
 	var jtxn *javaTxnLoad
 	if java != nil {
-		jtxn = startJavaTxnLoad(t, txnTopic, []string{g.KafkaAddr})
+		jtxn = startJavaTxnLoad(t, txnTopic, []string{gJava.KafkaAddr})
 		txns = append(txns, jtxn.txnLog)
 	}
 	// Every producer still running must make progress after each fault:
@@ -234,7 +240,7 @@ func TestFlussFaults(t *testing.T) {
 		assert.Zero(t, tl.dupRows, "untouched topic: duplicated rows")
 	}
 	victims := rand.New(rand.NewPCG(*flussFaultSeed, 0x5eed))
-	watch := watchProgress(t, loads, g)
+	watch := watchProgress(t, loads, gs...)
 	for i, fault := range plan {
 		ok := t.Run(fmt.Sprintf("%02d_%s", i+1, strings.ReplaceAll(fault.String(), " ", "_")), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
@@ -255,7 +261,10 @@ func TestFlussFaults(t *testing.T) {
 			for i, l := range all {
 				from[i] = l.acked()
 			}
-			logFrom := len(g.Logs())
+			logFrom := make([]int, len(gs))
+			for i, gi := range gs {
+				logFrom[i] = len(gi.Logs())
+			}
 			franz.takeMaxLatency()
 			steadyFrom := 0
 			if steady != nil {
@@ -324,11 +333,13 @@ func TestFlussFaults(t *testing.T) {
 			}
 			line := fmt.Sprintf("%-28s %s: healed after %4.1fs, franz-go record waited up to %5.1fs, no ack at all for %5.1fs (from %4.1fs after the fault), %s, /readyz not 200 in %d of %d samples",
 				fault, who, healed.Seconds(), latency.Seconds(), st.stall.Seconds(), st.stallStart.Sub(start).Seconds(), steadyFigure, st.unready, st.samples)
-			logs := g.Logs()[logFrom:]
-			if st.unready > 0 {
-				line += "; why: " + firstLine(logs, "fluss not writable")
+			for i, gi := range gs {
+				logs := gi.Logs()[logFrom[i]:]
+				if st.unready > 0 {
+					line += fmt.Sprintf("; why (instance %d): %s", i, firstLine(logs, "fluss not writable"))
+				}
+				t.Logf("instance %d's warnings during the fault (fault at %s):\n%s", i, start.UTC().Format("15:04:05.000"), warnings(logs, 20))
 			}
-			t.Logf("gateway warnings during the fault (fault at %s):\n%s", start.UTC().Format("15:04:05.000"), warnings(logs, 20))
 			t.Log(line)
 			report = append(report, line)
 			// Every instance sees a fault of the shared cluster alike: none
@@ -354,7 +365,9 @@ func TestFlussFaults(t *testing.T) {
 	if jtxn != nil {
 		jtxn.stop()
 	}
-	g.RequireStop(t)
+	for _, gi := range gs {
+		gi.RequireStop(t)
+	}
 	txnRows := readIDs(t, e, txnTbl)
 	for _, tl := range txns {
 		require.NoError(t, tl.failure(), "%s: the transactional producer broke", tl.producer)

@@ -446,6 +446,21 @@ func notServing(err error) bool {
 	return errors.Is(err, ErrUnknownServerError) || errors.Is(err, ErrNotCoordinatorLeader)
 }
 
+// Reach opens a TCP connection to addr through the client's dialer and
+// closes it: whether this process reaches the server at all, whatever its
+// answers wait on (its requests may queue behind writes it holds, or it may
+// be stalled by a fault elsewhere in the cluster). Bounded by
+// Config.DialTimeout.
+func (c *Client) Reach(ctx context.Context, addr string) error {
+	dctx, cancel := context.WithTimeout(ctx, c.connCfg.dialTimeout)
+	defer cancel()
+	nc, err := c.connCfg.dial(dctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("dial fluss server %s: %w", addr, dialTimeoutError(ctx, err, c.connCfg.dialTimeout))
+	}
+	return nc.Close()
+}
+
 // RawRequest sends one request frame with the given api key, version and
 // protobuf payload to addr (host:port), bypassing version negotiation, and
 // returns the raw response. timeout <= 0 means Config.RequestTimeout. For

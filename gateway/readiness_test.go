@@ -122,15 +122,15 @@ type fakeCluster struct {
 	servers     []string        // tablet server hosts metadata lists
 	down        map[string]bool // addresses that do not answer
 
-	mu     sync.Mutex // guards pinged: leaders are pinged at once
-	pinged []string
+	mu      sync.Mutex // guards reached: servers are reached at once
+	reached []string
 }
 
-// pings returns the servers pinged (at once, so in any order), sorted.
-func (f *fakeCluster) pings() []string {
+// reachedSorted returns the servers reached (at once, so in any order), sorted.
+func (f *fakeCluster) reachedSorted() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := slices.Clone(f.pinged)
+	out := slices.Clone(f.reached)
 	slices.Sort(out)
 	return out
 }
@@ -147,21 +147,18 @@ func (f *fakeCluster) TabletServers(context.Context) ([]fluss.ServerNode, error)
 	return out, nil
 }
 
-func (f *fakeCluster) RawRequest(_ context.Context, addr string, apiKey, _ int16, payload []byte, _ time.Duration) (fluss.RawResponse, error) {
+func (f *fakeCluster) Reach(_ context.Context, addr string) error {
 	f.mu.Lock()
-	f.pinged = append(f.pinged, addr)
+	f.reached = append(f.reached, addr)
 	f.mu.Unlock()
-	if apiKey != flussAPIVersions || len(payload) == 0 {
-		return fluss.RawResponse{}, errors.New("not a ping")
-	}
 	if f.down[addr] {
-		return fluss.RawResponse{}, fluss.ErrRequestTimeout
+		return fluss.ErrConnectionClosed
 	}
-	return fluss.RawResponse{}, nil
+	return nil
 }
 
 // TestFlussProbe: the check fails, naming what, when metadata cannot be
-// fetched or no tablet server answers; servers are pinged once each. Some
+// fetched or no tablet server answers; servers are reached once each. Some
 // tablet servers down while another answers leaves the instance ready,
 // whatever they lead, and so does a dead coordinator: that affects every
 // instance alike, and writes go on.
@@ -185,11 +182,11 @@ func TestFlussProbe(t *testing.T) {
 
 	c := healthy()
 	require.NoError(t, flussProbe(c, func() *produce.Bound { return st })(ctx))
-	assert.Equal(t, []string{"ts0:9124", "ts1:9124", "ts2:9124"}, c.pings(), "each tablet server once")
+	assert.Equal(t, []string{"ts0:9124", "ts1:9124", "ts2:9124"}, c.reachedSorted(), "each tablet server once")
 
 	c = healthy()
 	require.NoError(t, flussProbe(c, func() *produce.Bound { return nil })(ctx), "before routes load, metadata only")
-	assert.Empty(t, c.pings())
+	assert.Empty(t, c.reachedSorted())
 
 	c = healthy()
 	c.metadataErr = errors.New("no fluss server reachable")
@@ -199,7 +196,7 @@ func TestFlussProbe(t *testing.T) {
 	c.down["ts0:9124"], c.down["ts1:9124"] = true, true
 	require.NoError(t, flussProbe(c, func() *produce.Bound { return st })(ctx),
 		"servers down (every instance sees them alike; after a few faults they may lead every routed bucket) leave the instance ready while another answers")
-	assert.Equal(t, []string{"ts0:9124", "ts1:9124", "ts2:9124"}, c.pings())
+	assert.Equal(t, []string{"ts0:9124", "ts1:9124", "ts2:9124"}, c.reachedSorted())
 
 	c = healthy()
 	c.down["ts0:9124"], c.down["ts1:9124"], c.down["ts2:9124"] = true, true, true
