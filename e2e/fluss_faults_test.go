@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -380,6 +381,9 @@ func TestFlussFaults(t *testing.T) {
 		assert.Positive(t, txnTally.committed, "%s: no transaction committed", tl.producer)
 	}
 	countReadBack(t, e, tbl, tallies)
+	if slices.ContainsFunc(tallies, func(tl tally) bool { return tl.dupRows > 0 }) {
+		t.Logf("where duplicated rows lie (bucket@offset of each copy):\n%s", duplicateSites(e.scanLog(t, tbl), 20))
+	}
 	for _, tl := range tallies {
 		report = append(report, fmt.Sprintf("%-5s %s", tl.client, tl))
 		assert.Zero(t, tl.lost, "%s: acknowledged rows lost", tl.client)
@@ -600,4 +604,52 @@ func TestFlussFaultPlan(t *testing.T) {
 	assert.Equal(t, []flussFault{pauseDataLeader, crashDataLeader}, listed)
 	_, err = flussFaultPlan("forever", 1)
 	assert.ErrorContains(t, err, "want short, long or a list")
+}
+
+// duplicateSites lists up to limit ids read back more than once, each with
+// the bucket and log offset of every copy, so a failed run points at the
+// batches to look for in the gateway's debug log.
+func duplicateSites(rows []scannedRow, limit int) string {
+	type site struct {
+		bucket int32
+		offset int64
+	}
+	seen := map[rowID][]site{}
+	var order []rowID
+	for _, r := range rows {
+		var id rowID
+		if err := json.Unmarshal(r.Row["producer"], &id.producer); err != nil {
+			continue
+		}
+		if err := json.Unmarshal(r.Row["seq"], &id.seq); err != nil {
+			continue
+		}
+		if len(seen[id]) == 1 {
+			order = append(order, id)
+		}
+		seen[id] = append(seen[id], site{r.Bucket, r.Offset})
+	}
+	var b strings.Builder
+	for i, id := range order {
+		if i == limit {
+			fmt.Fprintf(&b, "... and %d more ids\n", len(order)-limit)
+			break
+		}
+		fmt.Fprintf(&b, "%s/%d:", id.producer, id.seq)
+		for _, s := range seen[id] {
+			fmt.Fprintf(&b, " %d@%d", s.bucket, s.offset)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func TestDuplicateSites(t *testing.T) {
+	row := func(producer string, seq int64, bucket int32, offset int64) scannedRow {
+		return scannedRow{Bucket: bucket, Offset: offset, Row: map[string]json.RawMessage{
+			"producer": json.RawMessage(fmt.Sprintf("%q", producer)), "seq": json.RawMessage(fmt.Sprint(seq))}}
+	}
+	rows := []scannedRow{row("franz", 1, 0, 10), row("franz", 2, 0, 11), row("java", 1, 2, 5), row("franz", 1, 3, 40), row("franz", 1, 3, 41)}
+	assert.Equal(t, "franz/1: 0@10 3@40 3@41\n", duplicateSites(rows, 20))
+	assert.Equal(t, "... and 1 more ids\n", duplicateSites(rows, 0))
 }
