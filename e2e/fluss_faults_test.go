@@ -382,7 +382,7 @@ func TestFlussFaults(t *testing.T) {
 	}
 	countReadBack(t, e, tbl, tallies)
 	if slices.ContainsFunc(tallies, func(tl tally) bool { return tl.dupRows > 0 }) {
-		t.Logf("where duplicated rows lie (bucket@offset of each copy):\n%s", duplicateSites(e.scanLog(t, tbl), 20))
+		t.Logf("where duplicated rows lie (bucket@offset of each copy):\n%s", duplicateSites(t, e.scanLog(t, tbl), 20))
 	}
 	for _, tl := range tallies {
 		report = append(report, fmt.Sprintf("%-5s %s", tl.client, tl))
@@ -609,7 +609,8 @@ func TestFlussFaultPlan(t *testing.T) {
 // duplicateSites lists up to limit ids read back more than once, each with
 // the bucket and log offset of every copy, so a failed run points at the
 // batches to look for in the gateway's debug log.
-func duplicateSites(rows []scannedRow, limit int) string {
+func duplicateSites(t *testing.T, rows []scannedRow, limit int) string {
+	t.Helper()
 	type site struct {
 		bucket int32
 		offset int64
@@ -617,13 +618,7 @@ func duplicateSites(rows []scannedRow, limit int) string {
 	seen := map[rowID][]site{}
 	var order []rowID
 	for _, r := range rows {
-		var id rowID
-		if err := json.Unmarshal(r.Row["producer"], &id.producer); err != nil {
-			continue
-		}
-		if err := json.Unmarshal(r.Row["seq"], &id.seq); err != nil {
-			continue
-		}
+		id := rowID{str(t, r.Row, "producer"), num(t, r.Row, "seq")}
 		if len(seen[id]) == 1 {
 			order = append(order, id)
 		}
@@ -650,6 +645,6 @@ func TestDuplicateSites(t *testing.T) {
 			"producer": json.RawMessage(fmt.Sprintf("%q", producer)), "seq": json.RawMessage(fmt.Sprint(seq))}}
 	}
 	rows := []scannedRow{row("franz", 1, 0, 10), row("franz", 2, 0, 11), row("java", 1, 2, 5), row("franz", 1, 3, 40), row("franz", 1, 3, 41)}
-	assert.Equal(t, "franz/1: 0@10 3@40 3@41\n", duplicateSites(rows, 20))
-	assert.Equal(t, "... and 1 more ids\n", duplicateSites(rows, 0))
+	assert.Equal(t, "franz/1: 0@10 3@40 3@41\n", duplicateSites(t, rows, 20))
+	assert.Equal(t, "... and 1 more ids\n", duplicateSites(t, rows, 0))
 }
