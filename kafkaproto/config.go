@@ -100,6 +100,17 @@ type Config struct {
 	// states; the least recently used are forgotten first. Default 100000.
 	MaxProducerStates int
 
+	// MaxConnections bounds the connections open at once on each listener
+	// given to Serve, counted per listener (Kafka's
+	// listener.name.<name>.max.connections): while it is reached, new
+	// connections wait in the listen backlog until one closes. 0 means no
+	// limit.
+	MaxConnections int
+	// ConnectionLimits bounds the connections per client address, shared
+	// by the listeners given the same one (Kafka's
+	// max.connections.per.ip); nil means no limit.
+	ConnectionLimits *ConnectionLimits
+
 	// SASL, when non-nil, requires clients to authenticate.
 	SASL *SASLConfig
 	// TLS, when non-nil, makes Serve wrap its listener in TLS.
@@ -253,6 +264,8 @@ func (c Config) Validate() error {
 	case c.IdleTimeout < 0 || c.WriteTimeout < 0 || c.DefaultProduceTimeout < 0 || c.ProducerStateTTL < 0 ||
 		c.RequestReadTimeout < 0:
 		return errors.New("timeouts must not be negative")
+	case c.MaxConnections < 0:
+		return fmt.Errorf("max connections %d is negative", c.MaxConnections)
 	case c.MaxProducerStates < 1:
 		return fmt.Errorf("max producer states %d is below 1", c.MaxProducerStates)
 	case c.AdvertisedPort < 0 || c.AdvertisedPort > 65535:

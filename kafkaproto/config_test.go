@@ -27,6 +27,7 @@ func TestConfigReadLimits(t *testing.T) {
 		{"first request tiny", kafkaproto.Config{MaxFirstRequestBytes: 5}, "max first request bytes 5 is below 10"},
 		{"negative rate", kafkaproto.Config{MinReadBytesPerSecond: -1}, "min read bytes per second -1 is below 1"},
 		{"negative read timeout", kafkaproto.Config{RequestReadTimeout: -time.Second}, "timeouts must not be negative"},
+		{"negative max connections", kafkaproto.Config{MaxConnections: -1}, "max connections -1 is negative"},
 		{"shared memory budget", kafkaproto.Config{Memory: &countingBudget{}}, ""},
 		{"shared memory budget and max read bytes", kafkaproto.Config{Memory: &countingBudget{}, MaxReadBytes: 1 << 30},
 			"max read bytes is the limit of the private memory budget: set it or memory, not both"},

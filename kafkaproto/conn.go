@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"slices"
 	"strconv"
@@ -30,8 +31,13 @@ import (
 // stack is most of what an idle connection costs, and clients keep idle
 // connections by the thousand).
 type conn struct {
-	s  *Server
-	nc net.Conn
+	// ip is the client address its ConnectionLimits slot is counted under,
+	// and slots its listener's MaxConnections tokens (nil: no limit); both
+	// given back by Server.removeConn.
+	ip    netip.Addr
+	slots chan struct{}
+	s     *Server
+	nc    net.Conn
 	// br is the read buffer, taken from the server's pool when a request's
 	// first byte arrives and given back once nothing more is buffered; nil
 	// while the connection is idle. Owned by the reader goroutine.
@@ -541,8 +547,10 @@ func (c *conn) finish() {
 		c.lingerClose()
 	}
 	c.close()
-	c.s.m.openConns.Add(-1)
+	// The limits' slots are free before the gauge drops: whoever sees the
+	// connection gone may open another.
 	c.s.removeConn(c)
+	c.s.m.openConns.Add(-1)
 }
 
 // drainLinger bounds how long a drained connection waits for the client to

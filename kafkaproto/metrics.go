@@ -28,6 +28,8 @@ type metrics struct {
 	authzFailures   *prometheus.CounterVec // operation
 	throttleSeconds prometheus.Counter
 	throttled       prometheus.Counter
+	connsRefused    *prometheus.CounterVec // reason
+	listenerFull    prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, producerStates, readBudgetBytes, collectedBatches func() float64) *metrics {
@@ -69,6 +71,14 @@ func newMetrics(reg prometheus.Registerer, producerStates, readBudgetBytes, coll
 			Name: "fluss_gateway_kafka_sasl_failures_total",
 			Help: "Failed SASL authentications.",
 		}),
+		connsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fluss_gateway_kafka_connections_refused_total",
+			Help: "Kafka client connections closed at accept because a connection limit was reached, by reason (per_ip).",
+		}, []string{"reason"}),
+		listenerFull: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "fluss_gateway_kafka_listener_full_total",
+			Help: "Times the listener reached its max_connections and stopped accepting until a connection closed.",
+		}),
 		readBudgetWaits: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fluss_gateway_kafka_read_budget_waits_total",
 			Help: "Requests that waited for the server-wide memory budget (Config.Memory or MaxReadBytes) before being read.",
@@ -90,7 +100,7 @@ func newMetrics(reg prometheus.Registerer, producerStates, readBudgetBytes, coll
 			Help: "Produce responses with a non-zero throttle time.",
 		}),
 	}
-	reg.MustRegister(m.readBudgetWaits, m.notReadyTotal, m.authzFailures, m.throttleSeconds, m.throttled, m.connsTotal, m.requests, m.requestDuration, m.produceRecords, m.produceBytes,
+	reg.MustRegister(m.connsRefused, m.listenerFull, m.readBudgetWaits, m.notReadyTotal, m.authzFailures, m.throttleSeconds, m.throttled, m.connsTotal, m.requests, m.requestDuration, m.produceRecords, m.produceBytes,
 		m.produceErrors, m.duplicates, m.protocolErrors, m.authFailures,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "fluss_gateway_kafka_open_connections",

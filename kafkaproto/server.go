@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,13 +41,20 @@ type Server struct {
 	// budget charges the memory of the requests being read and handled,
 	// and of the batches decoded from them (Config.Memory).
 	budget *readBudget
-	// denyLog, connLog, authLog and txnLog rate-limit lines clients can
-	// trigger.
-	denyLog, connLog, authLog, txnLog *logLimiter
+	// denyLog, connLog, authLog, txnLog, limitLog (per-address refusals)
+	// and fullLog (listeners at MaxConnections) rate-limit lines clients
+	// can trigger; the two limit kinds apart, so that a flood of one does
+	// not hide the other.
+	denyLog, connLog, authLog, txnLog, limitLog, fullLog *logLimiter
 	// readers are the connections' read buffers: a connection holds one
 	// only while it reads a request (or has more buffered), so that idle
 	// connections, of which clients keep several each, hold none.
 	readers sync.Pool
+
+	// stopAccept is closed when the listeners close, ending Serve's wait
+	// for a connection slot of a full listener.
+	stopAccept     chan struct{}
+	stopAcceptOnce sync.Once
 
 	// ctx is the lifetime of every connection; Close cancels it.
 	ctx    context.Context
@@ -84,21 +92,24 @@ func New(cfg Config, b Backend, opts ...Option) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		cfg:       cfg,
-		topics:    b,
-		sink:      b,
-		pids:      b,
-		log:       o.logger,
-		dec:       dec,
-		states:    newProducerStates(cfg.MaxProducerStates, cfg.ProducerStateTTL, o.now),
-		ready:     o.ready,
-		listeners: make(map[net.Listener]struct{}),
-		conns:     make(map[*conn]struct{}),
-		budget:    budget,
-		denyLog:   newLogLimiter(time.Second),
-		connLog:   newLogLimiter(time.Second),
-		authLog:   newLogLimiter(time.Second),
-		txnLog:    newLogLimiter(time.Second),
+		cfg:        cfg,
+		topics:     b,
+		sink:       b,
+		pids:       b,
+		log:        o.logger,
+		dec:        dec,
+		states:     newProducerStates(cfg.MaxProducerStates, cfg.ProducerStateTTL, o.now),
+		ready:      o.ready,
+		listeners:  make(map[net.Listener]struct{}),
+		conns:      make(map[*conn]struct{}),
+		budget:     budget,
+		denyLog:    newLogLimiter(time.Second),
+		connLog:    newLogLimiter(time.Second),
+		authLog:    newLogLimiter(time.Second),
+		txnLog:     newLogLimiter(time.Second),
+		limitLog:   newLogLimiter(time.Second),
+		fullLog:    newLogLimiter(time.Second),
+		stopAccept: make(chan struct{}),
 	}
 	s.readers.New = func() any { return bufio.NewReaderSize(nil, connReadBuffer) }
 	if a, ok := b.(Authorizer); ok {
@@ -123,7 +134,8 @@ func New(cfg Config, b Backend, opts ...Option) (*Server, error) {
 // Serve accepts connections on l (wrapped in TLS when configured) until
 // Shutdown or Close, and then returns ErrServerClosed. Each connection gets
 // one reader and one writer goroutine, counted and awaited by Shutdown and
-// Close.
+// Close. Config.MaxConnections bounds the connections of l alone (each
+// call of Serve is one listener); Config.ConnectionLimits is shared.
 func (s *Server) Serve(l net.Listener) error {
 	if s.cfg.TLS != nil {
 		l = tls.NewListener(l, s.cfg.TLS)
@@ -145,9 +157,20 @@ func (s *Server) Serve(l net.Listener) error {
 	// A temporary accept error (out of file descriptors, say) lasts a
 	// while: retrying at once would spin.
 	acceptRetry := backoff.Policy{Initial: 5 * time.Millisecond, Max: time.Second}.Sequence()
+	// slots holds a token per open connection of l when MaxConnections
+	// bounds them (nil otherwise); a connection gives its token back in
+	// removeConn.
+	var slots chan struct{}
+	if s.cfg.MaxConnections > 0 {
+		slots = make(chan struct{}, s.cfg.MaxConnections)
+	}
 	for {
+		if !s.awaitSlot(l, slots) {
+			return ErrServerClosed
+		}
 		nc, err := l.Accept()
 		if err != nil {
+			releaseSlot(slots)
 			if s.isClosed() {
 				return ErrServerClosed
 			}
@@ -160,11 +183,63 @@ func (s *Server) Serve(l net.Listener) error {
 			return fmt.Errorf("accept on %s: %w", l.Addr(), err)
 		}
 		acceptRetry.Reset()
-		if !s.startConn(nc) {
+		ip := remoteIP(nc)
+		if ok, limit := s.cfg.ConnectionLimits.acquire(ip); !ok {
+			releaseSlot(slots)
+			s.refuse(nc, ip, limit)
+			continue
+		}
+		if !s.startConn(nc, ip, slots) {
+			s.cfg.ConnectionLimits.release(ip)
+			releaseSlot(slots)
 			_ = nc.Close()
 			return ErrServerClosed
 		}
 	}
+}
+
+// awaitSlot takes one of l's connection slots (none to take when slots
+// is nil), waiting while the listener is full: as with Kafka's
+// max.connections, new connections then wait in the listen backlog (and
+// time out there) until one closes. False once the listeners close.
+func (s *Server) awaitSlot(l net.Listener, slots chan struct{}) bool {
+	if slots == nil {
+		return true
+	}
+	select {
+	case slots <- struct{}{}:
+		return true
+	default:
+	}
+	s.m.listenerFull.Inc()
+	if ok, suppressed := s.fullLog.allow(time.Now()); ok {
+		s.log.Warn("listener at its connection limit: new connections wait until one closes",
+			"addr", l.Addr().String(), "max_connections", cap(slots), "suppressed", suppressed)
+	}
+	select {
+	case slots <- struct{}{}:
+		return true
+	case <-s.stopAccept:
+		return false
+	}
+}
+
+// releaseSlot gives back a slot awaitSlot took.
+func releaseSlot(slots chan struct{}) {
+	if slots != nil {
+		<-slots
+	}
+}
+
+// refuse closes a connection past its address's limit (Kafka's
+// max.connections.per.ip), logged and counted.
+func (s *Server) refuse(nc net.Conn, ip netip.Addr, limit int) {
+	s.m.connsRefused.WithLabelValues("per_ip").Inc()
+	if ok, suppressed := s.limitLog.allow(time.Now()); ok {
+		s.log.Warn("connection refused: its address is at its connection limit", "remote", nc.RemoteAddr().String(),
+			"ip", ip.String(), "max_connections_per_ip", limit, "suppressed", suppressed)
+	}
+	_ = nc.Close()
 }
 
 // temporaryAcceptError reports whether an accept failure may go away by
@@ -184,23 +259,32 @@ func (s *Server) isClosed() bool {
 
 // startConn registers a connection and starts its goroutines, unless the
 // server is closing.
-func (s *Server) startConn(nc net.Conn) bool {
+func (s *Server) startConn(nc net.Conn, ip netip.Addr, slots chan struct{}) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return false
 	}
 	c := newConn(s, nc)
+	c.ip, c.slots = ip, slots
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)
 	go c.readLoop() // the writer starts when there is something to write
 	return true
 }
 
+// removeConn forgets a connection and gives back its limits' slots, once:
+// only a registered connection holds them (test connections on pipes are
+// never registered).
 func (s *Server) removeConn(c *conn) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	_, ok := s.conns[c]
 	delete(s.conns, c)
+	s.mu.Unlock()
+	if ok {
+		s.cfg.ConnectionLimits.release(c.ip)
+		releaseSlot(c.slots)
+	}
 }
 
 // Shutdown stops accepting, stops reading new requests, and waits until
@@ -260,6 +344,7 @@ func (s *Server) Close() error {
 }
 
 func (s *Server) closeListenersLocked() {
+	s.stopAcceptOnce.Do(func() { close(s.stopAccept) })
 	for l := range s.listeners {
 		if err := l.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
 			s.log.Warn("close listener", "addr", l.Addr().String(), "err", err)
