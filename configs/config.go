@@ -101,6 +101,11 @@ type Listener struct {
 	TLS *TLS `yaml:"tls"`
 	// SASL, when set, requires clients to authenticate.
 	SASL *SASL `yaml:"sasl"`
+	// MaxConnections bounds the connections open at once on this listener
+	// (Kafka's listener.name.<name>.max.connections): while it is reached
+	// the listener accepts nothing, and new connections wait in the
+	// listen backlog until one closes. Default 0: no limit.
+	MaxConnections int `yaml:"max_connections"`
 }
 
 // TLS is a listener's server certificate and optional client CA.
@@ -175,6 +180,15 @@ type Kafka struct {
 	// MaxProducerStates bounds the (producer id, partition) sequence
 	// states kept; the least recently used go first. Default 100000.
 	MaxProducerStates int `yaml:"max_producer_states"`
+	// MaxConnectionsPerIP bounds the connections one client IP address
+	// holds over all listeners together (Kafka's max.connections.per.ip);
+	// a connection past it is closed as soon as it is accepted. Default 0:
+	// no limit.
+	MaxConnectionsPerIP int `yaml:"max_connections_per_ip"`
+	// MaxConnectionsPerIPOverrides replaces MaxConnectionsPerIP for the
+	// IP addresses it names (Kafka's max.connections.per.ip.overrides,
+	// without host names); 0 refuses every connection of that address.
+	MaxConnectionsPerIPOverrides map[string]int `yaml:"max_connections_per_ip_overrides"`
 	// Transactions serves producers with a transactional.id
 	// (docs/transactions.md): their transactions are staged in Fluss and
 	// applied to the tables at commit, through the exactly-once path, so

@@ -82,8 +82,12 @@ listeners:
       users: [{username: u, password: p}]
   - name: plainsasl
     bind: 127.0.0.1:19094
+    max_connections: 500
     sasl:
       users: [{username: u, password: p}]
+kafka:
+  max_connections_per_ip: 20
+  max_connections_per_ip_overrides: {10.0.0.7: 200, "::1": 0, "::ffff:10.0.0.8": 3}
 fluss:
   bootstrap: [a:1, b:2]
   sasl: {username: gw, password: secret}
@@ -109,6 +113,10 @@ shutdown: {deadline: 5s}
 	assert.Equal(t, &TLS{CertFile: "c.pem", KeyFile: "k.pem", ClientCAFile: "ca.pem"}, cfg.Listeners[1].TLS)
 	assert.Equal(t, []string{MechanismScramSHA256, MechanismScramSHA512}, cfg.Listeners[1].SASL.Mechanisms)
 	assert.Equal(t, []string{MechanismPlain}, cfg.Listeners[2].SASL.Mechanisms, "mechanisms default to PLAIN")
+	assert.Equal(t, []int{0, 0, 500}, []int{cfg.Listeners[0].MaxConnections, cfg.Listeners[1].MaxConnections, cfg.Listeners[2].MaxConnections},
+		"max_connections is per listener, 0 (no limit) by default")
+	assert.Equal(t, 20, cfg.Kafka.MaxConnectionsPerIP)
+	assert.Equal(t, map[string]int{"10.0.0.7": 200, "::1": 0, "::ffff:10.0.0.8": 3}, cfg.Kafka.MaxConnectionsPerIPOverrides)
 	assert.Equal(t, &FlussSASL{Mechanism: MechanismPlain, Username: "gw", Password: "secret"}, cfg.Fluss.SASL)
 	assert.Equal(t, "gw-1", cfg.Fluss.ClientID)
 	assert.Equal(t, time.Duration(0), cfg.Writer.Linger, "explicit zero is kept")
@@ -236,6 +244,16 @@ func TestParseErrors(t *testing.T) {
 		{"kafka in flight", minimal + "kafka: {max_in_flight_requests: 0}\n", []string{"kafka.max_in_flight_requests"}},
 		{"kafka idle", minimal + "kafka: {idle_timeout: 0s}\n", []string{"kafka.idle_timeout"}},
 		{"kafka cluster id", minimal + "kafka: {cluster_id: ''}\n", []string{"kafka.cluster_id"}},
+		{"listener max connections", minimal + "listeners: [{name: a, bind: 'h:1', max_connections: -1}]\n", []string{"listeners[0] (a).max_connections: must not be negative (0: no limit), got -1"}},
+		{"connections per ip", minimal + "kafka: {max_connections_per_ip: -1}\n", []string{"kafka.max_connections_per_ip: must not be negative (0: no limit), got -1"}},
+		{"connections per ip override host name", minimal + "kafka: {max_connections_per_ip_overrides: {gw.example.com: 1}}\n",
+			[]string{`kafka.max_connections_per_ip_overrides: "gw.example.com" is not an IP address`, "host names are not supported"}},
+		{"connections per ip override network", minimal + "kafka: {max_connections_per_ip_overrides: {10.0.0.0/8: 1}}\n", []string{`kafka.max_connections_per_ip_overrides: "10.0.0.0/8" is not an IP address`}},
+		{"connections per ip override zone", minimal + "kafka: {max_connections_per_ip_overrides: {'fe80::1%eth0': 1}}\n", []string{`kafka.max_connections_per_ip_overrides: "fe80::1%eth0": an IPv6 zone is not allowed`}},
+		{"connections per ip override negative", minimal + "kafka: {max_connections_per_ip_overrides: {10.0.0.1: -1}}\n", []string{"kafka.max_connections_per_ip_overrides.10.0.0.1: must not be negative (0 refuses the address), got -1"}},
+		{"connections per ip override twice", minimal + "kafka: {max_connections_per_ip_overrides: {10.0.0.1: 1, '::ffff:10.0.0.1': 2}}\n",
+			[]string{`kafka.max_connections_per_ip_overrides: "10.0.0.1" and "::ffff:10.0.0.1" are the same address 10.0.0.1`}},
+		{"connections per ip override not a number", minimal + "kafka: {max_connections_per_ip_overrides: {10.0.0.1: many}}\n", []string{"many"}},
 		{"admin address", minimal + "admin: {address: localhost}\n", []string{"admin.address"}},
 		{"listener unspecified advertised", minimal + "listeners: [{bind: '0.0.0.0:9092'}]\n", []string{"listeners[0] (listener-0).advertised: required"}},
 		{"listener advertised unspecified", minimal + "listeners: [{bind: ':9092', advertised: '0.0.0.0:9092'}]\n", []string{"not an address clients can reach"}},

@@ -3,8 +3,11 @@ package configs
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -202,6 +205,33 @@ func (c *Config) validateKafka(p *problems) {
 	if k.MaxProducerStates < 1 {
 		p.add("kafka.max_producer_states", "must be at least 1, got %d", k.MaxProducerStates)
 	}
+	if k.MaxConnectionsPerIP < 0 {
+		p.add("kafka.max_connections_per_ip", "must not be negative (0: no limit), got %d", k.MaxConnectionsPerIP)
+	}
+	validateConnectionOverrides(p, k.MaxConnectionsPerIPOverrides)
+}
+
+// validateConnectionOverrides checks kafka.max_connections_per_ip_overrides,
+// in key order so that the report is stable: each key an IP address
+// (kafkaproto parses them), each naming another address, each value not
+// negative.
+func validateConnectionOverrides(p *problems, overrides map[string]int) {
+	const key = "kafka.max_connections_per_ip_overrides"
+	seen := map[netip.Addr]string{}
+	for _, s := range slices.Sorted(maps.Keys(overrides)) {
+		ip, err := kafkaproto.ParseOverrideIP(s)
+		switch {
+		case err != nil:
+			p.add(key, "%v (host names are not supported)", err)
+		case seen[ip] != "":
+			p.add(key, "%q and %q are the same address %s", seen[ip], s, ip)
+		default:
+			seen[ip] = s
+		}
+		if n := overrides[s]; n < 0 {
+			p.add(key+"."+s, "must not be negative (0 refuses the address), got %d", n)
+		}
+	}
 }
 
 func (c *Config) validateListeners(p *problems) {
@@ -213,6 +243,9 @@ func (c *Config) validateListeners(p *problems) {
 			p.add(key+".name", "duplicate of listeners[%d]", j)
 		}
 		names[l.Name] = i
+		if l.MaxConnections < 0 {
+			p.add(key+".max_connections", "must not be negative (0: no limit), got %d", l.MaxConnections)
+		}
 		if l.Bind == "" {
 			p.add(key+".bind", "required")
 		} else {

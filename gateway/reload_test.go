@@ -184,6 +184,20 @@ func TestReloadSeesRecreatedTable(t *testing.T) {
 	assert.Equal(t, newID, g.path.Current().Infos[tpath].TableID)
 }
 
+// loadedGateway is a gateway built from the file at path, with its routes
+// loaded and its logs recorded; not listening.
+func loadedGateway(t *testing.T, ctx context.Context, path string) (*Gateway, *recordingHandler) {
+	t.Helper()
+	cfg, err := configs.Load(path)
+	require.NoError(t, err)
+	h := &recordingHandler{}
+	g, err := New(cfg, slog.New(h))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = g.client.Close() })
+	require.NoError(t, g.load(ctx))
+	return g, h
+}
+
 // TestReloadSwapsACLs: the ACLs are reloaded with the routes; a reload
 // refused for its routes keeps the old ACLs too, and an ACL change alone
 // is not a "needs a restart" setting.
@@ -196,13 +210,7 @@ func TestReloadSwapsACLs(t *testing.T) {
 		require.NoError(t, os.WriteFile(path, []byte(routeConfig(cl.Bootstrap(), "events", table)+acls), 0o600))
 	}
 	write("db.t", "acls: [{principal: 'User:alice', operation: Write, topic: events}]\n")
-	cfg, err := configs.Load(path)
-	require.NoError(t, err)
-	h := &recordingHandler{}
-	g, err := New(cfg, slog.New(h))
-	require.NoError(t, err)
-	defer g.client.Close()
-	require.NoError(t, g.load(ctx))
+	g, h := loadedGateway(t, ctx, path)
 	assert.Contains(t, h.lines(slog.LevelWarn), durabilityMessage, "start-up warns: the fake's table states no replication factor")
 	b := backend{g.path, g.txn, g.acls}
 	require.True(t, b.Authorize("User:alice", kafkaproto.OpWrite, "events"))

@@ -137,6 +137,9 @@ func New(cfg *configs.Config, log *slog.Logger) (*Gateway, error) {
 	for i, l := range set.listeners {
 		name := l.name
 		l.kafka.Memory = acc.RequestMemory() // shared by every listener
+		// One count per client address over every listener, as Kafka's
+		// broker-wide max.connections.per.ip.
+		l.kafka.ConnectionLimits = set.connLimits
 		srv, err := kafkaproto.New(l.kafka, backend{g.path, g.txn, g.acls},
 			kafkaproto.WithReadyCheck(g.routesReady),
 			kafkaproto.WithLogger(log.With(slog.String("listener", name))),
@@ -161,14 +164,17 @@ type settings struct {
 	accumulator accumulator.Config
 	sender      sender.Config
 	listeners   []listenerSettings
-	admin       string // admin server address; "" for none
-	pprof       bool   // serve /debug/pprof/ on the admin address
-	shutdown    time.Duration
-	logLevel    slog.Level
-	logJSON     bool
-	routes      []mapping.RouteSpec    // compiled and bound by bindRoutes
-	registry    *schemaregistry.Config // nil: no schema_registry
-	acls        []configs.ACL          // compiled by acl.NewSet; none: allow all
+	// connLimits are the per client address connection limits, shared by
+	// every listener (kafka.max_connections_per_ip and its overrides).
+	connLimits *kafkaproto.ConnectionLimits
+	admin      string // admin server address; "" for none
+	pprof      bool   // serve /debug/pprof/ on the admin address
+	shutdown   time.Duration
+	logLevel   slog.Level
+	logJSON    bool
+	routes     []mapping.RouteSpec    // compiled and bound by bindRoutes
+	registry   *schemaregistry.Config // nil: no schema_registry
+	acls       []configs.ACL          // compiled by acl.NewSet; none: allow all
 
 	initWriterTimeout    time.Duration // one InitWriter for a Kafka producer id
 	initWriterBackoffMax time.Duration
@@ -232,6 +238,11 @@ func settingsFrom(cfg *configs.Config) (settings, error) {
 		return set, fmt.Errorf("writer: %w", err)
 	}
 
+	limits, err := kafkaproto.NewConnectionLimits(cfg.Kafka.MaxConnectionsPerIP, cfg.Kafka.MaxConnectionsPerIPOverrides)
+	if err != nil {
+		return set, fmt.Errorf("kafka: %w", err)
+	}
+	set.connLimits = limits
 	for i, l := range cfg.Listeners {
 		kc, err := kafkaConfig(cfg, l)
 		if err != nil {
@@ -299,6 +310,7 @@ func kafkaConfig(cfg *configs.Config, l configs.Listener) (kafkaproto.Config, er
 		IdleTimeout:           k.IdleTimeout,
 		ProducerStateTTL:      k.ProducerStateTTL,
 		MaxProducerStates:     k.MaxProducerStates,
+		MaxConnections:        l.MaxConnections, // per listener
 	}
 	adv := l.Advertised
 	if adv == "" {
