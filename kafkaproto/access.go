@@ -47,10 +47,15 @@ func notReadyInitProducerID(req *kmsg.InitProducerIDRequest) *kmsg.InitProducerI
 }
 
 // principal is who the connection acts for: User:<SASL name> once
-// authenticated, else AnonymousPrincipal.
+// authenticated, else User:<name> of its verified client certificate
+// (Config.PrincipalRules), else AnonymousPrincipal; SASL wins over the
+// certificate, as on Kafka's SASL_SSL listeners.
 func (c *conn) principal() string {
-	if c.s.sasl != nil && c.auth.authenticated && c.auth.session != nil {
+	switch {
+	case c.s.sasl != nil && c.auth.authenticated && c.auth.session != nil:
 		return UserPrincipal(c.auth.session.user())
+	case c.certName != "":
+		return UserPrincipal(c.certName)
 	}
 	return AnonymousPrincipal
 }

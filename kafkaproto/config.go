@@ -115,6 +115,11 @@ type Config struct {
 	SASL *SASLConfig
 	// TLS, when non-nil, makes Serve wrap its listener in TLS.
 	TLS *tls.Config
+	// PrincipalRules name the principal of a connection whose client
+	// presented a certificate that TLS verified (TLS.ClientAuth), when it
+	// does not authenticate with SASL; nil is Kafka's DEFAULT, the
+	// certificate's whole subject.
+	PrincipalRules *PrincipalRules
 }
 
 // SASLConfig enables SASL authentication.

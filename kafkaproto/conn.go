@@ -70,6 +70,11 @@ type conn struct {
 	auth connAuth
 	// spoke is set once the client sent a valid request (MaxFirstRequestBytes).
 	spoke bool
+	// certName is the principal name of the client's verified TLS
+	// certificate (Config.PrincipalRules), set before its first request
+	// is handled (certChecked); "" without one.
+	certName    string
+	certChecked bool
 }
 
 // connAuth is the SASL state, owned by the reader.
@@ -166,6 +171,10 @@ func (c *conn) readLoop() {
 			return
 		}
 		c.putReader(false)
+		if !c.certChecked && !c.nameCertificate() {
+			c.s.budget.release(charged)
+			return
+		}
 		r, closeConn := c.handleFrame(frame)
 		c.s.budget.release(charged)
 		if r != nil {
@@ -444,6 +453,9 @@ func (c *conn) readFailed(err error) {
 		c.warnConn("closing connection: request too slow", err)
 	case errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed):
 		c.log.Debug("connection closed by client")
+	case c.tlsHandshakeFailed():
+		c.s.m.protocolError("tls_handshake")
+		c.warnConn("closing connection: tls handshake failed", err)
 	default:
 		c.log.Debug("read request", "err", err)
 	}

@@ -56,7 +56,8 @@
 //
 // [WithReadyCheck] gates Metadata, Produce and InitProducerId on the
 // backend being ready, answering retriable errors meanwhile. A Backend
-// that implements [Authorizer] decides which principal (SASL user, or
+// that implements [Authorizer] decides which principal (SASL user, the
+// name a verified client certificate maps to by [PrincipalRules], or
 // [AnonymousPrincipal]) may describe and write which topic.
 //
 // # Idempotent producers

@@ -21,10 +21,11 @@ type Backend interface {
 //
 // principal is Kafka's principal string: [UserPrincipal] of the SASL name
 // an authenticated connection logged in with ("User:" + the name, byte for
-// byte), or [AnonymousPrincipal] without SASL (TLS client certificates are
-// not mapped to principals). No SASL name reaches the anonymous principal:
-// [CheckSASLUserName] refuses ANONYMOUS (and names with ':' or '*', which
-// would read as another principal in an ACL).
+// byte), else [UserPrincipal] of the name its verified TLS client
+// certificate maps to ([PrincipalRules]), else [AnonymousPrincipal]. No
+// SASL name reaches the anonymous principal: [CheckSASLUserName] refuses
+// ANONYMOUS (and names with ':' or '*', which would read as another
+// principal in an ACL), and [PrincipalRules] refuse to map to it.
 //
 // Authorize is called on the connection's read path for every topic of
 // every Metadata and Produce request, so it must be cheap, must not block
