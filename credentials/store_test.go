@@ -16,8 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
-	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/fluss-kafka/gateway/credentials"
 	"github.com/fluss-kafka/gateway/kafkaproto"
@@ -88,12 +86,6 @@ func fileOf(t *testing.T, password string) []byte {
 	return data
 }
 
-var mechanisms = map[string]func(pass string) sasl.Mechanism{
-	"PLAIN":         func(p string) sasl.Mechanism { return plain.Auth{User: "alice", Pass: p}.AsMechanism() },
-	"SCRAM-SHA-256": func(p string) sasl.Mechanism { return scram.Auth{User: "alice", Pass: p}.AsSha256Mechanism() },
-	"SCRAM-SHA-512": func(p string) sasl.Mechanism { return scram.Auth{User: "alice", Pass: p}.AsSha512Mechanism() },
-}
-
 // login connects with mech and produces one record; the client stays
 // open until the test ends.
 func login(t *testing.T, addr string, mech sasl.Mechanism) (*kgo.Client, error) {
@@ -133,6 +125,7 @@ func TestRotationWithoutRestart(t *testing.T) {
 	env := kafkatest.StartServer(t, kafkaproto.Config{SASL: &kafkaproto.SASLConfig{Credentials: store}},
 		kafkaproto.WithLogger(logs.logger()))
 
+	mechanisms := kafkatest.SASLMechanisms("alice")
 	before := map[string]*kgo.Client{}
 	for name, mech := range mechanisms {
 		cl, err := login(t, env.Addr, mech("old"))

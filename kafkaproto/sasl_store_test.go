@@ -9,8 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
-	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/kafkaproto/kafkatest"
@@ -59,11 +57,7 @@ func TestSASLCredentialStoreChanges(t *testing.T) {
 	store := &swappableStore{user: "alice"}
 	store.set(t, "old")
 	env := kafkatest.StartServer(t, kafkaproto.Config{SASL: &kafkaproto.SASLConfig{Credentials: store}})
-	mechs := map[string]func(pass string) sasl.Mechanism{
-		"PLAIN":         func(p string) sasl.Mechanism { return plain.Auth{User: "alice", Pass: p}.AsMechanism() },
-		"SCRAM-SHA-256": func(p string) sasl.Mechanism { return scram.Auth{User: "alice", Pass: p}.AsSha256Mechanism() },
-		"SCRAM-SHA-512": func(p string) sasl.Mechanism { return scram.Auth{User: "alice", Pass: p}.AsSha512Mechanism() },
-	}
+	mechs := kafkatest.SASLMechanisms("alice")
 	produce := func(cl *kgo.Client) error {
 		return cl.ProduceSync(kafkatest.Context(t), &kgo.Record{Topic: kafkatest.Topic, Value: []byte("x")}).FirstErr()
 	}
