@@ -7,6 +7,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 
 	"gopkg.in/yaml.v3"
@@ -134,4 +137,34 @@ func ParseMechanisms(names []string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// AddToFile merges user's entry into the credentials file at path
+// (created when missing) and replaces the file in one rename, so a
+// watcher never reads half of it; the file is made mode 0600.
+func AddToFile(path, user string, e Entry) error {
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("read credentials: %w", err)
+	}
+	data, err := Add(old, user, e)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".credentials-*")
+	if err != nil {
+		return fmt.Errorf("write credentials: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // after the rename, nothing to remove
+	if _, err := tmp.Write(data); err != nil {
+		_ = tmp.Close()
+		return fmt.Errorf("write credentials: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write credentials: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write credentials: %w", err)
+	}
+	return nil
 }
