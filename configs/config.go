@@ -127,9 +127,14 @@ const (
 type SASL struct {
 	// Mechanisms offered, in order. Default [PLAIN].
 	Mechanisms []string `yaml:"mechanisms"`
-	// Users are the accepted credentials; SCRAM credentials are derived
-	// from the same passwords.
+	// Users are the accepted credentials with plain-text passwords; SCRAM
+	// credentials are derived from the same passwords. Either Users or
+	// CredentialsFile.
 	Users []User `yaml:"users"`
+	// CredentialsFile is the path of a credentials file (package
+	// credentials: salted keys and hashes, no passwords), re-read when its
+	// content changes.
+	CredentialsFile string `yaml:"credentials_file"`
 }
 
 // User is one SASL credential.

@@ -264,6 +264,7 @@ func TestParseErrors(t *testing.T) {
 		{"listener sasl user named like a principal", minimal + "listeners: [{bind: 'h:1', sasl: {users: [{username: 'User:alice', password: p}]}}]\n", []string{`listeners[0] (listener-0).sasl.users[0].username: "User:alice": ':' is not allowed`}},
 		{"listener sasl user ANONYMOUS", minimal + "listeners: [{bind: 'h:1', sasl: {users: [{username: ANONYMOUS, password: p}]}}]\n", []string{`listeners[0] (listener-0).sasl.users[0].username: "ANONYMOUS"`}},
 		{"listener sasl user wildcard", minimal + "listeners: [{bind: 'h:1', sasl: {users: [{username: '*', password: p}]}}]\n", []string{`listeners[0] (listener-0).sasl.users[0].username: "*": * is the wildcard`}},
+		{"listener sasl users and credentials file", minimal + "listeners: [{bind: 'h:1', sasl: {credentials_file: /c.yaml, users: [{username: u, password: p}]}}]\n", []string{"sasl.credentials_file: set it or users, not both"}},
 		{"listener sasl password", minimal + "listeners: [{bind: 'h:1', sasl: {users: [{username: u}]}}]\n", []string{"sasl.users[0].password: required"}},
 		{"fluss sasl mechanism", "fluss: {bootstrap: ['a:1'], sasl: {mechanism: SCRAM-SHA-256, username: u, password: p}}\n", []string{"fluss.sasl.mechanism"}},
 		{"route without topic", minimal + "routes: [{name: r, table: d.t}]\n", []string{"routes[0] (r): one of topic and pattern is required"}},

@@ -283,8 +283,11 @@ func (c *Config) validateListeners(p *problems) {
 				}
 				seen[m] = true
 			}
-			if len(s.Users) == 0 {
-				p.add(key+".sasl.users", "at least one user is required when sasl is set")
+			switch {
+			case len(s.Users) == 0 && s.CredentialsFile == "":
+				p.add(key+".sasl.users", "at least one user, or a credentials_file, is required when sasl is set")
+			case len(s.Users) > 0 && s.CredentialsFile != "":
+				p.add(key+".sasl.credentials_file", "set it or users, not both (the file replaces the users)")
 			}
 			users := map[string]bool{}
 			for j, u := range s.Users {

@@ -11,6 +11,8 @@ import (
 type gatewayMetrics struct {
 	reloads *prometheus.CounterVec
 	routes  prometheus.Gauge
+	// credentialReloads counts reloads of changed credentials files.
+	credentialReloads *prometheus.CounterVec
 }
 
 func newGatewayMetrics(reg prometheus.Registerer) *gatewayMetrics {
@@ -24,16 +26,27 @@ func newGatewayMetrics(reg prometheus.Registerer) *gatewayMetrics {
 			Help: "Routes currently bound to their tables.",
 		}),
 	}
-	reg.MustRegister(m.reloads, m.routes)
+	m.credentialReloads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fluss_gateway_sasl_credentials_reloads_total",
+		Help: "Reloads of a changed SASL credentials file by result (success or failure; a failed reload keeps the credentials in force).",
+	}, []string{"result"})
+	reg.MustRegister(m.reloads, m.routes, m.credentialReloads)
 	return m
 }
 
-func (m *gatewayMetrics) reloaded(ok bool) {
+func result(ok bool) string {
 	if ok {
-		m.reloads.WithLabelValues("success").Inc()
-	} else {
-		m.reloads.WithLabelValues("failure").Inc()
+		return "success"
 	}
+	return "failure"
+}
+
+func (m *gatewayMetrics) credentialsReloaded(ok bool) {
+	m.credentialReloads.WithLabelValues(result(ok)).Inc()
+}
+
+func (m *gatewayMetrics) reloaded(ok bool) {
+	m.reloads.WithLabelValues(result(ok)).Inc()
 }
 
 // registerRegistryStats exports the schema-registry client's counters.

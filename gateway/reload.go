@@ -8,7 +8,8 @@ import (
 	"github.com/fluss-kafka/gateway/configs"
 )
 
-// Reload re-reads the configuration file and applies its routes and ACLs.
+// Reload re-reads the listeners' credentials files (as their watchers do)
+// and the configuration file, and applies its routes and ACLs.
 // A file that does not parse, or routes that do not fit their tables, are
 // refused: the old routes and ACLs stay, the failure is logged and
 // counted. Settings other than routes and ACLs need a restart; a change to
@@ -16,12 +17,16 @@ import (
 func (g *Gateway) Reload(ctx context.Context, path string) bool {
 	g.reloadMu.Lock()
 	defer g.reloadMu.Unlock()
+	// The credentials files have their own result and log lines; a
+	// reload is also the operator's way to apply one at once.
+	g.reloadCredentials()
 	cfg, err := configs.Load(path)
 	if err != nil {
 		g.m.reloaded(false)
 		g.log.Error("config reload refused; keeping the current routes", slog.String("path", path), slog.Any("err", err))
 		return false
 	}
+	warnPlainTextUsers(g.log, cfg)
 	if !sameStatic(g.cfg, cfg) {
 		g.log.Warn("config reload: only routes and acls are reloaded; other changed settings apply after a restart", slog.String("path", path))
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/fluss-kafka/gateway/acl"
 	"github.com/fluss-kafka/gateway/backoff"
 	"github.com/fluss-kafka/gateway/configs"
+	"github.com/fluss-kafka/gateway/credentials"
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
@@ -55,6 +56,9 @@ type Gateway struct {
 	health  *writeReadiness
 	servers []*kafkaproto.Server
 	admin   *adminServer
+	// credentials are the listeners' credentials files in force, one per
+	// path.
+	credentials []*credentials.Store
 	// loadLog reports the start-up load's retries while Fluss is away.
 	loadLog *outage.Log
 
@@ -123,6 +127,11 @@ func New(cfg *configs.Config, log *slog.Logger) (*Gateway, error) {
 		g.path.Transactions = g.txn
 	}
 	g.acls = acl.NewInForce(set.acls)
+	warnPlainTextUsers(log, cfg)
+	if err := g.openCredentials(); err != nil {
+		client.Close()
+		return nil, err
+	}
 	g.health = newReadiness(flussProbe(client, g.path.Current), set.readyInterval, set.readyGrace,
 		outage.New(log, "fluss not writable: readiness check failing", "fluss writable again: readiness check passing", 0, nil), nil)
 	g.loadLog = outage.New(log, "cannot load routes yet; retrying", "routes loaded after retries", 0, nil)
@@ -193,6 +202,9 @@ type listenerSettings struct {
 	name  string
 	bind  string
 	kafka kafkaproto.Config
+	// credentialsFile, when set, holds the SASL users; New opens it and
+	// sets kafka.SASL.Credentials.
+	credentialsFile string
 }
 
 func settingsFrom(cfg *configs.Config) (settings, error) {
@@ -248,7 +260,11 @@ func settingsFrom(cfg *configs.Config) (settings, error) {
 		if err != nil {
 			return set, fmt.Errorf("listeners[%d] (%s): %w", i, l.Name, err)
 		}
-		set.listeners = append(set.listeners, listenerSettings{name: l.Name, bind: l.Bind, kafka: kc})
+		ls := listenerSettings{name: l.Name, bind: l.Bind, kafka: kc}
+		if l.SASL != nil {
+			ls.credentialsFile = l.SASL.CredentialsFile
+		}
+		set.listeners = append(set.listeners, ls)
 	}
 	set.admin, set.pprof = cfg.Admin.Address, cfg.Admin.Pprof
 	set.readyInterval, set.readyGrace = cfg.Admin.ReadyInterval, cfg.Admin.ReadyGrace
@@ -501,6 +517,9 @@ func (g *Gateway) Run(ctx, force context.Context) error {
 		r.adminDone = make(chan error, 1)
 		go func() { r.adminDone <- g.admin.Serve(g.adminListener) }()
 	}
+	credCtx, stopCred := context.WithCancel(ctx)
+	defer g.watchCredentials(credCtx, credentialsPoll)() // deferred calls run last first: stopCred, then this wait
+	defer stopCred()
 	healthCtx, stopHealth := context.WithCancel(ctx)
 	healthDone := make(chan struct{})
 	go func() {
@@ -699,6 +718,14 @@ func Validate(ctx context.Context, cfg *configs.Config) (*Validation, error) {
 	set, err := settingsFrom(cfg)
 	if err != nil {
 		return nil, err
+	}
+	for i, l := range set.listeners {
+		if l.credentialsFile == "" {
+			continue
+		}
+		if _, err := credentials.Open(l.credentialsFile, slog.New(slog.DiscardHandler), nil); err != nil {
+			return nil, fmt.Errorf("listeners[%d] (%s).sasl.credentials_file: %w", i, l.name, err)
+		}
 	}
 	client, err := fluss.NewClient(set.fluss)
 	if err != nil {

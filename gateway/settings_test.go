@@ -98,6 +98,7 @@ func wiringChanges(t *testing.T) map[string]keyChange {
 		"listeners[].sasl.users":                      {base: saslBase, change: []set{{"listeners.0.sasl.users", []any{map[string]any{"username": "v", "password": "p"}, map[string]any{"username": "w", "password": "q"}}}}},
 		"listeners[].sasl.users[].username":           {base: saslBase, change: []set{{"listeners.0.sasl.users.0.username", "v"}}},
 		"listeners[].sasl.users[].password":           {base: saslBase, change: []set{{"listeners.0.sasl.users.0.password", "q"}}},
+		"listeners[].sasl.credentials_file":           {base: saslBase, change: []set{{"listeners.0.sasl.users", nil}, {"listeners.0.sasl.credentials_file", "/etc/gateway/credentials.yaml"}}},
 		"kafka.cluster_id":                            one("kafka.cluster_id", "other"),
 		"kafka.max_message_bytes":                     one("kafka.max_message_bytes", "2MiB"),
 		"kafka.max_request_bytes":                     one("kafka.max_request_bytes", "8MiB"),

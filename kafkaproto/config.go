@@ -127,11 +127,36 @@ type SASLConfig struct {
 	// Mechanisms offered, from "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512".
 	// Default: all three.
 	Mechanisms []string
-	// Users who may connect.
+	// Users who may connect, with plain-text passwords (SCRAM keys are
+	// derived from them at start-up). Either Users or Credentials.
 	Users []SASLUser
+	// Credentials, when set, holds the users instead of Users. It is asked
+	// at every authentication, so a store that changes applies to new
+	// logins while authenticated connections stay.
+	Credentials CredentialStore
 	// SCRAMIterations is the PBKDF2 iteration count for SCRAM credentials
-	// derived at start-up. Default 4096 (the RFC 7677 minimum).
+	// derived at start-up from Users, and what an unknown user's made-up
+	// credential claims. Default 4096 (the RFC 7677 minimum).
 	SCRAMIterations int
+}
+
+// CredentialStore holds SASL credentials without their passwords. Its
+// methods are called concurrently, by every connection authenticating.
+type CredentialStore interface {
+	// SCRAMCredential returns user's credential for a SCRAM mechanism.
+	SCRAMCredential(mechanism, user string) (SCRAMCredential, bool)
+	// VerifyPlain reports whether password is user's PLAIN password. It
+	// should take as long for an unknown user as for a known one.
+	VerifyPlain(user string, password []byte) bool
+}
+
+// SCRAMCredential is what a server keeps of a SCRAM password (RFC 5802,
+// Kafka's ScramCredential): StoredKey = H(HMAC(SaltedPassword, "Client
+// Key")), ServerKey = HMAC(SaltedPassword, "Server Key"), SaltedPassword
+// = PBKDF2(password, Salt, Iterations).
+type SCRAMCredential struct {
+	Salt, StoredKey, ServerKey []byte
+	Iterations                 int
 }
 
 // SASLUser is one user's credentials.
@@ -277,8 +302,11 @@ func (c Config) Validate() error {
 		return fmt.Errorf("advertised port %d out of range", c.AdvertisedPort)
 	}
 	if c.SASL != nil {
-		if len(c.SASL.Users) == 0 {
+		switch {
+		case len(c.SASL.Users) == 0 && c.SASL.Credentials == nil:
 			return errors.New("sasl enabled without users")
+		case len(c.SASL.Users) > 0 && c.SASL.Credentials != nil:
+			return errors.New("sasl users and a credential store are exclusive")
 		}
 		for _, m := range c.SASL.Mechanisms {
 			if _, ok := scramHashes[m]; !ok && m != MechanismPlain {

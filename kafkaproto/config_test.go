@@ -31,6 +31,10 @@ func TestConfigReadLimits(t *testing.T) {
 		{"shared memory budget", kafkaproto.Config{Memory: &countingBudget{}}, ""},
 		{"shared memory budget and max read bytes", kafkaproto.Config{Memory: &countingBudget{}, MaxReadBytes: 1 << 30},
 			"max read bytes is the limit of the private memory budget: set it or memory, not both"},
+		{"sasl without users", kafkaproto.Config{SASL: &kafkaproto.SASLConfig{}}, "sasl enabled without users"},
+		{"sasl credential store", kafkaproto.Config{SASL: &kafkaproto.SASLConfig{Credentials: &swappableStore{}}}, ""},
+		{"sasl users and credential store", kafkaproto.Config{SASL: &kafkaproto.SASLConfig{Credentials: &swappableStore{},
+			Users: []kafkaproto.SASLUser{{Name: "u", Password: "p"}}}}, "sasl users and a credential store are exclusive"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.cfg.Validate()

@@ -1,9 +1,10 @@
 package kafkaproto
 
 // SASL mechanisms: PLAIN (RFC 4616) and SCRAM-SHA-256/512 (RFC 5802, RFC
-// 7677) against the users in SASLConfig. SCRAM credentials are derived once
-// at start-up with a random salt per user and mechanism; unknown users get a
-// made-up salt so that the exchange does not reveal which users exist.
+// 7677) against a CredentialStore: SASLConfig.Credentials, or one made of
+// SASLConfig.Users, whose SCRAM credentials are derived once at start-up
+// with a random salt per user and mechanism. Unknown users get a made-up
+// salt so that the exchange does not reveal which users exist.
 
 import (
 	"bytes"
@@ -56,64 +57,103 @@ func CheckSASLUserName(name string) error {
 	return nil
 }
 
-// saslAuthenticator holds the credentials of every configured mechanism.
+// saslAuthenticator starts exchanges of the configured mechanisms against
+// the credential store.
 type saslAuthenticator struct {
 	mechanisms []string
-	plain      map[string]string                      // user -> password
-	scram      map[string]map[string]*scramCredential // mechanism -> user -> credential
+	store      CredentialStore
+	// iterations is what an unknown user's made-up SCRAM credential claims.
 	iterations int
 }
 
-type scramCredential struct {
-	salt                 []byte
-	storedKey, serverKey []byte
-}
-
 func newSASLAuthenticator(cfg *SASLConfig) (*saslAuthenticator, error) {
-	a := &saslAuthenticator{
-		mechanisms: cfg.Mechanisms,
-		plain:      make(map[string]string),
-		scram:      make(map[string]map[string]*scramCredential),
-		iterations: cfg.SCRAMIterations,
+	a := &saslAuthenticator{mechanisms: cfg.Mechanisms, store: cfg.Credentials, iterations: cfg.SCRAMIterations}
+	if a.store != nil {
+		return a, nil
 	}
+	st := &passwordStore{plain: make(map[string]string), scram: make(map[string]map[string]SCRAMCredential)}
 	for _, u := range cfg.Users {
-		a.plain[u.Name] = u.Password
+		st.plain[u.Name] = u.Password
 	}
 	for _, m := range cfg.Mechanisms {
-		h, ok := scramHashes[m]
-		if !ok {
+		if _, ok := scramHashes[m]; !ok {
 			continue
 		}
-		creds := make(map[string]*scramCredential, len(cfg.Users))
+		creds := make(map[string]SCRAMCredential, len(cfg.Users))
 		for _, u := range cfg.Users {
-			c, err := newSCRAMCredential(h, u.Password, cfg.SCRAMIterations)
+			c, err := NewSCRAMCredential(m, []byte(u.Password), cfg.SCRAMIterations)
 			if err != nil {
 				return nil, fmt.Errorf("derive %s credential for %q: %w", m, u.Name, err)
 			}
 			creds[u.Name] = c
 		}
-		a.scram[m] = creds
+		st.scram[m] = creds
 	}
+	a.store = st
 	return a, nil
 }
 
-func newSCRAMCredential(h func() hash.Hash, password string, iterations int) (*scramCredential, error) {
+// passwordStore is the CredentialStore of SASLConfig.Users: plain-text
+// passwords, SCRAM credentials derived from them once.
+type passwordStore struct {
+	plain map[string]string                     // user -> password
+	scram map[string]map[string]SCRAMCredential // mechanism -> user -> credential
+}
+
+func (p *passwordStore) SCRAMCredential(mechanism, user string) (SCRAMCredential, bool) {
+	c, ok := p.scram[mechanism][user]
+	return c, ok
+}
+
+func (p *passwordStore) VerifyPlain(user string, password []byte) bool {
+	want, ok := p.plain[user]
+	return subtle.ConstantTimeCompare([]byte(want), password) == 1 && ok
+}
+
+// NewSCRAMCredential derives the credential of password for a SCRAM
+// mechanism with a fresh random 16-byte salt (as Kafka's kafka-configs).
+func NewSCRAMCredential(mechanism string, password []byte, iterations int) (SCRAMCredential, error) {
 	salt := make([]byte, 16)
 	if _, err := rand.Read(salt); err != nil {
-		return nil, err
+		return SCRAMCredential{}, err
 	}
-	salted, err := pbkdf2.Key(h, password, salt, iterations, h().Size())
+	return SCRAMCredentialWithSalt(mechanism, password, salt, iterations)
+}
+
+// SCRAMCredentialWithSalt derives the credential of password with salt.
+func SCRAMCredentialWithSalt(mechanism string, password, salt []byte, iterations int) (SCRAMCredential, error) {
+	h, ok := scramHashes[mechanism]
+	if !ok {
+		return SCRAMCredential{}, fmt.Errorf("%q is not a SCRAM mechanism", mechanism)
+	}
+	salted, err := pbkdf2.Key(h, string(password), salt, iterations, h().Size())
 	if err != nil {
-		return nil, err
+		return SCRAMCredential{}, err
 	}
 	clientKey := hmacSum(h, salted, []byte("Client Key"))
 	stored := h()
 	stored.Write(clientKey)
-	return &scramCredential{
-		salt:      salt,
-		storedKey: stored.Sum(nil),
-		serverKey: hmacSum(h, salted, []byte("Server Key")),
+	return SCRAMCredential{
+		Salt:       salt,
+		StoredKey:  stored.Sum(nil),
+		ServerKey:  hmacSum(h, salted, []byte("Server Key")),
+		Iterations: iterations,
 	}, nil
+}
+
+// IsSCRAM reports whether mechanism is one of the SCRAM mechanisms.
+func IsSCRAM(mechanism string) bool {
+	_, ok := scramHashes[mechanism]
+	return ok
+}
+
+// SCRAMKeySize is the size of mechanism's StoredKey and ServerKey (its
+// hash's), 0 for a mechanism that is not SCRAM.
+func SCRAMKeySize(mechanism string) int {
+	if h, ok := scramHashes[mechanism]; ok {
+		return h().Size()
+	}
+	return 0
 }
 
 func hmacSum(h func() hash.Hash, key, msg []byte) []byte {
@@ -163,8 +203,7 @@ func (p *plainSession) step(msg []byte) ([]byte, bool, error) {
 	}
 	authz, user, pass := string(parts[0]), string(parts[1]), parts[2]
 	p.name = user // for the failure's log line; the principal only once done
-	want, ok := p.a.plain[user]
-	if !ok || (authz != "" && authz != user) || subtle.ConstantTimeCompare([]byte(want), pass) != 1 {
+	if !p.a.store.VerifyPlain(user, pass) || (authz != "" && authz != user) {
 		return nil, false, errBadCredentials
 	}
 	return []byte{}, true, nil
@@ -176,7 +215,7 @@ type scramSession struct {
 	h    func() hash.Hash
 
 	name        string
-	cred        *scramCredential
+	cred        SCRAMCredential
 	known       bool
 	gs2Header   string
 	clientFirst string // client-first-message-bare
@@ -219,19 +258,22 @@ func (s *scramSession) first(msg string) ([]byte, bool, error) {
 	if authz != "" && authz != "a="+attrs[0][2:] {
 		return nil, false, errors.New("SCRAM authorization id must equal the user name")
 	}
-	s.cred, s.known = s.a.scram[s.mech][name]
+	// One lookup: the credential stays for the whole exchange even if the
+	// store changes meanwhile.
+	s.cred, s.known = s.a.store.SCRAMCredential(s.mech, name)
 	if !s.known {
 		// Made-up credential: the exchange fails at the proof.
-		if s.cred, err = newSCRAMCredential(s.h, "", 1); err != nil {
+		if s.cred, err = NewSCRAMCredential(s.mech, nil, 1); err != nil {
 			return nil, false, err
 		}
+		s.cred.Iterations = s.a.iterations
 	}
 	snonce := make([]byte, 18)
 	if _, err := rand.Read(snonce); err != nil {
 		return nil, false, err
 	}
 	s.nonce = attrs[1][2:] + base64.RawURLEncoding.EncodeToString(snonce)
-	s.serverFirst = "r=" + s.nonce + ",s=" + base64.StdEncoding.EncodeToString(s.cred.salt) + ",i=" + strconv.Itoa(s.a.iterations)
+	s.serverFirst = "r=" + s.nonce + ",s=" + base64.StdEncoding.EncodeToString(s.cred.Salt) + ",i=" + strconv.Itoa(s.cred.Iterations)
 	return []byte(s.serverFirst), false, nil
 }
 
@@ -252,21 +294,21 @@ func (s *scramSession) final(msg string) ([]byte, bool, error) {
 		return nil, false, errors.New("SCRAM nonce mismatch")
 	}
 	proof, err := base64.StdEncoding.DecodeString(proofB64)
-	if err != nil || len(proof) != len(s.cred.storedKey) {
+	if err != nil || len(proof) != s.h().Size() || len(s.cred.StoredKey) != len(proof) {
 		return nil, false, errors.New("malformed SCRAM proof")
 	}
 	authMessage := []byte(s.clientFirst + "," + s.serverFirst + "," + withoutProof)
-	clientSig := hmacSum(s.h, s.cred.storedKey, authMessage)
+	clientSig := hmacSum(s.h, s.cred.StoredKey, authMessage)
 	clientKey := make([]byte, len(proof))
 	for i := range proof {
 		clientKey[i] = proof[i] ^ clientSig[i]
 	}
 	sum := s.h()
 	sum.Write(clientKey)
-	if subtle.ConstantTimeCompare(sum.Sum(nil), s.cred.storedKey) != 1 || !s.known {
+	if subtle.ConstantTimeCompare(sum.Sum(nil), s.cred.StoredKey) != 1 || !s.known {
 		return nil, false, errBadCredentials
 	}
-	serverSig := hmacSum(s.h, s.cred.serverKey, authMessage)
+	serverSig := hmacSum(s.h, s.cred.ServerKey, authMessage)
 	return []byte("v=" + base64.StdEncoding.EncodeToString(serverSig)), true, nil
 }
 

@@ -2,6 +2,7 @@
 //
 //	gateway -config gateway.yaml            serve
 //	gateway validate -config gateway.yaml   check the config against the Fluss tables, then exit
+//	gateway credentials add -user alice [-mechanism SCRAM-SHA-256,...] [-file credentials.yaml] < password
 //
 // SIGHUP (or a change of the file) reloads the routes; SIGTERM or SIGINT
 // stops gracefully within shutdown.deadline; a second one exits at once.
@@ -19,20 +20,25 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 
 	"github.com/fluss-kafka/gateway/configs"
+	"github.com/fluss-kafka/gateway/credentials"
 	"github.com/fluss-kafka/gateway/gateway"
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 1 && args[0] == "credentials" && args[1] == "add" {
+		return credentialsAdd(args[2:], stdin, stdout, stderr)
+	}
 	if len(args) > 1 && args[0] == "tables" && (args[1] == "plan" || args[1] == "apply") {
 		return tables(args[1] == "apply", args[2:], stdout, stderr)
 	}
@@ -190,6 +196,50 @@ func tables(apply bool, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "-- applied")
 	}
 	if problems {
+		return 1
+	}
+	return 0
+}
+
+// credentialsAdd makes a user's entry of the credentials file from the
+// password on stdin (argv is visible to every user of the machine) and
+// merges it into -file, or prints a file of that user.
+func credentialsAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("gateway credentials add", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	user := fs.String("user", "", "the SASL user name (required)")
+	mechs := fs.String("mechanism", strings.Join(credentials.Mechanisms, ","), "comma-separated mechanisms to make entries for")
+	iterations := fs.Int("iterations", 0, fmt.Sprintf("PBKDF2 iterations (0: SCRAM %d, PLAIN %d)", credentials.DefaultSCRAMIterations, credentials.DefaultPlainIterations))
+	file := fs.String("file", "", "merge the entry into this credentials file (created mode 0600) instead of printing it")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *user == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "gateway credentials add: -user is required, and the password is read from stdin, not from arguments")
+		return 2
+	}
+	mechanisms, err := credentials.ParseMechanisms(strings.Split(*mechs, ","))
+	if err != nil {
+		fmt.Fprintln(stderr, "gateway credentials add: -mechanism:", err)
+		return 2
+	}
+	password, err := io.ReadAll(io.LimitReader(stdin, 4096))
+	if err != nil {
+		fmt.Fprintln(stderr, "gateway credentials add: read the password:", err)
+		return 1
+	}
+	password = []byte(strings.TrimSuffix(strings.TrimSuffix(string(password), "\n"), "\r"))
+	entry, err := credentials.MakeEntry(mechanisms, password, *iterations)
+	if err == nil && *file != "" {
+		err = credentials.AddToFile(*file, *user, entry)
+	} else if err == nil {
+		var data []byte
+		if data, err = credentials.Add(nil, *user, entry); err == nil {
+			_, err = stdout.Write(data)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "gateway credentials add:", err)
 		return 1
 	}
 	return 0

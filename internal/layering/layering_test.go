@@ -45,9 +45,10 @@ var product = []struct {
 	{"exactlyonce", []string{"accumulator", "answer", "fluss", "kafkaproto", "mapping", "producerstate", "sender"}, "the exactly-once path: Kafka's idempotence rules on Fluss-held state, sealed batches, grouped state commits"},
 	{"produce", []string{"accumulator", "answer", "exactlyonce", "fluss", "kafkaproto", "mapping", "outage", "producerstate", "schemafollow", "schemaregistry"}, "the produce path: route, prepare, resolve partitions, append, await the ack"},
 	{"transactions", []string{"accumulator", "answer", "exactlyonce", "fluss", "kafkaproto", "mapping", "owntable", "produce", "producerstate"}, "the transaction coordinator: claims, ledger, staging, commit applied through the exactly-once writer, sweeper"},
+	{"credentials", []string{"kafkaproto"}, "SASL credentials file: SCRAM salted keys and PLAIN hashes, reloaded on change; `credentials add`"},
 	{"acl", []string{"configs", "kafkaproto"}, "topic ACLs with Kafka's rules: which principal may Write or Describe a topic"},
-	{"gateway", []string{"accumulator", "acl", "backoff", "configs", "fluss", "kafkaproto", "mapping", "outage", "produce", "producerstate", "schemafollow", "schemaregistry", "sender", "transactions"}, "wiring and lifetime: components from the config, route binding, reload, admin, readiness, shutdown"},
-	{"cmd/gateway", []string{"configs", "gateway"}, "main: flags, config file, signals"},
+	{"gateway", []string{"accumulator", "acl", "backoff", "configs", "credentials", "fluss", "kafkaproto", "mapping", "outage", "produce", "producerstate", "schemafollow", "schemaregistry", "sender", "transactions"}, "wiring and lifetime: components from the config, route binding, reload, admin, readiness, shutdown"},
+	{"cmd/gateway", []string{"configs", "credentials", "gateway"}, "main: flags, config file, signals"},
 }
 
 type listed struct {

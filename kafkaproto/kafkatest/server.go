@@ -12,6 +12,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/fluss-kafka/gateway/kafkaproto"
 )
@@ -139,6 +142,16 @@ func SASLConfig() kafkaproto.Config {
 	return kafkaproto.Config{SASL: &kafkaproto.SASLConfig{
 		Users: []kafkaproto.SASLUser{{Name: "alice", Password: "s3cret"}, {Name: "bob,=x", Password: "pw"}},
 	}}
+}
+
+// SASLMechanisms are franz-go's client mechanisms for user, by mechanism
+// name, each for a password.
+func SASLMechanisms(user string) map[string]func(password string) sasl.Mechanism {
+	return map[string]func(string) sasl.Mechanism{
+		kafkaproto.MechanismPlain:       func(p string) sasl.Mechanism { return plain.Auth{User: user, Pass: p}.AsMechanism() },
+		kafkaproto.MechanismSCRAMSHA256: func(p string) sasl.Mechanism { return scram.Auth{User: user, Pass: p}.AsSha256Mechanism() },
+		kafkaproto.MechanismSCRAMSHA512: func(p string) sasl.Mechanism { return scram.Auth{User: user, Pass: p}.AsSha512Mechanism() },
+	}
 }
 
 // RequireKcat returns kcat's path. Without kcat the test skips on a
