@@ -114,6 +114,11 @@ type TLS struct {
 	KeyFile  string `yaml:"key_file"`
 	// ClientCAFile, when set, requires and verifies client certificates.
 	ClientCAFile string `yaml:"client_ca_file"`
+	// PrincipalMappingRules map a client certificate's subject to the
+	// connection's principal, in Kafka's ssl.principal.mapping.rules
+	// syntax (kafkaproto.PrincipalRules); none is DEFAULT, the whole
+	// subject. Only with ClientCAFile.
+	PrincipalMappingRules []string `yaml:"principal_mapping_rules"`
 }
 
 // SASL mechanisms a listener can offer.

@@ -76,7 +76,7 @@ listeners:
   - name: ext
     bind: 0.0.0.0:19093
     advertised: kafka.example.com:443
-    tls: {cert_file: c.pem, key_file: k.pem, client_ca_file: ca.pem}
+    tls: {cert_file: c.pem, key_file: k.pem, client_ca_file: ca.pem, principal_mapping_rules: ["RULE:^CN=([^,]+)$/$1/L", DEFAULT]}
     sasl:
       mechanisms: [SCRAM-SHA-256, SCRAM-SHA-512]
       users: [{username: u, password: p}]
@@ -110,7 +110,8 @@ shutdown: {deadline: 5s}
 	require.Len(t, cfg.Listeners, 3)
 	assert.Equal(t, "listener-0", cfg.Listeners[0].Name)
 	assert.Equal(t, "10.0.0.1:19092", cfg.Listeners[0].Advertised, "advertised defaults to a specific bind address")
-	assert.Equal(t, &TLS{CertFile: "c.pem", KeyFile: "k.pem", ClientCAFile: "ca.pem"}, cfg.Listeners[1].TLS)
+	assert.Equal(t, &TLS{CertFile: "c.pem", KeyFile: "k.pem", ClientCAFile: "ca.pem",
+		PrincipalMappingRules: []string{"RULE:^CN=([^,]+)$/$1/L", "DEFAULT"}}, cfg.Listeners[1].TLS)
 	assert.Equal(t, []string{MechanismScramSHA256, MechanismScramSHA512}, cfg.Listeners[1].SASL.Mechanisms)
 	assert.Equal(t, []string{MechanismPlain}, cfg.Listeners[2].SASL.Mechanisms, "mechanisms default to PLAIN")
 	assert.Equal(t, []int{0, 0, 500}, []int{cfg.Listeners[0].MaxConnections, cfg.Listeners[1].MaxConnections, cfg.Listeners[2].MaxConnections},
@@ -259,6 +260,10 @@ func TestParseErrors(t *testing.T) {
 		{"listener advertised unspecified", minimal + "listeners: [{bind: ':9092', advertised: '0.0.0.0:9092'}]\n", []string{"not an address clients can reach"}},
 		{"listener duplicate", minimal + "listeners: [{name: a, bind: 'h:1'}, {name: a, bind: 'h:1'}]\n", []string{"listeners[1] (a).name: duplicate", "listeners[1] (a).bind"}},
 		{"listener tls", minimal + "listeners: [{bind: 'h:1', tls: {cert_file: c}}]\n", []string{"tls.key_file: required"}},
+		{"principal rules without client ca", minimal + "listeners: [{bind: 'h:1', tls: {cert_file: c, key_file: k, principal_mapping_rules: [DEFAULT]}}]\n",
+			[]string{"tls.principal_mapping_rules: needs client_ca_file"}},
+		{"bad principal rule", minimal + "listeners: [{bind: 'h:1', tls: {cert_file: c, key_file: k, client_ca_file: ca, principal_mapping_rules: ['RULE:^CN=(.*)$/$1/X']}}]\n",
+			[]string{"tls.principal_mapping_rules: principal mapping rule 1", "neither L nor U"}},
 		{"listener sasl mechanism", minimal + "listeners: [{bind: 'h:1', sasl: {mechanisms: [GSSAPI], users: [{username: u, password: p}]}}]\n", []string{"\"GSSAPI\" is not one of"}},
 		{"listener sasl users", minimal + "listeners: [{bind: 'h:1', sasl: {mechanisms: [PLAIN]}}]\n", []string{"sasl.users: at least one user"}},
 		{"listener sasl user named like a principal", minimal + "listeners: [{bind: 'h:1', sasl: {users: [{username: 'User:alice', password: p}]}}]\n", []string{`listeners[0] (listener-0).sasl.users[0].username: "User:alice": ':' is not allowed`}},

@@ -269,6 +269,14 @@ func (c *Config) validateListeners(p *problems) {
 			if t.KeyFile == "" {
 				p.add(key+".tls.key_file", "required when tls is set")
 			}
+			if len(t.PrincipalMappingRules) > 0 {
+				if t.ClientCAFile == "" {
+					p.add(key+".tls.principal_mapping_rules", "needs client_ca_file: only verified client certificates name a principal")
+				}
+				if _, err := kafkaproto.ParsePrincipalRules(t.PrincipalMappingRules); err != nil {
+					p.add(key+".tls.principal_mapping_rules", "%v", err)
+				}
+			}
 		}
 		if s := l.SASL; s != nil {
 			seen := map[string]bool{}

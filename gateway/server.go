@@ -364,6 +364,9 @@ func kafkaConfig(cfg *configs.Config, l configs.Listener) (kafkaproto.Config, er
 				return kc, fmt.Errorf("tls client ca %s: no certificates found", l.TLS.ClientCAFile)
 			}
 			tc.ClientCAs, tc.ClientAuth = pool, tls.RequireAndVerifyClientCert
+			if kc.PrincipalRules, err = kafkaproto.ParsePrincipalRules(l.TLS.PrincipalMappingRules); err != nil {
+				return kc, fmt.Errorf("tls principal mapping rules: %w", err)
+			}
 		}
 		kc.TLS = tc
 	}

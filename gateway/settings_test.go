@@ -86,13 +86,15 @@ func wiringChanges(t *testing.T) map[string]keyChange {
 	acl := []set{{"acls", []any{map[string]any{"principal": "User:a", "operation": "Write", "topic": "events"}}}}
 	aclKey := func(key string, v any) keyChange { return keyChange{base: acl, change: []set{{"acls.0." + key, v}}} }
 	return map[string]keyChange{
-		"listeners[].name":                            one("listeners.0.name", "other"),
-		"listeners[].bind":                            one("listeners.0.bind", "127.0.0.1:19093"),
-		"listeners[].advertised":                      one("listeners.0.advertised", "gw.example.com:9094"),
-		"listeners[].tls":                             one("listeners.0.tls", tlsA),
-		"listeners[].tls.cert_file":                   {base: []set{{"listeners.0.tls", tlsA}}, change: []set{{"listeners.0.tls.cert_file", certB}}},
-		"listeners[].tls.key_file":                    {base: []set{{"listeners.0.tls", tlsA}}, change: []set{{"listeners.0.tls.key_file", keyB}}},
-		"listeners[].tls.client_ca_file":              {base: []set{{"listeners.0.tls", tlsA}}, change: []set{{"listeners.0.tls.client_ca_file", certB}}},
+		"listeners[].name":               one("listeners.0.name", "other"),
+		"listeners[].bind":               one("listeners.0.bind", "127.0.0.1:19093"),
+		"listeners[].advertised":         one("listeners.0.advertised", "gw.example.com:9094"),
+		"listeners[].tls":                one("listeners.0.tls", tlsA),
+		"listeners[].tls.cert_file":      {base: []set{{"listeners.0.tls", tlsA}}, change: []set{{"listeners.0.tls.cert_file", certB}}},
+		"listeners[].tls.key_file":       {base: []set{{"listeners.0.tls", tlsA}}, change: []set{{"listeners.0.tls.key_file", keyB}}},
+		"listeners[].tls.client_ca_file": {base: []set{{"listeners.0.tls", tlsA}}, change: []set{{"listeners.0.tls.client_ca_file", certB}}},
+		"listeners[].tls.principal_mapping_rules": {base: []set{{"listeners.0.tls", tlsA}, {"listeners.0.tls.client_ca_file", certB}},
+			change: []set{{"listeners.0.tls.principal_mapping_rules", []any{"RULE:^CN=([^,]+)$/$1/L"}}}},
 		"listeners[].sasl":                            one("listeners.0.sasl", map[string]any{"users": users}),
 		"listeners[].sasl.mechanisms":                 {base: saslBase, change: []set{{"listeners.0.sasl.mechanisms", []any{"SCRAM-SHA-256"}}}},
 		"listeners[].sasl.users":                      {base: saslBase, change: []set{{"listeners.0.sasl.users", []any{map[string]any{"username": "v", "password": "p"}, map[string]any{"username": "w", "password": "q"}}}}},

@@ -157,7 +157,9 @@ func TestCertificatePrincipals(t *testing.T) {
 	mallory := ca.issue(t, pkix.Name{CommonName: "Mallory", OrganizationalUnit: []string{"Ops"}}, false)
 	requireClosedUnanswered(t, env.Addr, client(mallory))
 	require.Eventually(t, func() bool { return protocolErrors(t, env, "tls_principal") == 1 }, time.Minute, 10*time.Millisecond)
-	require.Eventually(t, func() bool { return len(logs.withMsg("closing connection: client certificate maps to no principal")) == 1 },
+	require.Eventually(t, func() bool {
+		return len(logs.withMsg("closing connection: client certificate maps to no principal")) == 1
+	},
 		time.Minute, 10*time.Millisecond)
 
 	// A certificate of another CA fails the handshake.
