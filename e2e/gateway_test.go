@@ -36,6 +36,8 @@ type gatewayConfig struct {
 	MaxMessage string
 	// SASL is the listener's sasl (YAML flow mapping); default none.
 	SASL string
+	// TLS is the listener's tls (YAML flow mapping); default none.
+	TLS string
 	// ACLs is the acls list (YAML flow sequence); default none.
 	ACLs string
 }
@@ -62,6 +64,7 @@ func (c gatewayConfig) config() gatewaytest.Config {
 		SchemaRegistry:  c.Registry,
 		MaxMessageBytes: c.MaxMessage,
 		ListenerSASL:    c.SASL,
+		ListenerTLS:     c.TLS,
 		ACLs:            c.ACLs,
 	}
 }

@@ -35,6 +35,9 @@ type Config struct {
 	// ListenerSASL is the listener's sasl value as a YAML flow mapping,
 	// e.g. "{mechanisms: [PLAIN], users: [{username: u, password: p}]}".
 	ListenerSASL string
+	// ListenerTLS is the listener's tls value as a YAML flow mapping,
+	// e.g. "{cert_file: s.pem, key_file: s.key, client_ca_file: ca.pem}".
+	ListenerTLS string
 	// ACLs is the acls value as a YAML flow sequence.
 	ACLs string
 
@@ -52,6 +55,9 @@ func (c Config) YAML(kafkaPort, adminPort int) string {
 	fmt.Fprintf(&b, "listeners:\n  - name: plain\n    bind: 127.0.0.1:%d\n    advertised: 127.0.0.1:%d\n", kafkaPort, kafkaPort)
 	if c.ListenerSASL != "" {
 		fmt.Fprintf(&b, "    sasl: %s\n", c.ListenerSASL)
+	}
+	if c.ListenerTLS != "" {
+		fmt.Fprintf(&b, "    tls: %s\n", c.ListenerTLS)
 	}
 	fmt.Fprintf(&b, "fluss:\n  bootstrap: [%s]\n", c.Bootstrap)
 	section(&b, "", "request_timeout", c.RequestTimeout, "dial_timeout", c.DialTimeout)
