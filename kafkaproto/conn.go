@@ -70,6 +70,9 @@ type conn struct {
 	auth connAuth
 	// spoke is set once the client sent a valid request (MaxFirstRequestBytes).
 	spoke bool
+	// mutedUntil is when a connection throttled by its quota may be read
+	// again (zero: not muted).
+	mutedUntil time.Time
 }
 
 // connAuth is the SASL state, owned by the reader.
@@ -178,6 +181,9 @@ func (c *conn) readLoop() {
 			}
 		}
 		if closeConn {
+			return
+		}
+		if !c.mutedUntil.IsZero() && !c.awaitUnmute() {
 			return
 		}
 	}
@@ -777,7 +783,7 @@ func (c *conn) handleFrame(frame []byte) (*response, bool) {
 	closeAfter := false
 	switch req := req.(type) {
 	case *kmsg.ProduceRequest:
-		w, closeConn := c.handleProduce(req)
+		w, closeConn := c.handleProduce(req, h.clientID)
 		if w == nil {
 			return nil, closeConn
 		}
