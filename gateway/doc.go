@@ -6,7 +6,8 @@
 // the file into the components' configs); binds routes to tables
 // (tables.go), reloads them (reload.go) and shuts down in order. The
 // listeners serve a backend (backend.go): the produce path, the
-// transaction coordinator and the ACLs in force.
+// transaction coordinator and the ACLs in force; the client quotas
+// (package quota) are shared by the listeners and swapped at reload.
 //
 // The transaction coordinator is package transactions'; the gateway
 // builds it, hands it the produce path and runs its sweeper.
@@ -15,7 +16,7 @@
 // parses flags, loads the file and turns signals into calls.
 //
 // Imports point down: gateway may import transactions, produce,
-// producerstate, schemafollow, acl, outage, backoff,
+// producerstate, schemafollow, acl, quota, outage, backoff,
 // kafkaproto, mapping, accumulator, sender, schemaregistry, fluss and
 // configs; none of them imports gateway, and no product package imports a
 // dev package (tools, test helpers).
