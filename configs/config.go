@@ -199,6 +199,9 @@ type Kafka struct {
 	// IP addresses it names (Kafka's max.connections.per.ip.overrides,
 	// without host names); 0 refuses every connection of that address.
 	MaxConnectionsPerIPOverrides map[string]int `yaml:"max_connections_per_ip_overrides"`
+	// Quotas are the client quotas (Kafka's producer_byte_rate), per
+	// instance; reloaded with the routes.
+	Quotas Quotas `yaml:"quotas"`
 	// Transactions serves producers with a transactional.id
 	// (docs/transactions.md): their transactions are staged in Fluss and
 	// applied to the tables at commit, through the exactly-once path, so
@@ -214,6 +217,24 @@ type Kafka struct {
 	// MESSAGE_TOO_LARGE and the producer must abort. A commit holds its
 	// transaction's records in memory while it applies them. Default 64MiB.
 	TransactionMaxBytes ByteSize `yaml:"transaction_max_bytes"`
+}
+
+// Quotas are produce byte-rate quotas in bytes per second (0: none),
+// Kafka's producer_byte_rate: an entity over its quota is throttled. A
+// client is held to, first match wins, its principal's entry (shared by all
+// that principal's client ids), its client id's entry (shared by every
+// principal using it), or ProducerByteRate for its (principal, client id)
+// pair.
+type Quotas struct {
+	ProducerByteRate int64            `yaml:"producer_byte_rate"`
+	Principals       map[string]Quota `yaml:"principals"`
+	ClientIDs        map[string]Quota `yaml:"client_ids"`
+}
+
+// Quota is one entity's quota. ProducerByteRate is required; 0 exempts the
+// entity from the default.
+type Quota struct {
+	ProducerByteRate *int64 `yaml:"producer_byte_rate"`
 }
 
 // Fluss is the connection to the Fluss cluster. The defaults are the fluss

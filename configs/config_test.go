@@ -88,6 +88,10 @@ listeners:
 kafka:
   max_connections_per_ip: 20
   max_connections_per_ip_overrides: {10.0.0.7: 200, "::1": 0, "::ffff:10.0.0.8": 3}
+  quotas:
+    producer_byte_rate: 1048576
+    principals: {"User:alice": {producer_byte_rate: 5000000}, "User:root": {producer_byte_rate: 0}}
+    client_ids: {bulk-loader: {producer_byte_rate: 200000}}
 fluss:
   bootstrap: [a:1, b:2]
   sasl: {username: gw, password: secret}
@@ -118,6 +122,10 @@ shutdown: {deadline: 5s}
 		"max_connections is per listener, 0 (no limit) by default")
 	assert.Equal(t, 20, cfg.Kafka.MaxConnectionsPerIP)
 	assert.Equal(t, map[string]int{"10.0.0.7": 200, "::1": 0, "::ffff:10.0.0.8": 3}, cfg.Kafka.MaxConnectionsPerIPOverrides)
+	rate := func(n int64) Quota { return Quota{ProducerByteRate: &n} }
+	assert.Equal(t, Quotas{ProducerByteRate: 1 << 20,
+		Principals: map[string]Quota{"User:alice": rate(5000000), "User:root": rate(0)},
+		ClientIDs:  map[string]Quota{"bulk-loader": rate(200000)}}, cfg.Kafka.Quotas)
 	assert.Equal(t, &FlussSASL{Mechanism: MechanismPlain, Username: "gw", Password: "secret"}, cfg.Fluss.SASL)
 	assert.Equal(t, "gw-1", cfg.Fluss.ClientID)
 	assert.Equal(t, time.Duration(0), cfg.Writer.Linger, "explicit zero is kept")
@@ -254,6 +262,16 @@ func TestParseErrors(t *testing.T) {
 		{"connections per ip override negative", minimal + "kafka: {max_connections_per_ip_overrides: {10.0.0.1: -1}}\n", []string{"kafka.max_connections_per_ip_overrides.10.0.0.1: must not be negative (0 refuses the address), got -1"}},
 		{"connections per ip override twice", minimal + "kafka: {max_connections_per_ip_overrides: {10.0.0.1: 1, '::ffff:10.0.0.1': 2}}\n",
 			[]string{`kafka.max_connections_per_ip_overrides: "10.0.0.1" and "::ffff:10.0.0.1" are the same address 10.0.0.1`}},
+		{"quota default negative", minimal + "kafka: {quotas: {producer_byte_rate: -1}}\n", []string{"kafka.quotas.producer_byte_rate: must not be negative (0: no quota), got -1"}},
+		{"quota principal negative", minimal + "kafka: {quotas: {principals: {'User:a': {producer_byte_rate: -5}}}}\n",
+			[]string{"kafka.quotas.principals.User:a.producer_byte_rate: must not be negative (0: no quota), got -5"}},
+		{"quota client id negative", minimal + "kafka: {quotas: {client_ids: {bulk: {producer_byte_rate: -5}}}}\n",
+			[]string{"kafka.quotas.client_ids.bulk.producer_byte_rate: must not be negative (0: no quota), got -5"}},
+		{"quota override without rate", minimal + "kafka: {quotas: {client_ids: {bulk: {}}}}\n",
+			[]string{"kafka.quotas.client_ids.bulk.producer_byte_rate: required"}},
+		{"quota principal not a principal", minimal + "kafka: {quotas: {principals: {alice: {producer_byte_rate: 1}}}}\n",
+			[]string{`kafka.quotas.principals: "alice" is not a principal: write User:alice`}},
+		{"quota rate not a number", minimal + "kafka: {quotas: {producer_byte_rate: 1MiB}}\n", []string{"1MiB"}},
 		{"connections per ip override not a number", minimal + "kafka: {max_connections_per_ip_overrides: {10.0.0.1: many}}\n", []string{"many"}},
 		{"admin address", minimal + "admin: {address: localhost}\n", []string{"admin.address"}},
 		{"listener unspecified advertised", minimal + "listeners: [{bind: '0.0.0.0:9092'}]\n", []string{"listeners[0] (listener-0).advertised: required"}},

@@ -209,6 +209,36 @@ func (c *Config) validateKafka(p *problems) {
 		p.add("kafka.max_connections_per_ip", "must not be negative (0: no limit), got %d", k.MaxConnectionsPerIP)
 	}
 	validateConnectionOverrides(p, k.MaxConnectionsPerIPOverrides)
+	validateQuotas(p, k.Quotas)
+}
+
+// validateQuotas checks kafka.quotas, in key order so that the report is
+// stable: rates not negative, overrides with a rate, principal keys
+// written as principals are (User:alice).
+func validateQuotas(p *problems, q Quotas) {
+	const key = "kafka.quotas"
+	if q.ProducerByteRate < 0 {
+		p.add(key+".producer_byte_rate", "must not be negative (0: no quota), got %d", q.ProducerByteRate)
+	}
+	overrides := func(kind string, m map[string]Quota) {
+		for _, name := range slices.Sorted(maps.Keys(m)) {
+			k := fmt.Sprintf("%s.%s.%s.producer_byte_rate", key, kind, name)
+			switch r := m[name].ProducerByteRate; {
+			case r == nil:
+				p.add(k, "required (0 exempts it from kafka.quotas.producer_byte_rate)")
+			case *r < 0:
+				p.add(k, "must not be negative (0: no quota), got %d", *r)
+			}
+		}
+	}
+	overrides("principals", q.Principals)
+	overrides("client_ids", q.ClientIDs)
+	for _, name := range slices.Sorted(maps.Keys(q.Principals)) {
+		if !strings.HasPrefix(name, kafkaproto.UserPrincipalPrefix) {
+			p.add(key+".principals", "%q is not a principal: write %s (a SASL user; %s for connections without SASL)", name,
+				kafkaproto.UserPrincipal(name), kafkaproto.AnonymousPrincipal)
+		}
+	}
 }
 
 // validateConnectionOverrides checks kafka.max_connections_per_ip_overrides,

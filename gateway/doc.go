@@ -6,8 +6,10 @@
 // the file into the components' configs); binds routes to tables
 // (tables.go), reloads them (reload.go) and shuts down in order. The
 // listeners serve a backend (backend.go): the produce path, the
-// transaction coordinator and the ACLs in force. The listeners' SASL
-// credentials files are opened, watched and reloaded in credentials.go.
+// transaction coordinator and the ACLs in force; the client quotas
+// (package quota) are shared by the listeners and swapped at reload. The
+// listeners' SASL credentials files are opened, watched and reloaded in
+// credentials.go.
 //
 // The transaction coordinator is package transactions'; the gateway
 // builds it, hands it the produce path and runs its sweeper.
@@ -16,7 +18,7 @@
 // parses flags, loads the file and turns signals into calls.
 //
 // Imports point down: gateway may import transactions, produce,
-// producerstate, schemafollow, acl, credentials, outage, backoff,
+// producerstate, schemafollow, acl, credentials, quota, outage, backoff,
 // kafkaproto, mapping, accumulator, sender, schemaregistry, fluss and
 // configs; none of them imports gateway, and no product package imports a
 // dev package (tools, test helpers).

@@ -198,17 +198,26 @@ func loadedGateway(t *testing.T, ctx context.Context, path string) (*Gateway, *r
 	return g, h
 }
 
+// reloadableFile is the path of a config file over a fake cluster holding
+// table db.t, and write, which rewrites it with one route of topic events
+// to table and extra YAML after it; ctx bounds the test.
+func reloadableFile(t *testing.T) (context.Context, string, func(table, extra string)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	t.Cleanup(cancel)
+	cl := rawTablesCluster(t, 1, "t")
+	path := filepath.Join(t.TempDir(), "gateway.yaml")
+	write := func(table, extra string) {
+		require.NoError(t, os.WriteFile(path, []byte(routeConfig(cl.Bootstrap(), "events", table)+extra), 0o600))
+	}
+	return ctx, path, write
+}
+
 // TestReloadSwapsACLs: the ACLs are reloaded with the routes; a reload
 // refused for its routes keeps the old ACLs too, and an ACL change alone
 // is not a "needs a restart" setting.
 func TestReloadSwapsACLs(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	cl := rawTablesCluster(t, 1, "t")
-	path := filepath.Join(t.TempDir(), "gateway.yaml")
-	write := func(table, acls string) {
-		require.NoError(t, os.WriteFile(path, []byte(routeConfig(cl.Bootstrap(), "events", table)+acls), 0o600))
-	}
+	ctx, path, write := reloadableFile(t)
 	write("db.t", "acls: [{principal: 'User:alice', operation: Write, topic: events}]\n")
 	g, h := loadedGateway(t, ctx, path)
 	assert.Contains(t, h.lines(slog.LevelWarn), durabilityMessage, "start-up warns: the fake's table states no replication factor")
@@ -232,4 +241,34 @@ func TestReloadSwapsACLs(t *testing.T) {
 	write("db.t", "")
 	require.True(t, g.Reload(ctx, path))
 	assert.True(t, b.Authorize("User:carol", kafkaproto.OpWrite, "events"), "no ACLs: allow all again")
+}
+
+// TestReloadSwapsQuotas: kafka.quotas are reloaded with the routes and
+// take effect on the next request; a quota change alone is not a "needs a
+// restart" setting, and a reload refused for its routes keeps the old
+// quotas.
+func TestReloadSwapsQuotas(t *testing.T) {
+	ctx, path, write := reloadableFile(t)
+	write("db.t", "")
+	g, h := loadedGateway(t, ctx, path)
+	require.Zero(t, g.quotas.RecordProduce("User:alice", "c", 10<<20), "no quota at first")
+
+	write("db.t", "kafka: {quotas: {principals: {'User:alice': {producer_byte_rate: 1000}}}}\n")
+	require.True(t, g.Reload(ctx, path))
+	assert.Equal(t, int64(1000), g.quotas.Limit("User:alice", "c"))
+	assert.Positive(t, g.quotas.RecordProduce("User:alice", "c", 1<<20), "the new quota throttles at once")
+	assert.Zero(t, g.quotas.RecordProduce("User:bob", "c", 1<<20), "bob has none")
+	for _, w := range h.lines(slog.LevelWarn) {
+		assert.NotContains(t, w, "after a restart", "a quota change needs no restart")
+	}
+
+	write("db.missing", "kafka: {quotas: {producer_byte_rate: 5}}\n")
+	require.False(t, g.Reload(ctx, path), "routes to a missing table are refused")
+	assert.Equal(t, int64(1000), g.quotas.Limit("User:alice", "c"), "a refused reload keeps the old quotas")
+	assert.Zero(t, g.quotas.Limit("User:bob", "c"))
+
+	write("db.t", "kafka: {quotas: {producer_byte_rate: 5}}\n")
+	require.True(t, g.Reload(ctx, path))
+	assert.Equal(t, int64(5), g.quotas.Limit("User:bob", "c"), "the default applies to every pair")
+	assert.Equal(t, int64(5), g.quotas.Limit("User:alice", "c"), "alice's override is gone")
 }

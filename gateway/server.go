@@ -31,6 +31,7 @@ import (
 	"github.com/fluss-kafka/gateway/outage"
 	"github.com/fluss-kafka/gateway/produce"
 	"github.com/fluss-kafka/gateway/producerstate"
+	"github.com/fluss-kafka/gateway/quota"
 	"github.com/fluss-kafka/gateway/schemafollow"
 	"github.com/fluss-kafka/gateway/schemaregistry"
 	"github.com/fluss-kafka/gateway/sender"
@@ -53,6 +54,7 @@ type Gateway struct {
 	path    *produce.Path
 	txn     *transactions.Coordinator // nil: transactional producers are refused
 	acls    *acl.InForce
+	quotas  *quota.Quotas // shared by every listener, swapped at reload
 	health  *writeReadiness
 	servers []*kafkaproto.Server
 	admin   *adminServer
@@ -143,6 +145,12 @@ func New(cfg *configs.Config, log *slog.Logger) (*Gateway, error) {
 		registerRegistryStats(reg, g.path.Registry)
 		g.path.Follower.Registry = g.path.Registry
 	}
+	// One set of rates over every listener, as Kafka's quotas are per broker.
+	if g.quotas, err = quota.New(quota.DefaultConfig(), set.quotas, reg,
+		quota.WithLogger(log.With(slog.String("component", "quota")))); err != nil {
+		client.Close()
+		return nil, fmt.Errorf("kafka.quotas: %w", err)
+	}
 	for i, l := range set.listeners {
 		name := l.name
 		l.kafka.Memory = acc.RequestMemory() // shared by every listener
@@ -151,6 +159,7 @@ func New(cfg *configs.Config, log *slog.Logger) (*Gateway, error) {
 		l.kafka.ConnectionLimits = set.connLimits
 		srv, err := kafkaproto.New(l.kafka, backend{g.path, g.txn, g.acls},
 			kafkaproto.WithReadyCheck(g.routesReady),
+			kafkaproto.WithProduceQuota(g.quotas),
 			kafkaproto.WithLogger(log.With(slog.String("listener", name))),
 			kafkaproto.WithRegisterer(prometheus.WrapRegistererWith(prometheus.Labels{"listener": name}, reg)))
 		if err != nil {
@@ -184,6 +193,7 @@ type settings struct {
 	routes     []mapping.RouteSpec    // compiled and bound by bindRoutes
 	registry   *schemaregistry.Config // nil: no schema_registry
 	acls       []configs.ACL          // compiled by acl.NewSet; none: allow all
+	quotas     quota.Limits           // kafka.quotas
 
 	initWriterTimeout    time.Duration // one InitWriter for a Kafka producer id
 	initWriterBackoffMax time.Duration
@@ -273,6 +283,7 @@ func settingsFrom(cfg *configs.Config) (settings, error) {
 	set.transactions, set.txnMaxTimeout = cfg.Kafka.Transactions, cfg.Kafka.TransactionMaxTimeout
 	set.txnMaxBytes = int64(cfg.Kafka.TransactionMaxBytes)
 	set.acls = cfg.ACLs
+	set.quotas = quotaLimits(cfg.Kafka.Quotas)
 	set.shutdown = cfg.Shutdown.Deadline
 	set.logLevel, set.logJSON = logLevel(cfg.Logging)
 	set.routes = cfg.Routes
@@ -284,6 +295,25 @@ func settingsFrom(cfg *configs.Config) (settings, error) {
 		set.registry = &rc
 	}
 	return set, nil
+}
+
+// quotaLimits turns kafka.quotas into the quotas' limits.
+func quotaLimits(q configs.Quotas) quota.Limits {
+	l := quota.Limits{ProducerByteRate: q.ProducerByteRate}
+	overrides := func(m map[string]configs.Quota) map[string]int64 {
+		if len(m) == 0 {
+			return nil
+		}
+		out := make(map[string]int64, len(m))
+		for k, v := range m {
+			if v.ProducerByteRate != nil { // required: configs refuses a missing one
+				out[k] = *v.ProducerByteRate
+			}
+		}
+		return out
+	}
+	l.Principals, l.ClientIDs = overrides(q.Principals), overrides(q.ClientIDs)
+	return l
 }
 
 func logLevel(c configs.Logging) (slog.Level, bool) {

@@ -24,8 +24,9 @@ package kafkaproto
 //   - log_append_time is -1 (CreateTime) unless the sink says otherwise;
 //     log_start_offset comes from the sink.
 //   - throttle_time_ms is the largest PartitionResult.ThrottleTime of the
-//     request (clients on v6+ wait that long before their next request; the
-//     response itself is not delayed, also for v3-v5).
+//     request and of the client's quota throttle (quota.go). Clients on v6+
+//     wait that long before their next request; the response itself is not
+//     delayed, except for v3-v5 over their quota.
 //   - While the ready check fails (WithReadyCheck) every partition gets
 //     NOT_LEADER_OR_FOLLOWER, nothing reaches the sink.
 //   - With an Authorizer, a topic the principal may not write gets
@@ -46,6 +47,10 @@ type produceWait struct {
 	resp     *kmsg.ProduceResponse
 	parts    []partitionWait
 	deadline time.Time
+	// quotaThrottle is the client's quota throttle; holdUntil, when set,
+	// when the response may be written (v3-v5 over their quota).
+	quotaThrottle time.Duration
+	holdUntil     time.Time
 }
 
 type partitionWait struct {
@@ -55,7 +60,7 @@ type partitionWait struct {
 
 // handleProduce hands every partition to the sink. It returns the pending
 // response (nil for acks=0) and whether the connection must be closed.
-func (c *conn) handleProduce(req *kmsg.ProduceRequest) (*produceWait, bool) {
+func (c *conn) handleProduce(req *kmsg.ProduceRequest, clientID *string) (*produceWait, bool) {
 	s := c.s
 	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
 	if req.TimeoutMillis <= 0 {
@@ -124,6 +129,8 @@ func (c *conn) handleProduce(req *kmsg.ProduceRequest) (*produceWait, bool) {
 			w.parts = append(w.parts, partitionWait{topic: ti, part: pi, write: write})
 		}
 	}
+	// Charged whatever the partitions' outcome, as Kafka charges the request.
+	c.chargeQuota(req, clientID, w)
 	if req.Acks == 0 {
 		if failed {
 			c.log.Info("closing connection after a failed acks=0 produce request")
@@ -224,7 +231,7 @@ func (c *conn) awaitProduce(w *produceWait) bool {
 	timer := time.NewTimer(time.Until(w.deadline))
 	defer timer.Stop()
 	expired := false
-	var throttle time.Duration
+	throttle := w.quotaThrottle
 	defer func() { c.setThrottle(w.resp, throttle) }()
 	for _, pw := range w.parts {
 		sp := &w.resp.Topics[pw.topic].Partitions[pw.part]
@@ -253,7 +260,7 @@ func (c *conn) awaitProduce(w *produceWait) bool {
 			c.s.m.produceError(sp.ErrorCode)
 		}
 	}
-	return true
+	return w.holdUntil.IsZero() || c.waitUntil(w.holdUntil)
 }
 
 // setThrottle sets the response's throttle_time_ms, clamped to an int32 of

@@ -330,6 +330,7 @@ type options struct {
 	registerer prometheus.Registerer
 	now        func() time.Time
 	ready      func() error
+	quota      ProduceQuota
 }
 
 // WithLogger sets the logger (default: discard).

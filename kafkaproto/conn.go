@@ -75,6 +75,9 @@ type conn struct {
 	// is handled (certChecked); "" without one.
 	certName    string
 	certChecked bool
+	// mutedUntil is when a connection throttled by its quota may be read
+	// again (zero: not muted).
+	mutedUntil time.Time
 }
 
 // connAuth is the SASL state, owned by the reader.
@@ -187,6 +190,9 @@ func (c *conn) readLoop() {
 			}
 		}
 		if closeConn {
+			return
+		}
+		if !c.mutedUntil.IsZero() && !c.awaitUnmute() {
 			return
 		}
 	}
@@ -789,7 +795,7 @@ func (c *conn) handleFrame(frame []byte) (*response, bool) {
 	closeAfter := false
 	switch req := req.(type) {
 	case *kmsg.ProduceRequest:
-		w, closeConn := c.handleProduce(req)
+		w, closeConn := c.handleProduce(req, h.clientID)
 		if w == nil {
 			return nil, closeConn
 		}

@@ -52,6 +52,15 @@
 // nothing after Config.IdleTimeout. Warnings a client can trigger are
 // rate-limited.
 //
+// # Client quotas
+//
+// [WithProduceQuota] charges each Produce request's record batch bytes to
+// the client's quota ([ProduceQuota]; package quota holds Kafka's
+// producer_byte_rate rule). A client over its quota gets throttle_time_ms
+// and its connection is muted (no further request read) for that time, as
+// a Kafka broker does since KIP-219; a Produce v3-v5 response is also held
+// until then, since those clients do not wait by themselves (quota.go).
+//
 // # Readiness and authorization
 //
 // [WithReadyCheck] gates Metadata, Produce and InitProducerId on the

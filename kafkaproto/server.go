@@ -36,6 +36,7 @@ type Server struct {
 	sasl   *saslAuthenticator // nil without SASL
 	authz  Authorizer         // nil: everything allowed
 	ready  func() error       // nil: always ready
+	quota  ProduceQuota       // nil: no client quotas
 	// unready is whether the last ready check failed (to log transitions).
 	unready atomic.Bool
 	// budget charges the memory of the requests being read and handled,
@@ -100,6 +101,7 @@ func New(cfg Config, b Backend, opts ...Option) (*Server, error) {
 		dec:        dec,
 		states:     newProducerStates(cfg.MaxProducerStates, cfg.ProducerStateTTL, o.now),
 		ready:      o.ready,
+		quota:      o.quota,
 		listeners:  make(map[net.Listener]struct{}),
 		conns:      make(map[*conn]struct{}),
 		budget:     budget,

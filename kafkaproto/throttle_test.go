@@ -3,6 +3,7 @@ package kafkaproto_test
 import (
 	"context"
 	"net"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -80,6 +81,13 @@ type throttleHook struct {
 	mu    sync.Mutex
 	seen  []time.Duration
 	after []bool
+}
+
+// throttles returns the throttle times seen so far.
+func (h *throttleHook) throttles() []time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.seen)
 }
 
 func (h *throttleHook) OnBrokerThrottle(_ kgo.BrokerMetadata, d time.Duration, afterResponse bool) {

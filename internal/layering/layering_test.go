@@ -32,6 +32,7 @@ var product = []struct {
 	{"fluss/internal/pb", nil, "Fluss protobuf messages (generated)"},
 	{"fluss", []string{"backoff", "fluss/internal/frame", "fluss/internal/pb"}, "Fluss client: RPC, metadata, admin, record encoders; knows nothing of Kafka"},
 	{"kafkaproto", []string{"backoff"}, "Kafka producer protocol server; knows nothing of Fluss"},
+	{"quota", nil, "client quotas with Kafka's rules: producer_byte_rate per entity, sampled rates, throttle times"},
 	{"schemaregistry", nil, "schema-registry client and record framings (Confluent, Apicurio)"},
 	{"mapping", []string{"fluss", "schemaregistry"}, "Kafka record → Fluss row conversion (routes; JSON and registry formats)"},
 	{"accumulator", []string{"fluss"}, "per-bucket Fluss batches within one memory budget; appends return handles"},
@@ -47,7 +48,7 @@ var product = []struct {
 	{"transactions", []string{"accumulator", "answer", "exactlyonce", "fluss", "kafkaproto", "mapping", "owntable", "produce", "producerstate"}, "the transaction coordinator: claims, ledger, staging, commit applied through the exactly-once writer, sweeper"},
 	{"credentials", []string{"kafkaproto"}, "SASL credentials file: SCRAM salted keys and PLAIN hashes, reloaded on change; `credentials add`"},
 	{"acl", []string{"configs", "kafkaproto"}, "topic ACLs with Kafka's rules: which principal may Write or Describe a topic"},
-	{"gateway", []string{"accumulator", "acl", "backoff", "configs", "credentials", "fluss", "kafkaproto", "mapping", "outage", "produce", "producerstate", "schemafollow", "schemaregistry", "sender", "transactions"}, "wiring and lifetime: components from the config, route binding, reload, admin, readiness, shutdown"},
+	{"gateway", []string{"accumulator", "acl", "backoff", "configs", "credentials", "fluss", "kafkaproto", "mapping", "outage", "produce", "producerstate", "quota", "schemafollow", "schemaregistry", "sender", "transactions"}, "wiring and lifetime: components from the config, route binding, reload, admin, readiness, shutdown"},
 	{"cmd/gateway", []string{"configs", "credentials", "gateway"}, "main: flags, config file, signals"},
 }
 
