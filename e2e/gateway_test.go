@@ -38,6 +38,10 @@ type gatewayConfig struct {
 	SASL string
 	// TLS is the listener's tls (YAML flow mapping); default none.
 	TLS string
+	// MaxConnectionsPerIP is kafka.max_connections_per_ip; default none.
+	MaxConnectionsPerIP string
+	// Quotas is kafka.quotas (YAML flow mapping); default none.
+	Quotas string
 	// ACLs is the acls list (YAML flow sequence); default none.
 	ACLs string
 }
@@ -65,7 +69,10 @@ func (c gatewayConfig) config() gatewaytest.Config {
 		MaxMessageBytes: c.MaxMessage,
 		ListenerSASL:    c.SASL,
 		ListenerTLS:     c.TLS,
-		ACLs:            c.ACLs,
+
+		MaxConnectionsPerIP: c.MaxConnectionsPerIP,
+		Quotas:              c.Quotas,
+		ACLs:                c.ACLs,
 	}
 }
 

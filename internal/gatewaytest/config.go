@@ -26,6 +26,11 @@ type Config struct {
 	// TransactionMaxBytes is kafka.transaction_max_bytes; default the
 	// gateway's.
 	TransactionMaxBytes string
+	// MaxConnectionsPerIP is kafka.max_connections_per_ip.
+	MaxConnectionsPerIP string
+	// Quotas is kafka.quotas as a YAML flow mapping, e.g.
+	// "{principals: {'User:alice': {producer_byte_rate: 65536}}}".
+	Quotas string
 
 	LogLevel string // logging.level
 	Deadline string // shutdown.deadline
@@ -61,7 +66,8 @@ func (c Config) YAML(kafkaPort, adminPort int) string {
 	}
 	fmt.Fprintf(&b, "fluss:\n  bootstrap: [%s]\n", c.Bootstrap)
 	section(&b, "", "request_timeout", c.RequestTimeout, "dial_timeout", c.DialTimeout)
-	section(&b, "kafka", "max_message_bytes", c.MaxMessageBytes, "transaction_max_bytes", c.TransactionMaxBytes)
+	section(&b, "kafka", "max_message_bytes", c.MaxMessageBytes, "transaction_max_bytes", c.TransactionMaxBytes,
+		"max_connections_per_ip", c.MaxConnectionsPerIP, "quotas", c.Quotas)
 	section(&b, "writer", "linger", c.Linger, "batch_size", c.BatchSize, "buffer_memory", c.BufferMemory,
 		"delivery_timeout", c.DeliveryTimeout)
 	if c.SchemaRegistry != "" {
