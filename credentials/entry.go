@@ -17,9 +17,11 @@ import (
 	"github.com/fluss-kafka/gateway/kafkaproto"
 )
 
-// Mechanisms are the mechanisms an entry can hold, in the order the file
-// lists them.
-var Mechanisms = []string{kafkaproto.MechanismSCRAMSHA256, kafkaproto.MechanismSCRAMSHA512, kafkaproto.MechanismPlain}
+// Mechanisms returns the mechanisms an entry can hold, in the order the
+// file lists them (a fresh slice: no package state to change).
+func Mechanisms() []string {
+	return []string{kafkaproto.MechanismSCRAMSHA256, kafkaproto.MechanismSCRAMSHA512, kafkaproto.MechanismPlain}
+}
 
 // MakeEntry derives an entry for each mechanism from password, each with
 // a fresh random salt. iterations is the SCRAM or PLAIN iteration count; 0
@@ -59,7 +61,7 @@ func MakeEntry(mechanisms []string, password []byte, iterations int) (Entry, err
 			enc := base64.StdEncoding.EncodeToString
 			*e.scram(m) = &SCRAM{Salt: enc(c.Salt), Iterations: n, StoredKey: enc(c.StoredKey), ServerKey: enc(c.ServerKey)}
 		default:
-			return e, fmt.Errorf("%q is not one of %v", m, Mechanisms)
+			return e, fmt.Errorf("%q is not one of %v", m, Mechanisms())
 		}
 	}
 	return e, nil
@@ -129,8 +131,8 @@ func Add(data []byte, user string, e Entry) ([]byte, error) {
 func ParseMechanisms(names []string) ([]string, error) {
 	var out []string
 	for _, n := range names {
-		if !slices.Contains(Mechanisms, n) {
-			return nil, fmt.Errorf("%q is not one of %v", n, Mechanisms)
+		if !slices.Contains(Mechanisms(), n) {
+			return nil, fmt.Errorf("%q is not one of %v", n, Mechanisms())
 		}
 		if !slices.Contains(out, n) {
 			out = append(out, n)

@@ -47,7 +47,7 @@ func TestSCRAMKeysAreRFC5802(t *testing.T) {
 // validFile is a file of one user with every mechanism, password "pw".
 func validFile(t *testing.T) string {
 	t.Helper()
-	e, err := credentials.MakeEntry(credentials.Mechanisms, []byte("pw"), 4096)
+	e, err := credentials.MakeEntry(credentials.Mechanisms(), []byte("pw"), 4096)
 	require.NoError(t, err)
 	data, err := credentials.Add(nil, "alice", e)
 	require.NoError(t, err)
@@ -105,7 +105,7 @@ func TestFileHoldsNoPassword(t *testing.T) {
 	t.Parallel()
 	const password = "correct horse battery staple"
 	var data []byte
-	for _, m := range credentials.Mechanisms {
+	for _, m := range credentials.Mechanisms() {
 		e, err := credentials.MakeEntry([]string{m}, []byte(password), 0)
 		require.NoError(t, err)
 		data, err = credentials.Add(data, "alice", e)

@@ -79,7 +79,7 @@ func (k *k8sSecret) write(t *testing.T, data []byte) {
 
 func fileOf(t *testing.T, password string) []byte {
 	t.Helper()
-	e, err := credentials.MakeEntry(credentials.Mechanisms, []byte(password), 4096)
+	e, err := credentials.MakeEntry(credentials.Mechanisms(), []byte(password), 4096)
 	require.NoError(t, err)
 	data, err := credentials.Add(nil, "alice", e)
 	require.NoError(t, err)

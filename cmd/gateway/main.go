@@ -208,7 +208,7 @@ func credentialsAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) in
 	fs := flag.NewFlagSet("gateway credentials add", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	user := fs.String("user", "", "the SASL user name (required)")
-	mechs := fs.String("mechanism", strings.Join(credentials.Mechanisms, ","), "comma-separated mechanisms to make entries for")
+	mechs := fs.String("mechanism", strings.Join(credentials.Mechanisms(), ","), "comma-separated mechanisms to make entries for")
 	iterations := fs.Int("iterations", 0, fmt.Sprintf("PBKDF2 iterations (0: SCRAM %d, PLAIN %d)", credentials.DefaultSCRAMIterations, credentials.DefaultPlainIterations))
 	file := fs.String("file", "", "merge the entry into this credentials file (created mode 0600) instead of printing it")
 	if err := fs.Parse(args); err != nil {
