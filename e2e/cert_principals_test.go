@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -24,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fluss-kafka/gateway/fluss"
+	"github.com/fluss-kafka/gateway/internal/gatewaytest"
 )
 
 // pemCA is a certificate authority of one test, writing PEM files.
@@ -81,7 +83,8 @@ func (ca *pemCA) issue(t *testing.T, name string, subject pkix.Name, server bool
 
 // TestCertificatePrincipalsOnRealCluster: on a mutual-TLS listener with
 // principal mapping rules and ACLs, each client acts as the principal its
-// certificate maps to. franz-go as alice and kcat (librdkafka) as bob each
+// certificate maps to. franz-go as alice, kcat (librdkafka) as bob and Java
+// (kafka-clients, a PEM keystore) as carol each
 // land their own topic's records in Fluss (read back with pyfluss) and are
 // refused the other's topic with TOPIC_AUTHORIZATION_FAILED; a certificate
 // no rule maps and one of another CA get no connection, logged; nothing
@@ -99,11 +102,11 @@ func TestCertificatePrincipalsOnRealCluster(t *testing.T) {
 	serverCert, serverKey := ca.issue(t, "server", pkix.Name{CommonName: "gateway"}, true)
 	g := startGateway(t, gatewayConfig{
 		Bootstrap: e.Bootstrap,
-		Routes: fmt.Sprintf("  - {topic: c.alice, table: %s, value: {format: string, column: payload}, metadata: {topic: topic}}\n"+
-			"  - {topic: c.bob, table: %s, value: {format: string, column: payload}, metadata: {topic: topic}}\n", tbl, tbl),
+		Routes:    payloadRoute("c.alice", tbl) + payloadRoute("c.bob", tbl) + payloadRoute("c.carol", tbl),
 		TLS: fmt.Sprintf("{cert_file: %q, key_file: %q, client_ca_file: %q, principal_mapping_rules: [%q]}",
 			serverCert, serverKey, ca.file, `RULE:^CN=([^,]+),OU=Apps,O=Acme$/$1/L`),
-		ACLs: `[{principal: "User:alice", operation: Write, topic: c.alice}, {principal: "User:bob", operation: Write, topic: c.bob}]`,
+		ACLs: `[{principal: "User:alice", operation: Write, topic: c.alice}, {principal: "User:bob", operation: Write, topic: c.bob}, ` +
+			`{principal: "User:carol", operation: Write, topic: c.carol}]`,
 	})
 	const perClient = 20
 	want := map[string]string{} // payload -> topic
@@ -149,6 +152,29 @@ func TestCertificatePrincipalsOnRealCluster(t *testing.T) {
 	assert.True(t, err != nil || strings.Contains(out, "ERROR"), "bob wrote alice's topic: %s", out)
 	assert.Contains(t, out, "authoriz", "kcat as bob on alice's topic: %s", out)
 
+	// Java (kafka-clients) as carol, her key and certificate in a PEM
+	// keystore.
+	if java := javaPropsProducer(t); java != nil {
+		carolCert, carolKey := ca.issue(t, "carol", pkix.Name{CommonName: "Carol", OrganizationalUnit: []string{"Apps"}, Organization: []string{"Acme"}}, false)
+		keystore := filepath.Join(dir, "carol-keystore.pem")
+		writeConcat(t, keystore, carolKey, carolCert)
+		props := map[string]string{"bootstrap.servers": g.KafkaAddr, "security.protocol": "SSL",
+			"ssl.keystore.type": "PEM", "ssl.keystore.location": keystore,
+			"ssl.truststore.type": "PEM", "ssl.truststore.location": ca.file,
+			"max.block.ms": "20000", "delivery.timeout.ms": "20000", "request.timeout.ms": "10000"}
+		var lines []string
+		for n := range perClient {
+			payload := fmt.Sprintf("java/carol/%d", n)
+			lines = append(lines, payload)
+			want[payload] = "c.carol"
+		}
+		out, err := java(t, props, "c.carol", lines...)
+		require.NoError(t, err, "java as carol: %s", out)
+		out, err = java(t, props, "c.bob", "refused java/carol")
+		require.Error(t, err, "carol wrote bob's topic: %s", out)
+		assert.Contains(t, out, "TopicAuthorizationException", "java as carol on bob's topic")
+	}
+
 	// A subject no rule maps, and a certificate of another CA: no
 	// connection, each logged.
 	malloryCert, malloryKey := ca.issue(t, "mallory", pkix.Name{CommonName: "Mallory", OrganizationalUnit: []string{"Ops"}, Organization: []string{"Acme"}}, false)
@@ -180,6 +206,50 @@ func TestCertificatePrincipalsOnRealCluster(t *testing.T) {
 		got[payload] = str(t, r.Row, "topic")
 	}
 	assert.Equal(t, want, got)
-	t.Logf("alice (franz-go) and bob (kcat) by certificate: %d rows read back; the other's topic refused; "+
+	t.Logf("alice (franz-go), bob (kcat) and carol (Java) by certificate: %d rows read back; the other's topic refused; "+
 		"an unmapped subject and another CA's certificate refused", len(rows))
+}
+
+// writeConcat writes the files' contents, one after the other, into path.
+func writeConcat(t *testing.T, path string, files ...string) {
+	t.Helper()
+	var all []byte
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		all = append(all, b...)
+	}
+	require.NoError(t, os.WriteFile(path, all, 0o600))
+}
+
+// javaPropsProducer returns a function that runs PropsProduceMain (Java
+// kafka-clients configured by props) sending lines to topic, and returns
+// its output, or nil when a Java tool is missing outside CI.
+func javaPropsProducer(t *testing.T) func(t *testing.T, props map[string]string, topic string, lines ...string) (string, error) {
+	for _, tool := range gatewaytest.JavaTools {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s not installed: CI must run the Java client", tool)
+			}
+			t.Logf("%s not installed: no Java client", tool)
+			return nil
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	args, err := gatewaytest.JavaMain(ctx, "PropsProduceMain")
+	require.NoError(t, err)
+	return func(t *testing.T, props map[string]string, topic string, lines ...string) (string, error) {
+		t.Helper()
+		var b strings.Builder
+		for k, v := range props {
+			fmt.Fprintf(&b, "%s=%s\n", k, strings.ReplaceAll(v, `\`, `\\`))
+		}
+		file := filepath.Join(t.TempDir(), "producer.properties")
+		require.NoError(t, os.WriteFile(file, []byte(b.String()), 0o600))
+		cmd := exec.CommandContext(t.Context(), args[0], append(args[1:], file, topic)...)
+		cmd.Stdin = strings.NewReader(strings.Join(lines, "\n") + "\n")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
 }
