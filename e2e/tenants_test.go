@@ -62,8 +62,8 @@ func credentialsAdd(t *testing.T, file, user, password string) {
 }
 
 // TestCredentialsFileOnRealCluster: SASL users from a credentials file
-// made by `gateway credentials add` (no password in it): franz-go with
-// SCRAM-SHA-256 and kcat (librdkafka) with PLAIN write as alice; the
+// made by `gateway credentials add` (no password in it): franz-go and Java
+// with SCRAM-SHA-256 and kcat (librdkafka) with PLAIN write as alice; the
 // password is rotated in the file while the gateway runs, after which the
 // new one logs in and the old one is refused with
 // SASL_AUTHENTICATION_FAILED; every acknowledged record is read back once
@@ -133,6 +133,18 @@ func TestCredentialsFileOnRealCluster(t *testing.T) {
 	out, err = kcatPlain("alice", "second-secret", batch("kcat/second")...)
 	require.NoError(t, err, "kcat: %s", out)
 	require.NotContains(t, out, "ERROR")
+	if java := javaPropsProducer(t); java != nil {
+		props := func(password string) map[string]string {
+			return map[string]string{"bootstrap.servers": g.KafkaAddr, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256",
+				"sasl.jaas.config": `org.apache.kafka.common.security.scram.ScramLoginModule required username="alice" password="` + password + `";`,
+				"max.block.ms":     "20000", "delivery.timeout.ms": "20000", "request.timeout.ms": "10000"}
+		}
+		out, err := java(t, props("second-secret"), "creds.alice", batch("java/second")...)
+		require.NoError(t, err, "java as alice: %s", out)
+		out, err = java(t, props("first-secret"), "creds.alice", "refused java old password")
+		require.Error(t, err, "java logged in with the old password: %s", out)
+		assert.Contains(t, out, "SaslAuthenticationException", "java with the old password")
+	}
 	assert.NotContains(t, g.Logs(), "first-secret", "a password was logged")
 
 	got := readPayloads(t, e, tbl)
