@@ -11,7 +11,7 @@ COMPAT_PKGS ?= ./...
 endif
 # -p 1: test binaries run one at a time. They share one Fluss cluster and two cores; in parallel, a
 # package that starts private clusters (JVMs) could starve another's table creation for minutes.
-GOTEST_FLAGS ?= -race -count=1 -p 1 -timeout 25m
+GOTEST_FLAGS ?= -race -count=1 -p 1 -timeout 35m
 BENCH ?= .
 BENCH_PKGS ?= ./...
 BENCHTIME ?= 1s
