@@ -126,6 +126,7 @@ const (
 	MechanismPlain       = kafkaproto.MechanismPlain
 	MechanismScramSHA256 = kafkaproto.MechanismSCRAMSHA256
 	MechanismScramSHA512 = kafkaproto.MechanismSCRAMSHA512
+	MechanismOAuthBearer = kafkaproto.MechanismOAuthBearer
 )
 
 // SASL lists the mechanisms a listener offers and the users it accepts.
@@ -140,6 +141,27 @@ type SASL struct {
 	// credentials: salted keys and hashes, no passwords), re-read when its
 	// content changes.
 	CredentialsFile string `yaml:"credentials_file"`
+	// OAuthBearer validates the JWTs of mechanism OAUTHBEARER; required
+	// with it.
+	OAuthBearer *OAuthBearer `yaml:"oauthbearer"`
+}
+
+// OAuthBearer says where a listener's JWT signing keys are and what a
+// token must claim (package jwtauth).
+type OAuthBearer struct {
+	// JWKSURL or JWKSFile (exactly one) holds the JSON Web Key Set.
+	JWKSURL  string `yaml:"jwks_url"`
+	JWKSFile string `yaml:"jwks_file"`
+	// Issuer must equal the tokens' iss.
+	Issuer string `yaml:"issuer"`
+	// Audience, when set, must be one of the tokens' aud.
+	Audience string `yaml:"audience"`
+	// PrincipalClaim names the claim holding the user name. Default sub.
+	PrincipalClaim string `yaml:"principal_claim"`
+	// ClockSkew is the leeway of exp, nbf and iat. Default 30s.
+	ClockSkew time.Duration `yaml:"clock_skew"`
+	// JWKSRefresh is how often the JWKS is re-read. Default 1h.
+	JWKSRefresh time.Duration `yaml:"jwks_refresh"`
 }
 
 // User is one SASL credential.

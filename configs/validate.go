@@ -309,21 +309,24 @@ func (c *Config) validateListeners(p *problems) {
 			}
 		}
 		if s := l.SASL; s != nil {
-			seen := map[string]bool{}
+			seen, passwords := map[string]bool{}, false
 			for _, m := range s.Mechanisms {
 				switch m {
 				case MechanismPlain, MechanismScramSHA256, MechanismScramSHA512:
+					passwords = true
+				case MechanismOAuthBearer:
 				default:
-					p.add(key+".sasl.mechanisms", "%q is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512", m)
+					p.add(key+".sasl.mechanisms", "%q is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER", m)
 				}
 				if seen[m] {
 					p.add(key+".sasl.mechanisms", "%q listed twice", m)
 				}
 				seen[m] = true
 			}
+			p.oauthBearer(key+".sasl", s)
 			switch {
-			case len(s.Users) == 0 && s.CredentialsFile == "":
-				p.add(key+".sasl.users", "at least one user, or a credentials_file, is required when sasl is set")
+			case passwords && len(s.Users) == 0 && s.CredentialsFile == "":
+				p.add(key+".sasl.users", "at least one user, or a credentials_file, is required when sasl offers PLAIN or SCRAM")
 			case len(s.Users) > 0 && s.CredentialsFile != "":
 				p.add(key+".sasl.credentials_file", "set it or users, not both (the file replaces the users)")
 			}
@@ -489,4 +492,40 @@ func unspecifiedHost(hostPort string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsUnspecified()
+}
+
+// oauthBearer checks a listener's OAUTHBEARER settings, which go with the
+// mechanism: one without the other is a mistake.
+func (p *problems) oauthBearer(key string, s *SASL) {
+	o := s.OAuthBearer
+	offered := slices.Contains(s.Mechanisms, MechanismOAuthBearer)
+	switch {
+	case o == nil && offered:
+		p.add(key+".oauthbearer", "required when mechanisms has OAUTHBEARER")
+		return
+	case o == nil:
+		return
+	case !offered:
+		p.add(key+".oauthbearer", "set, but mechanisms does not offer OAUTHBEARER")
+	}
+	key += ".oauthbearer"
+	switch {
+	case o.JWKSURL == "" && o.JWKSFile == "":
+		p.add(key+".jwks_url", "jwks_url or jwks_file is required")
+	case o.JWKSURL != "" && o.JWKSFile != "":
+		p.add(key+".jwks_file", "set it or jwks_url, not both")
+	case o.JWKSURL != "":
+		if u, err := url.Parse(o.JWKSURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			p.add(key+".jwks_url", "%q is not an http(s) URL", o.JWKSURL)
+		}
+	}
+	if o.Issuer == "" {
+		p.add(key+".issuer", "required: tokens of any other issuer are refused")
+	}
+	if o.ClockSkew < 0 {
+		p.add(key+".clock_skew", "must not be negative")
+	}
+	if o.JWKSRefresh < 0 || (o.JWKSRefresh > 0 && o.JWKSRefresh < time.Second) {
+		p.add(key+".jwks_refresh", "at least 1s")
+	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fluss-kafka/gateway/configs"
 	"github.com/fluss-kafka/gateway/credentials"
+	"github.com/fluss-kafka/gateway/jwtauth"
 )
 
 // credentialsPoll is how often the credentials files are compared with
@@ -38,6 +39,35 @@ func (g *Gateway) openCredentials() error {
 		l.kafka.SASL.Credentials = st
 	}
 	return nil
+}
+
+// openTokenValidators makes each OAUTHBEARER listener's token validator
+// (a JWKS file is read now; a URL is first fetched by refreshTokenKeys)
+// and hands it to the listener.
+func (g *Gateway) openTokenValidators() error {
+	for i := range g.set.listeners {
+		l := &g.set.listeners[i]
+		if l.oauth == nil {
+			continue
+		}
+		v, err := jwtauth.New(*l.oauth, g.log.With(slog.String("component", "jwtauth"), slog.String("listener", l.name)))
+		if err != nil {
+			return fmt.Errorf("listeners[%d] (%s).sasl.oauthbearer: %w", i, l.name, err)
+		}
+		g.tokenValidators = append(g.tokenValidators, v)
+		l.kafka.SASL.Tokens = v
+	}
+	return nil
+}
+
+// refreshTokenKeys keeps the validators' keys fresh until ctx ends; the
+// returned func waits for them to stop.
+func (g *Gateway) refreshTokenKeys(ctx context.Context) (wait func()) {
+	var wg sync.WaitGroup
+	for _, v := range g.tokenValidators {
+		wg.Go(func() { v.Run(ctx) })
+	}
+	return wg.Wait
 }
 
 // watchCredentials re-reads the credentials files every poll until ctx

@@ -9,7 +9,8 @@
 // transaction coordinator and the ACLs in force; the client quotas
 // (package quota) are shared by the listeners and swapped at reload. The
 // listeners' SASL credentials files are opened, watched and reloaded in
-// credentials.go.
+// credentials.go, which also makes the OAUTHBEARER token validators
+// (package jwtauth) and keeps their keys fresh.
 //
 // The transaction coordinator is package transactions'; the gateway
 // builds it, hands it the produce path and runs its sweeper.
@@ -18,7 +19,7 @@
 // parses flags, loads the file and turns signals into calls.
 //
 // Imports point down: gateway may import transactions, produce,
-// producerstate, schemafollow, acl, credentials, quota, outage, backoff,
+// producerstate, schemafollow, acl, credentials, jwtauth, quota, outage, backoff,
 // kafkaproto, mapping, accumulator, sender, schemaregistry, fluss and
 // configs; none of them imports gateway, and no product package imports a
 // dev package (tools, test helpers).

@@ -26,6 +26,7 @@ import (
 	"github.com/fluss-kafka/gateway/configs"
 	"github.com/fluss-kafka/gateway/credentials"
 	"github.com/fluss-kafka/gateway/fluss"
+	"github.com/fluss-kafka/gateway/jwtauth"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
 	"github.com/fluss-kafka/gateway/outage"
@@ -61,6 +62,9 @@ type Gateway struct {
 	// credentials are the listeners' credentials files in force, one per
 	// path.
 	credentials []*credentials.Store
+	// tokenValidators check the listeners' OAUTHBEARER tokens; Run keeps
+	// their keys fresh.
+	tokenValidators []*jwtauth.Validator
 	// loadLog reports the start-up load's retries while Fluss is away.
 	loadLog *outage.Log
 
@@ -131,6 +135,10 @@ func New(cfg *configs.Config, log *slog.Logger) (*Gateway, error) {
 	g.acls = acl.NewInForce(set.acls)
 	warnPlainTextUsers(log, cfg)
 	if err := g.openCredentials(); err != nil {
+		client.Close()
+		return nil, err
+	}
+	if err := g.openTokenValidators(); err != nil {
 		client.Close()
 		return nil, err
 	}
@@ -215,6 +223,9 @@ type listenerSettings struct {
 	// credentialsFile, when set, holds the SASL users; New opens it and
 	// sets kafka.SASL.Credentials.
 	credentialsFile string
+	// oauth, when set, validates OAUTHBEARER tokens; New makes the
+	// validator and sets kafka.SASL.Tokens.
+	oauth *jwtauth.Config
 }
 
 func settingsFrom(cfg *configs.Config) (settings, error) {
@@ -273,6 +284,10 @@ func settingsFrom(cfg *configs.Config) (settings, error) {
 		ls := listenerSettings{name: l.Name, bind: l.Bind, kafka: kc}
 		if l.SASL != nil {
 			ls.credentialsFile = l.SASL.CredentialsFile
+			if o := l.SASL.OAuthBearer; o != nil {
+				ls.oauth = &jwtauth.Config{JWKSURL: o.JWKSURL, JWKSFile: o.JWKSFile, Issuer: o.Issuer, Audience: o.Audience,
+					PrincipalClaim: o.PrincipalClaim, ClockSkew: o.ClockSkew, JWKSRefresh: o.JWKSRefresh}
+			}
 		}
 		set.listeners = append(set.listeners, ls)
 	}
@@ -552,6 +567,7 @@ func (g *Gateway) Run(ctx, force context.Context) error {
 	}
 	credCtx, stopCred := context.WithCancel(ctx)
 	defer g.watchCredentials(credCtx, credentialsPoll)() // deferred calls run last first: stopCred, then this wait
+	defer g.refreshTokenKeys(credCtx)()
 	defer stopCred()
 	healthCtx, stopHealth := context.WithCancel(ctx)
 	healthDone := make(chan struct{})
@@ -753,6 +769,11 @@ func Validate(ctx context.Context, cfg *configs.Config) (*Validation, error) {
 		return nil, err
 	}
 	for i, l := range set.listeners {
+		if l.oauth != nil && l.oauth.JWKSFile != "" {
+			if _, err := jwtauth.New(*l.oauth, slog.New(slog.DiscardHandler)); err != nil {
+				return nil, fmt.Errorf("listeners[%d] (%s).sasl.oauthbearer: %w", i, l.name, err)
+			}
+		}
 		if l.credentialsFile == "" {
 			continue
 		}

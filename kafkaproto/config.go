@@ -1,6 +1,7 @@
 package kafkaproto
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -124,8 +125,8 @@ type Config struct {
 
 // SASLConfig enables SASL authentication.
 type SASLConfig struct {
-	// Mechanisms offered, from "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512".
-	// Default: all three.
+	// Mechanisms offered, from "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"
+	// and "OAUTHBEARER" (needs Tokens). Default: the first three.
 	Mechanisms []string
 	// Users who may connect, with plain-text passwords (SCRAM keys are
 	// derived from them at start-up). Either Users or Credentials.
@@ -134,6 +135,9 @@ type SASLConfig struct {
 	// at every authentication, so a store that changes applies to new
 	// logins while authenticated connections stay.
 	Credentials CredentialStore
+	// Tokens validates OAUTHBEARER bearer tokens (RFC 7628); required
+	// when Mechanisms has OAUTHBEARER.
+	Tokens TokenValidator
 	// SCRAMIterations is the PBKDF2 iteration count for SCRAM credentials
 	// derived at start-up from Users, and what an unknown user's made-up
 	// credential claims. Default 4096 (the RFC 7677 minimum).
@@ -148,6 +152,26 @@ type CredentialStore interface {
 	// VerifyPlain reports whether password is user's PLAIN password. It
 	// should take as long for an unknown user as for a known one.
 	VerifyPlain(user string, password []byte) bool
+}
+
+// TokenValidator checks an OAUTHBEARER bearer token. Its method is called
+// concurrently, by every connection authenticating, on the connection's
+// reader: it should not wait long (keys are fetched ahead, not per token).
+type TokenValidator interface {
+	// ValidateToken returns whom token names and until when, or why it
+	// is refused (the client sees the reason in its error message).
+	ValidateToken(ctx context.Context, token string) (Token, error)
+}
+
+// Token is what a valid bearer token grants.
+type Token struct {
+	// Principal is the user name: the connection's principal is
+	// User:<Principal>. It must pass [CheckSASLUserName].
+	Principal string
+	// Expiry ends the session (KIP-368): the client is told its lifetime
+	// in SaslAuthenticate and must re-authenticate before it, or the
+	// connection is closed at its next request. Zero: no end.
+	Expiry time.Time
 }
 
 // SCRAMCredential is what a server keeps of a SCRAM password (RFC 5802,
@@ -172,6 +196,7 @@ const (
 	MechanismPlain       = "PLAIN"
 	MechanismSCRAMSHA256 = "SCRAM-SHA-256"
 	MechanismSCRAMSHA512 = "SCRAM-SHA-512"
+	MechanismOAuthBearer = "OAUTHBEARER"
 )
 
 // DefaultConfig returns the default of every tunable: what a zero field
@@ -302,16 +327,24 @@ func (c Config) Validate() error {
 		return fmt.Errorf("advertised port %d out of range", c.AdvertisedPort)
 	}
 	if c.SASL != nil {
+		passwords, bearer := false, false
+		for _, m := range c.SASL.Mechanisms {
+			switch _, scram := scramHashes[m]; {
+			case scram || m == MechanismPlain:
+				passwords = true
+			case m == MechanismOAuthBearer:
+				bearer = true
+			default:
+				return fmt.Errorf("unsupported sasl mechanism %q", m)
+			}
+		}
 		switch {
-		case len(c.SASL.Users) == 0 && c.SASL.Credentials == nil:
+		case passwords && len(c.SASL.Users) == 0 && c.SASL.Credentials == nil:
 			return errors.New("sasl enabled without users")
 		case len(c.SASL.Users) > 0 && c.SASL.Credentials != nil:
 			return errors.New("sasl users and a credential store are exclusive")
-		}
-		for _, m := range c.SASL.Mechanisms {
-			if _, ok := scramHashes[m]; !ok && m != MechanismPlain {
-				return fmt.Errorf("unsupported sasl mechanism %q", m)
-			}
+		case bearer && c.SASL.Tokens == nil:
+			return errors.New("sasl mechanism OAUTHBEARER without a token validator")
 		}
 		for _, u := range c.SASL.Users {
 			if err := CheckSASLUserName(u.Name); err != nil {

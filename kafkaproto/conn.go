@@ -85,6 +85,12 @@ type connAuth struct {
 	authenticated bool
 	session       saslSession // after a successful handshake
 	raw           bool        // v0 handshake: bare tokens
+	// expiry ends the authenticated session (KIP-368): the next request
+	// after it that is not a re-authentication closes the connection.
+	expiry time.Time
+	// reauth is a re-authentication under way on an authenticated
+	// connection; session stays the principal until it succeeds.
+	reauth saslSession
 }
 
 // response is one slot in the connection's response order.
@@ -784,6 +790,9 @@ func (c *conn) handleFrame(frame []byte) (*response, bool) {
 		c.log.Warn("closing connection: request before sasl authentication", "api_key", h.key)
 		return nil, true
 	}
+	if c.sessionExpired(h.key, start) {
+		return nil, true
+	}
 	if c.log.Enabled(c.ctx, slog.LevelDebug) {
 		cid := ""
 		if h.clientID != nil {
@@ -839,9 +848,28 @@ func (c *conn) handleFrame(frame []byte) (*response, bool) {
 	return r, closeAfter
 }
 
-// authenticated marks SASL as complete.
-func (c *conn) authenticated() {
+// authenticated marks SASL as complete with sess, a first authentication
+// or a re-authentication.
+func (c *conn) authenticated(sess saslSession) {
+	reauth := c.auth.authenticated
 	c.auth.authenticated = true
 	c.auth.raw = false
-	c.log.Debug("sasl authentication succeeded", "user", c.auth.session.user())
+	c.auth.session, c.auth.reauth = sess, nil
+	c.auth.expiry = sess.expiry()
+	c.log.Debug("sasl authentication succeeded", "user", sess.user(), "mechanism", sess.mechanism(),
+		"reauthentication", reauth, "expiry", c.auth.expiry)
+}
+
+// sessionExpired reports, and logs, that the connection's SASL session
+// ended before this request (key): Kafka closes such a connection at any
+// request but a re-authentication's (KIP-368).
+func (c *conn) sessionExpired(key int16, now time.Time) bool {
+	if !c.auth.authenticated || c.auth.expiry.IsZero() || now.Before(c.auth.expiry) ||
+		key == keySASLHandshake || key == keySASLAuthenticate {
+		return false
+	}
+	c.s.m.protocolError("sasl_session_expired")
+	c.log.Info("closing connection: sasl session expired without re-authentication",
+		"principal", c.principal(), "expired", c.auth.expiry, "api_key", key)
+	return true
 }

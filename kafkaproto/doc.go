@@ -1,7 +1,9 @@
 // Package kafkaproto serves the producer side of the Kafka protocol: the TCP
 // (optionally TLS) listener, request framing, one handler per API key
-// (files named after the key, as in franz-go's kfake), SASL PLAIN and
-// SCRAM-SHA-256/512, decoding of RecordBatch v2 in every codec, and the
+// (files named after the key, as in franz-go's kfake), SASL PLAIN,
+// SCRAM-SHA-256/512 and OAUTHBEARER (tokens checked by a [TokenValidator];
+// sessions end at the token's expiry and are renewed by KIP-368
+// re-authentication), decoding of RecordBatch v2 in every codec, and the
 // idempotent-producer sequence checks. Decoded records go to a [Sink] per
 // topic-partition; the package knows nothing of Fluss.
 //

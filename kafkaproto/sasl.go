@@ -1,13 +1,15 @@
 package kafkaproto
 
 // SASL mechanisms: PLAIN (RFC 4616) and SCRAM-SHA-256/512 (RFC 5802, RFC
-// 7677) against a CredentialStore: SASLConfig.Credentials, or one made of
+// 7677) against a CredentialStore, and OAUTHBEARER (RFC 7628) against a
+// TokenValidator (sasl_oauthbearer.go): SASLConfig.Credentials, or one made of
 // SASLConfig.Users, whose SCRAM credentials are derived once at start-up
 // with a random salt per user and mechanism. Unknown users get a made-up
 // salt so that the exchange does not reveal which users exist.
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/pbkdf2"
 	"crypto/rand"
@@ -20,6 +22,7 @@ import (
 	"hash"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -62,12 +65,13 @@ func CheckSASLUserName(name string) error {
 type saslAuthenticator struct {
 	mechanisms []string
 	store      CredentialStore
+	tokens     TokenValidator
 	// iterations is what an unknown user's made-up SCRAM credential claims.
 	iterations int
 }
 
 func newSASLAuthenticator(cfg *SASLConfig) (*saslAuthenticator, error) {
-	a := &saslAuthenticator{mechanisms: cfg.Mechanisms, store: cfg.Credentials, iterations: cfg.SCRAMIterations}
+	a := &saslAuthenticator{mechanisms: cfg.Mechanisms, store: cfg.Credentials, tokens: cfg.Tokens, iterations: cfg.SCRAMIterations}
 	if a.store != nil {
 		return a, nil
 	}
@@ -172,16 +176,23 @@ type saslSession interface {
 	// is the authenticated name once step reported done.
 	user() string
 	mechanism() string
+	// expiry is when the authenticated session ends (KIP-368); zero for
+	// none (passwords do not expire).
+	expiry() time.Time
 }
 
-// start begins an exchange; ok is false for an unsupported mechanism.
-func (a *saslAuthenticator) start(mechanism string) (saslSession, bool) {
+// start begins an exchange; ok is false for an unsupported mechanism. ctx
+// bounds what the exchange asks others (the token validator).
+func (a *saslAuthenticator) start(ctx context.Context, mechanism string) (saslSession, bool) {
 	for _, m := range a.mechanisms {
 		if m != mechanism {
 			continue
 		}
-		if m == MechanismPlain {
+		switch m {
+		case MechanismPlain:
 			return &plainSession{a: a}, true
+		case MechanismOAuthBearer:
+			return &oauthSession{ctx: ctx, tokens: a.tokens}, true
 		}
 		return &scramSession{a: a, mech: m, h: scramHashes[m]}, true
 	}
@@ -195,6 +206,7 @@ type plainSession struct {
 
 func (p *plainSession) user() string      { return p.name }
 func (p *plainSession) mechanism() string { return MechanismPlain }
+func (p *plainSession) expiry() time.Time { return time.Time{} }
 
 func (p *plainSession) step(msg []byte) ([]byte, bool, error) {
 	parts := bytes.Split(msg, []byte{0})
@@ -225,6 +237,7 @@ type scramSession struct {
 
 func (s *scramSession) user() string      { return s.name }
 func (s *scramSession) mechanism() string { return s.mech }
+func (s *scramSession) expiry() time.Time { return time.Time{} }
 
 func (s *scramSession) step(msg []byte) ([]byte, bool, error) {
 	if s.serverFirst == "" {

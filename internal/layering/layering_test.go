@@ -47,8 +47,9 @@ var product = []struct {
 	{"produce", []string{"accumulator", "answer", "exactlyonce", "fluss", "kafkaproto", "mapping", "outage", "producerstate", "schemafollow", "schemaregistry"}, "the produce path: route, prepare, resolve partitions, append, await the ack"},
 	{"transactions", []string{"accumulator", "answer", "exactlyonce", "fluss", "kafkaproto", "mapping", "owntable", "produce", "producerstate"}, "the transaction coordinator: claims, ledger, staging, commit applied through the exactly-once writer, sweeper"},
 	{"credentials", []string{"kafkaproto"}, "SASL credentials file: SCRAM salted keys and PLAIN hashes, reloaded on change; `credentials add`"},
+	{"jwtauth", []string{"backoff", "kafkaproto"}, "OAUTHBEARER JWT validation: JWKS file or URL, refreshed; issuer, audience, expiry; principal claim"},
 	{"acl", []string{"configs", "kafkaproto"}, "topic ACLs with Kafka's rules: which principal may Write or Describe a topic"},
-	{"gateway", []string{"accumulator", "acl", "backoff", "configs", "credentials", "fluss", "kafkaproto", "mapping", "outage", "produce", "producerstate", "quota", "schemafollow", "schemaregistry", "sender", "transactions"}, "wiring and lifetime: components from the config, route binding, reload, admin, readiness, shutdown"},
+	{"gateway", []string{"accumulator", "acl", "backoff", "configs", "credentials", "fluss", "jwtauth", "kafkaproto", "mapping", "outage", "produce", "producerstate", "quota", "schemafollow", "schemaregistry", "sender", "transactions"}, "wiring and lifetime: components from the config, route binding, reload, admin, readiness, shutdown"},
 	{"cmd/gateway", []string{"configs", "credentials", "gateway"}, "main: flags, config file, signals"},
 }
 
