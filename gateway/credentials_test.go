@@ -32,7 +32,7 @@ func writeAtomically(t *testing.T, path string, data []byte) {
 
 func credentialsFileOf(t *testing.T, password string) []byte {
 	t.Helper()
-	e, err := credentials.MakeEntry(credentials.Mechanisms, []byte(password), 4096)
+	e, err := credentials.MakeEntry(credentials.Mechanisms(), []byte(password), 4096)
 	require.NoError(t, err)
 	data, err := credentials.Add(nil, "alice", e)
 	require.NoError(t, err)
