@@ -1,6 +1,8 @@
 // A Java producer configured by a properties file, for the gateway's tests
 // of identities (TLS keystores, SASL mechanisms and login handlers).
 // Usage: PropsProduceMain <producer.properties> <topic>
+// A property named system.<name> is set as the JVM's system property
+// <name> instead (e.g. Kafka's allowed OAuth token endpoint URLs).
 // It sends each line of stdin as one record value, waiting for each, and
 // prints "A <value>" when acknowledged and "F <value> <error>" when not;
 // it exits 0 when every record was acknowledged, 1 otherwise.
@@ -20,6 +22,12 @@ public class PropsProduceMain {
         Properties p = new Properties();
         try (FileInputStream in = new FileInputStream(args[0])) {
             p.load(in);
+        }
+        for (String name : p.stringPropertyNames()) {
+            if (name.startsWith("system.")) {
+                System.setProperty(name.substring("system.".length()), p.getProperty(name));
+                p.remove(name);
+            }
         }
         String topic = args[1];
         PrintStream out = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), true, "UTF-8");
