@@ -137,6 +137,14 @@ type options struct {
 	txn              bool // -txn: transactional Java producer vs the same without transactions
 	txnSize          int
 	txnValueBytes    int
+	// -quota-flood: a principal flooding over its quota beside calm ones (quotaflood.go).
+	quotaFlood  bool
+	quotaRate   int64
+	floodFactor float64
+	floodWarmup time.Duration
+	calmRate    float64
+	calmSize    int
+	window      time.Duration
 
 	recordsSet bool            // -records was given (else -kafka sizes runs by -kafka-bytes)
 	set        map[string]bool // the flags given on the command line
@@ -273,6 +281,13 @@ func parseOptions(args []string) (*options, error) {
 	fs.BoolVar(&o.txn, "txn", false, "measure a transactional Java producer against the same producer without transactions instead of -runs: -records per run, alternating, -repeats rounds")
 	fs.IntVar(&o.txnSize, "txn-size", 1000, "with -txn: records per transaction")
 	fs.IntVar(&o.txnValueBytes, "txn-value-bytes", 1024, "with -txn: bytes per record value")
+	fs.BoolVar(&o.quotaFlood, "quota-flood", false, "measure the quotas' isolation instead of -runs: calm SASL principals at a fixed rate with and without a principal flooding at -flood-factor × its quota, alternating, -repeats times")
+	fs.Int64Var(&o.quotaRate, "quota-rate", 1<<20, "with -quota-flood: the flooding principal's producer_byte_rate (bytes/s)")
+	fs.Float64Var(&o.floodFactor, "flood-factor", 5, "with -quota-flood: the flood offers this many times its quota")
+	fs.DurationVar(&o.floodWarmup, "flood-warmup", 12*time.Second, "with -quota-flood: the flood starts this long before the window (the quota lets a new client burst 10 s of its rate)")
+	fs.Float64Var(&o.calmRate, "calm-rate", 5000, "with -quota-flood: records/s the calm principals offer together")
+	fs.IntVar(&o.calmSize, "calm-size", 1024, "with -quota-flood: bytes per value (≈ for the calm principals' JSON; exact for the flood's random bytes)")
+	fs.DurationVar(&o.window, "window", 20*time.Second, "with -quota-flood: how long the calm principals produce per run")
 	fs.StringVar(&o.java, "java", defaultJava(), "the java that runs ProducerPerformance (-kafka) and the Java writer (-java-writer)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -291,6 +306,9 @@ func parseOptions(args []string) (*options, error) {
 		if o.repeats < 1 || o.kafkaBytes < 1 {
 			return nil, errors.New("need -repeats ≥ 1 and -kafka-bytes ≥ 1")
 		}
+	}
+	if o.quotaFlood && (o.repeats < 1 || o.quotaRate < 1 || o.floodFactor <= 0 || o.calmRate <= 0 || o.calmSize < 64 || o.window <= 0) {
+		return nil, errors.New("-quota-flood needs -repeats ≥ 1, -quota-rate ≥ 1, -flood-factor > 0, -calm-rate > 0, -calm-size ≥ 64, -window > 0")
 	}
 	if o.bootstrap == "" {
 		return nil, errors.New("set -bootstrap or FLUSS_BOOTSTRAP")
@@ -360,6 +378,9 @@ func run(ctx context.Context, args []string) error {
 	}
 	if o.txn {
 		return runTxnCompare(ctx, o, c, db)
+	}
+	if o.quotaFlood {
+		return runQuotaFlood(ctx, o, c, db, setupStart)
 	}
 
 	// Every table up front: the gateway binds its routes once, at start.
@@ -471,6 +492,12 @@ func run(ctx context.Context, args []string) error {
 // launchGatewayIn starts the gateway binary (-gateway-bin, else built from
 // ./cmd/gateway) in dir with the writer settings and routes.
 func launchGatewayIn(ctx context.Context, o *options, dir string, w writerSettings, routes string) (*gatewaytest.Process, error) {
+	return launchGatewayCfg(ctx, o, dir, gatewayConfig(o.bootstrap, w, routes))
+}
+
+// launchGatewayCfg starts the gateway binary with cfg, to which it adds the
+// -gateway-gomemlimit and -gateway-pprof settings.
+func launchGatewayCfg(ctx context.Context, o *options, dir string, cfg gatewaytest.Config) (*gatewaytest.Process, error) {
 	bin := o.gatewayBin
 	if bin == "" {
 		var err error
@@ -478,7 +505,6 @@ func launchGatewayIn(ctx context.Context, o *options, dir string, w writerSettin
 			return nil, err
 		}
 	}
-	cfg := gatewayConfig(o.bootstrap, w, routes)
 	if o.goMemLimit != "" {
 		cfg.Env = []string{"GOMEMLIMIT=" + o.goMemLimit}
 	}
