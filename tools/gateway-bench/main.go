@@ -54,6 +54,22 @@
 // the time from produce to a readable row.
 //
 //	go run ./tools/gateway-bench -flink -records 300000 -rate 20000 -repeats 3
+//
+// With -quota-flood it checks the produce quotas' isolation (quotaflood.go):
+// a gateway with a SASL PLAIN listener (users calm1, calm2, flood) and
+// kafka.quotas.principals {"User:flood": {producer_byte_rate: -quota-rate}},
+// a table per principal. calm1 and calm2 (a franz-go idempotent client
+// each, lz4) offer -calm-rate records/s of ≈-calm-size-byte JSON together
+// for -window, measuring records/s acked and p50/p99 from Produce to the
+// promise; in the flood runs, flood offers -flood-factor × its quota in
+// random uncompressed values from -flood-warmup before the window (its 10-s
+// burst spent), dropping what its client cannot buffer. Baseline and flood
+// runs alternate, -repeats times; it prints the medians, the flood/baseline
+// ratios of calm throughput and p99 against the goal (≥ 0.9, ≤ 1.5), and
+// the flood's bytes charged to its quota in the window / the quota. Every
+// table's end offsets must grow by exactly the records acked.
+//
+//	go run ./tools/gateway-bench -quota-flood -quota-rate 1048576 -flood-factor 5 -calm-rate 5000 -window 20s -repeats 3
 package main
 
 import (
