@@ -54,6 +54,22 @@
 // the time from produce to a readable row.
 //
 //	go run ./tools/gateway-bench -flink -records 300000 -rate 20000 -repeats 3
+//
+// With -quota-flood it checks the produce quotas' isolation (quotaflood.go):
+// a gateway with a SASL PLAIN listener (users calm1, calm2, flood) and
+// kafka.quotas.principals {"User:flood": {producer_byte_rate: -quota-rate}},
+// a table per principal. calm1 and calm2 (a franz-go idempotent client
+// each, lz4) offer -calm-rate records/s of ≈-calm-size-byte JSON together
+// for -window, measuring records/s acked and p50/p99 from Produce to the
+// promise; in the flood runs, flood offers -flood-factor × its quota in
+// random uncompressed values from -flood-warmup before the window (its 10-s
+// burst spent), dropping what its client cannot buffer. Baseline and flood
+// runs alternate, -repeats times; it prints the medians, the flood/baseline
+// ratios of calm throughput and p99 against the goal (≥ 0.9, ≤ 1.5), and
+// the flood's bytes charged to its quota in the window / the quota. Every
+// table's end offsets must grow by exactly the records acked.
+//
+//	go run ./tools/gateway-bench -quota-flood -quota-rate 1048576 -flood-factor 5 -calm-rate 5000 -window 20s -repeats 3
 package main
 
 import (
@@ -137,6 +153,14 @@ type options struct {
 	txn              bool // -txn: transactional Java producer vs the same without transactions
 	txnSize          int
 	txnValueBytes    int
+	// -quota-flood: a principal flooding over its quota beside calm ones (quotaflood.go).
+	quotaFlood  bool
+	quotaRate   int64
+	floodFactor float64
+	floodWarmup time.Duration
+	calmRate    float64
+	calmSize    int
+	window      time.Duration
 
 	recordsSet bool            // -records was given (else -kafka sizes runs by -kafka-bytes)
 	set        map[string]bool // the flags given on the command line
@@ -273,6 +297,13 @@ func parseOptions(args []string) (*options, error) {
 	fs.BoolVar(&o.txn, "txn", false, "measure a transactional Java producer against the same producer without transactions instead of -runs: -records per run, alternating, -repeats rounds")
 	fs.IntVar(&o.txnSize, "txn-size", 1000, "with -txn: records per transaction")
 	fs.IntVar(&o.txnValueBytes, "txn-value-bytes", 1024, "with -txn: bytes per record value")
+	fs.BoolVar(&o.quotaFlood, "quota-flood", false, "measure the quotas' isolation instead of -runs: calm SASL principals at a fixed rate with and without a principal flooding at -flood-factor × its quota, alternating, -repeats times")
+	fs.Int64Var(&o.quotaRate, "quota-rate", 1<<20, "with -quota-flood: the flooding principal's producer_byte_rate (bytes/s)")
+	fs.Float64Var(&o.floodFactor, "flood-factor", 5, "with -quota-flood: the flood offers this many times its quota")
+	fs.DurationVar(&o.floodWarmup, "flood-warmup", 12*time.Second, "with -quota-flood: the flood starts this long before the window (the quota lets a new client burst 10 s of its rate)")
+	fs.Float64Var(&o.calmRate, "calm-rate", 5000, "with -quota-flood: records/s the calm principals offer together")
+	fs.IntVar(&o.calmSize, "calm-size", 1024, "with -quota-flood: bytes per value (≈ for the calm principals' JSON; exact for the flood's random bytes)")
+	fs.DurationVar(&o.window, "window", 20*time.Second, "with -quota-flood: how long the calm principals produce per run")
 	fs.StringVar(&o.java, "java", defaultJava(), "the java that runs ProducerPerformance (-kafka) and the Java writer (-java-writer)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -291,6 +322,9 @@ func parseOptions(args []string) (*options, error) {
 		if o.repeats < 1 || o.kafkaBytes < 1 {
 			return nil, errors.New("need -repeats ≥ 1 and -kafka-bytes ≥ 1")
 		}
+	}
+	if o.quotaFlood && (o.repeats < 1 || o.quotaRate < 1 || o.floodFactor <= 0 || o.calmRate <= 0 || o.calmSize < 64 || o.window <= 0) {
+		return nil, errors.New("-quota-flood needs -repeats ≥ 1, -quota-rate ≥ 1, -flood-factor > 0, -calm-rate > 0, -calm-size ≥ 64, -window > 0")
 	}
 	if o.bootstrap == "" {
 		return nil, errors.New("set -bootstrap or FLUSS_BOOTSTRAP")
@@ -360,6 +394,9 @@ func run(ctx context.Context, args []string) error {
 	}
 	if o.txn {
 		return runTxnCompare(ctx, o, c, db)
+	}
+	if o.quotaFlood {
+		return runQuotaFlood(ctx, o, c, db, setupStart)
 	}
 
 	// Every table up front: the gateway binds its routes once, at start.
@@ -471,6 +508,12 @@ func run(ctx context.Context, args []string) error {
 // launchGatewayIn starts the gateway binary (-gateway-bin, else built from
 // ./cmd/gateway) in dir with the writer settings and routes.
 func launchGatewayIn(ctx context.Context, o *options, dir string, w writerSettings, routes string) (*gatewaytest.Process, error) {
+	return launchGatewayCfg(ctx, o, dir, gatewayConfig(o.bootstrap, w, routes))
+}
+
+// launchGatewayCfg starts the gateway binary with cfg, to which it adds the
+// -gateway-gomemlimit and -gateway-pprof settings.
+func launchGatewayCfg(ctx context.Context, o *options, dir string, cfg gatewaytest.Config) (*gatewaytest.Process, error) {
 	bin := o.gatewayBin
 	if bin == "" {
 		var err error
@@ -478,7 +521,6 @@ func launchGatewayIn(ctx context.Context, o *options, dir string, w writerSettin
 			return nil, err
 		}
 	}
-	cfg := gatewayConfig(o.bootstrap, w, routes)
 	if o.goMemLimit != "" {
 		cfg.Env = []string{"GOMEMLIMIT=" + o.goMemLimit}
 	}
