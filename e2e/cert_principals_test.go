@@ -2,16 +2,9 @@ package e2e
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,61 +18,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fluss-kafka/gateway/fluss"
+	"github.com/fluss-kafka/gateway/internal/certtest"
 	"github.com/fluss-kafka/gateway/internal/gatewaytest"
 )
-
-// pemCA is a certificate authority of one test, writing PEM files.
-type pemCA struct {
-	dir  string
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	file string // the CA certificate's PEM file
-	pool *x509.CertPool
-}
-
-func newPEMCA(t *testing.T, dir, name string) *pemCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name + " test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	cert, err := x509.ParseCertificate(der)
-	require.NoError(t, err)
-	ca := &pemCA{dir: dir, cert: cert, key: key, file: filepath.Join(dir, name+"-ca.pem"), pool: x509.NewCertPool()}
-	ca.pool.AddCert(cert)
-	require.NoError(t, os.WriteFile(ca.file, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
-	return ca
-}
-
-// issue writes a certificate for subject signed by the CA and its PKCS#8
-// key, for the gateway (server, 127.0.0.1) or a client, and returns the
-// two files.
-func (ca *pemCA) issue(t *testing.T, name string, subject pkix.Name, server bool) (certFile, keyFile string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{SerialNumber: serial, Subject: subject,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	if server {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
-		tmpl.DNSNames = []string{"localhost"}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	require.NoError(t, err)
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	require.NoError(t, err)
-	certFile, keyFile = filepath.Join(ca.dir, name+".pem"), filepath.Join(ca.dir, name+".key")
-	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
-	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600))
-	return certFile, keyFile
-}
 
 // TestCertificatePrincipalsOnRealCluster: on a mutual-TLS listener with
 // principal mapping rules and ACLs, each client acts as the principal its
@@ -98,13 +39,17 @@ func TestCertificatePrincipalsOnRealCluster(t *testing.T) {
 		col("topic", fluss.String()),
 	}})
 	dir := t.TempDir()
-	ca := newPEMCA(t, dir, "gateway")
-	serverCert, serverKey := ca.issue(t, "server", pkix.Name{CommonName: "gateway"}, true)
+	ca := certtest.NewCA(t, "gateway")
+	caFile := ca.WriteCA(t, dir)
+	issue := func(ca *certtest.CA, name string, subject pkix.Name, server bool) (string, string) {
+		return certtest.WritePEM(t, dir, name, ca.Issue(t, subject, server))
+	}
+	serverCert, serverKey := issue(ca, "server", pkix.Name{CommonName: "gateway"}, true)
 	g := startGateway(t, gatewayConfig{
 		Bootstrap: e.Bootstrap,
 		Routes:    payloadRoute("c.alice", tbl) + payloadRoute("c.bob", tbl) + payloadRoute("c.carol", tbl),
 		TLS: fmt.Sprintf("{cert_file: %q, key_file: %q, client_ca_file: %q, principal_mapping_rules: [%q]}",
-			serverCert, serverKey, ca.file, `RULE:^CN=([^,]+),OU=Apps,O=Acme$/$1/L`),
+			serverCert, serverKey, caFile, `RULE:^CN=([^,]+),OU=Apps,O=Acme$/$1/L`),
 		ACLs: `[{principal: "User:alice", operation: Write, topic: c.alice}, {principal: "User:bob", operation: Write, topic: c.bob}, ` +
 			`{principal: "User:carol", operation: Write, topic: c.carol}]`,
 	})
@@ -112,10 +57,10 @@ func TestCertificatePrincipalsOnRealCluster(t *testing.T) {
 	want := map[string]string{} // payload -> topic
 
 	// franz-go as alice.
-	aliceCert, aliceKey := ca.issue(t, "alice", pkix.Name{CommonName: "Alice", OrganizationalUnit: []string{"Apps"}, Organization: []string{"Acme"}}, false)
+	aliceCert, aliceKey := issue(ca, "alice", pkix.Name{CommonName: "Alice", OrganizationalUnit: []string{"Apps"}, Organization: []string{"Acme"}}, false)
 	pair, err := tls.LoadX509KeyPair(aliceCert, aliceKey)
 	require.NoError(t, err)
-	cl := newProducer(t, g.KafkaAddr, kgo.DialTLSConfig(&tls.Config{Certificates: []tls.Certificate{pair}, RootCAs: ca.pool, MinVersion: tls.VersionTLS12}))
+	cl := newProducer(t, g.KafkaAddr, kgo.DialTLSConfig(&tls.Config{Certificates: []tls.Certificate{pair}, RootCAs: ca.Pool, MinVersion: tls.VersionTLS12}))
 	var recs []*kgo.Record
 	for n := range perClient {
 		payload := fmt.Sprintf("franz-go/alice/%d", n)
@@ -127,7 +72,7 @@ func TestCertificatePrincipalsOnRealCluster(t *testing.T) {
 	require.ErrorIs(t, err, kerr.TopicAuthorizationFailed, "alice wrote bob's topic")
 
 	// kcat (librdkafka) as bob.
-	bobCert, bobKey := ca.issue(t, "bob", pkix.Name{CommonName: "Bob", OrganizationalUnit: []string{"Apps"}, Organization: []string{"Acme"}}, false)
+	bobCert, bobKey := issue(ca, "bob", pkix.Name{CommonName: "Bob", OrganizationalUnit: []string{"Apps"}, Organization: []string{"Acme"}}, false)
 	kcatTLS := func(cert, key, caFile string) []string {
 		return []string{"-X", "security.protocol=ssl", "-X", "ssl.ca.location=" + caFile,
 			"-X", "ssl.certificate.location=" + cert, "-X", "ssl.key.location=" + key}
@@ -145,22 +90,22 @@ func TestCertificatePrincipalsOnRealCluster(t *testing.T) {
 		lines = append(lines, payload)
 		want[payload] = "c.bob"
 	}
-	out, err := produceKcat("c.bob", kcatTLS(bobCert, bobKey, ca.file), lines...)
+	out, err := produceKcat("c.bob", kcatTLS(bobCert, bobKey, caFile), lines...)
 	require.NoError(t, err, "kcat as bob: %s", out)
 	require.NotContains(t, out, "ERROR", "kcat as bob")
-	out, err = produceKcat("c.alice", kcatTLS(bobCert, bobKey, ca.file), "refused kcat/bob")
+	out, err = produceKcat("c.alice", kcatTLS(bobCert, bobKey, caFile), "refused kcat/bob")
 	assert.True(t, err != nil || strings.Contains(out, "ERROR"), "bob wrote alice's topic: %s", out)
 	assert.Contains(t, out, "authoriz", "kcat as bob on alice's topic: %s", out)
 
 	// Java (kafka-clients) as carol, her key and certificate in a PEM
 	// keystore.
 	if java := javaPropsProducer(t); java != nil {
-		carolCert, carolKey := ca.issue(t, "carol", pkix.Name{CommonName: "Carol", OrganizationalUnit: []string{"Apps"}, Organization: []string{"Acme"}}, false)
+		carolCert, carolKey := issue(ca, "carol", pkix.Name{CommonName: "Carol", OrganizationalUnit: []string{"Apps"}, Organization: []string{"Acme"}}, false)
 		keystore := filepath.Join(dir, "carol-keystore.pem")
 		writeConcat(t, keystore, carolKey, carolCert)
 		props := map[string]string{"bootstrap.servers": g.KafkaAddr, "security.protocol": "SSL",
 			"ssl.keystore.type": "PEM", "ssl.keystore.location": keystore,
-			"ssl.truststore.type": "PEM", "ssl.truststore.location": ca.file,
+			"ssl.truststore.type": "PEM", "ssl.truststore.location": caFile,
 			"max.block.ms": "20000", "delivery.timeout.ms": "20000", "request.timeout.ms": "10000"}
 		var lines []string
 		for n := range perClient {
@@ -177,9 +122,9 @@ func TestCertificatePrincipalsOnRealCluster(t *testing.T) {
 
 	// A subject no rule maps, and a certificate of another CA: no
 	// connection, each logged.
-	malloryCert, malloryKey := ca.issue(t, "mallory", pkix.Name{CommonName: "Mallory", OrganizationalUnit: []string{"Ops"}, Organization: []string{"Acme"}}, false)
-	other := newPEMCA(t, t.TempDir(), "other")
-	strangerCert, strangerKey := other.issue(t, "stranger", pkix.Name{CommonName: "Alice", OrganizationalUnit: []string{"Apps"}, Organization: []string{"Acme"}}, false)
+	malloryCert, malloryKey := issue(ca, "mallory", pkix.Name{CommonName: "Mallory", OrganizationalUnit: []string{"Ops"}, Organization: []string{"Acme"}}, false)
+	other := certtest.NewCA(t, "other")
+	strangerCert, strangerKey := issue(other, "stranger", pkix.Name{CommonName: "Alice", OrganizationalUnit: []string{"Apps"}, Organization: []string{"Acme"}}, false)
 	for _, c := range []struct{ name, cert, key, log string }{
 		{"mallory", malloryCert, malloryKey, "client certificate maps to no principal"},
 		{"stranger", strangerCert, strangerKey, "tls handshake failed"},
@@ -187,7 +132,7 @@ func TestCertificatePrincipalsOnRealCluster(t *testing.T) {
 		pair, err := tls.LoadX509KeyPair(c.cert, c.key)
 		require.NoError(t, err)
 		cl, err := kgo.NewClient(kgo.SeedBrokers(g.KafkaAddr), kgo.RecordRetries(1), kgo.RequestRetries(1), kgo.RecordDeliveryTimeout(20*time.Second),
-			kgo.DialTLSConfig(&tls.Config{Certificates: []tls.Certificate{pair}, RootCAs: ca.pool, MinVersion: tls.VersionTLS12}))
+			kgo.DialTLSConfig(&tls.Config{Certificates: []tls.Certificate{pair}, RootCAs: ca.Pool, MinVersion: tls.VersionTLS12}))
 		require.NoError(t, err)
 		err = cl.ProduceSync(testContext(t), &kgo.Record{Topic: "c.alice", Value: []byte("refused " + c.name)}).FirstErr()
 		cl.Close()

@@ -2,15 +2,10 @@ package kafkaproto_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
 	"log/slog"
-	"math/big"
 	"net"
 	"testing"
 	"time"
@@ -21,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fluss-kafka/gateway/internal/certtest"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/kafkaproto/kafkatest"
 )
@@ -67,49 +63,6 @@ func TestPrincipalRules(t *testing.T) {
 	}
 }
 
-// testCA is a certificate authority made for one test.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pool *x509.CertPool
-}
-
-func newTestCA(t *testing.T, name string) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	cert, err := x509.ParseCertificate(der)
-	require.NoError(t, err)
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return &testCA{cert: cert, key: key, pool: pool}
-}
-
-// issue makes a leaf certificate for subject, for a server (127.0.0.1) or
-// a client.
-func (ca *testCA) issue(t *testing.T, subject pkix.Name, server bool) tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{SerialNumber: serial, Subject: subject,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	if server {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	require.NoError(t, err)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-}
-
 // TestCertificatePrincipals: on a listener that verifies client
 // certificates, each connection's principal is its certificate's subject
 // mapped by the rules, and the ACLs decide by it: alice writes, bob is
@@ -117,19 +70,19 @@ func (ca *testCA) issue(t *testing.T, subject pkix.Name, server bool) tls.Certif
 // CA are refused the connection, counted and logged.
 func TestCertificatePrincipals(t *testing.T) {
 	t.Parallel()
-	ca := newTestCA(t, "gateway test CA")
+	ca := certtest.NewCA(t, "gateway")
 	rules, err := kafkaproto.ParsePrincipalRules([]string{"RULE:^CN=([^,]+),OU=Apps(,.*)?$/$1/L"})
 	require.NoError(t, err)
 	logs := newCaptureLog()
 	env := kafkatest.StartServer(t, kafkaproto.Config{
-		TLS: &tls.Config{Certificates: []tls.Certificate{ca.issue(t, pkix.Name{CommonName: "gateway"}, true)},
-			ClientCAs: ca.pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12},
+		TLS: &tls.Config{Certificates: []tls.Certificate{ca.Issue(t, pkix.Name{CommonName: "gateway"}, true)},
+			ClientCAs: ca.Pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12},
 		PrincipalRules: rules,
 	}, kafkaproto.WithLogger(slog.New(logs)))
 	env.ACL.Set(onlyEvents("User:alice"))
 
 	client := func(cert tls.Certificate) *tls.Config {
-		return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: ca.pool, MinVersion: tls.VersionTLS12}
+		return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: ca.Pool, MinVersion: tls.VersionTLS12}
 	}
 	produce := func(cert tls.Certificate) error {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(env.Addr), kgo.DialTLSConfig(client(cert)),
@@ -139,11 +92,11 @@ func TestCertificatePrincipals(t *testing.T) {
 		return cl.ProduceSync(kafkatest.Context(t), &kgo.Record{Value: []byte("v")}).FirstErr()
 	}
 
-	alice := ca.issue(t, pkix.Name{CommonName: "Alice", OrganizationalUnit: []string{"Apps"}, Organization: []string{"Acme"}}, false)
+	alice := ca.Issue(t, pkix.Name{CommonName: "Alice", OrganizationalUnit: []string{"Apps"}, Organization: []string{"Acme"}}, false)
 	require.NoError(t, produce(alice), "alice may write events")
 	env.WaitRecords(t, 1)
 
-	bob := ca.issue(t, pkix.Name{CommonName: "Bob", OrganizationalUnit: []string{"Apps"}}, false)
+	bob := ca.Issue(t, pkix.Name{CommonName: "Bob", OrganizationalUnit: []string{"Apps"}}, false)
 	require.ErrorIs(t, produce(bob), kerr.TopicAuthorizationFailed, "bob may not")
 	checks := env.ACL.Checks()
 	principals := map[string]bool{}
@@ -154,7 +107,7 @@ func TestCertificatePrincipals(t *testing.T) {
 	assert.False(t, principals[kafkaproto.AnonymousPrincipal], "no connection was anonymous")
 
 	// A subject no rule maps: the connection closes before its first answer.
-	mallory := ca.issue(t, pkix.Name{CommonName: "Mallory", OrganizationalUnit: []string{"Ops"}}, false)
+	mallory := ca.Issue(t, pkix.Name{CommonName: "Mallory", OrganizationalUnit: []string{"Ops"}}, false)
 	requireClosedUnanswered(t, env.Addr, client(mallory))
 	require.Eventually(t, func() bool { return protocolErrors(t, env, "tls_principal") == 1 }, time.Minute, 10*time.Millisecond)
 	require.Eventually(t, func() bool {
@@ -163,8 +116,8 @@ func TestCertificatePrincipals(t *testing.T) {
 		time.Minute, 10*time.Millisecond)
 
 	// A certificate of another CA fails the handshake.
-	other := newTestCA(t, "another CA")
-	stranger := client(other.issue(t, pkix.Name{CommonName: "Alice", OrganizationalUnit: []string{"Apps"}}, false))
+	other := certtest.NewCA(t, "another")
+	stranger := client(other.Issue(t, pkix.Name{CommonName: "Alice", OrganizationalUnit: []string{"Apps"}}, false))
 	requireClosedUnanswered(t, env.Addr, stranger)
 	require.Eventually(t, func() bool { return protocolErrors(t, env, "tls_handshake") >= 1 }, time.Minute, 10*time.Millisecond)
 	// Its log line shares a rate limit with mallory's: it shows once the
