@@ -18,7 +18,7 @@ import (
 )
 
 // oauthErrorChallenge is the server's error message for a refused token.
-var oauthErrorChallenge = []byte(`{"status":"invalid_token"}`)
+const oauthErrorChallenge = `{"status":"invalid_token"}`
 
 // saslChallengeError fails an exchange whose mechanism first sends reply
 // to the client; the exchange ends at the client's next message with a
@@ -64,7 +64,7 @@ func (o *oauthSession) step(msg []byte) ([]byte, bool, error) {
 	}
 	if err := o.validate(authz, token); err != nil {
 		o.failed = err
-		return nil, false, &saslChallengeError{reply: oauthErrorChallenge, err: err}
+		return nil, false, &saslChallengeError{reply: []byte(oauthErrorChallenge), err: err}
 	}
 	return []byte{}, true, nil
 }
