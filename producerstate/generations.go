@@ -139,6 +139,15 @@ func (s *Store) forget(g int64) {
 
 // ensure returns generation g's partition id, making the partition when
 // it is missing and waiting for its buckets' leaders.
+//
+// A partition made here whose buckets get no leader within
+// newPartitionOnline (Store.partitionOnline) is dropped and made again, at most remakeAttempts
+// times: Fluss 0.9.1's coordinator can handle a new partition before the
+// new table it belongs to (a NullPointerException on the table's path in
+// TableBucketStateMachine), and then never tells the tablet servers to
+// serve its buckets, which answer NOT_LEADER_OR_FOLLOWER for good. Such a
+// partition holds nothing (no bucket ever took a write), so making it
+// again loses nothing.
 func (s *Store) ensure(ctx context.Context, g int64) (int64, error) {
 	s.gens.mu.Lock()
 	defer s.gens.mu.Unlock()
@@ -148,23 +157,66 @@ func (s *Store) ensure(ctx context.Context, g int64) (int64, error) {
 	if err := s.list(ctx); err != nil {
 		return 0, err
 	}
+	made := false
 	if _, ok := s.gens.ids[g]; !ok {
-		if err := s.src.CreatePartition(ctx, s.Path, genSpec(g), true); err != nil && !errors.Is(err, fluss.ErrPartitionAlreadyExists) {
-			return 0, fmt.Errorf("make producer-state generation %d: %w", g, err)
-		}
-		if err := s.list(ctx); err != nil {
+		var err error
+		if made, err = s.make(ctx, g); err != nil {
 			return 0, err
 		}
 	}
-	id, ok := s.gens.ids[g]
-	if !ok {
-		return 0, fmt.Errorf("producer-state generation %d: made, but not listed", g)
-	}
-	if err := s.src.WaitForTableLeaders(ctx, s.Path, id); err != nil {
+	// A partition made here is seen through even if the caller gives up:
+	// otherwise the next caller, finding it made, would wait on it for good.
+	mctx := context.WithoutCancel(ctx)
+	for attempt := 0; ; attempt++ {
+		id, ok := s.gens.ids[g]
+		if !ok {
+			return 0, fmt.Errorf("producer-state generation %d: made, but not listed", g)
+		}
+		wctx, cancel := ctx, context.CancelFunc(func() {})
+		if made {
+			wctx, cancel = context.WithTimeout(mctx, s.partitionOnline)
+		}
+		err := s.src.WaitForTableLeaders(wctx, s.Path, id)
+		cancel()
+		if err == nil {
+			return id, nil
+		}
 		delete(s.gens.ids, g) // waited for again by the next caller
-		return 0, fmt.Errorf("producer-state generation %d: %w", g, err)
+		if !made || attempt >= remakeAttempts {
+			return 0, fmt.Errorf("producer-state generation %d: %w", g, err)
+		}
+		s.Log.Warn("producer-state generation made here has no bucket leaders; dropping and making it again (Fluss coordinator missed the new partition)",
+			slog.Int64("generation", g), slog.Int64("partition_id", id), slog.Duration("waited", s.partitionOnline), slog.Any("err", err))
+		dctx, cancel := context.WithTimeout(mctx, s.partitionOnline)
+		err = s.src.DropPartition(dctx, s.Path, genSpec(g), true)
+		if err == nil {
+			made, err = s.make(dctx, g)
+		}
+		cancel()
+		if err != nil {
+			return 0, fmt.Errorf("make producer-state generation %d again: %w", g, err)
+		}
 	}
-	return id, nil
+}
+
+// newPartitionOnline bounds the wait for the bucket leaders of a partition
+// this store just made, and remakeAttempts how often one that gets none is
+// made again (ensure).
+const (
+	newPartitionOnline = 30 * time.Second
+	remakeAttempts     = 2
+)
+
+// make creates generation g's partition and lists the generations again;
+// made reports whether this call created it (false: it existed already).
+func (s *Store) make(ctx context.Context, g int64) (made bool, err error) {
+	switch err := s.src.CreatePartition(ctx, s.Path, genSpec(g), false); {
+	case err == nil:
+		made = true
+	case !errors.Is(err, fluss.ErrPartitionAlreadyExists):
+		return false, fmt.Errorf("make producer-state generation %d: %w", g, err)
+	}
+	return made, s.list(ctx)
 }
 
 // tend makes the generation after g ahead of time, so that commits do not

@@ -202,11 +202,14 @@ type Store struct {
 	Legacy fluss.TablePath
 	now    func() time.Time
 
-	src     Source
-	lookups groupedLookups
-	gens    generations
-	legacy  *owntable.Table // nil: none (or not looked for yet)
-	noOld   bool            // the legacy table does not exist
+	src Source
+	// partitionOnline bounds the wait for a new generation's bucket
+	// leaders (newPartitionOnline; ensure).
+	partitionOnline time.Duration
+	lookups         groupedLookups
+	gens            generations
+	legacy          *owntable.Table // nil: none (or not looked for yet)
+	noOld           bool            // the legacy table does not exist
 }
 
 func New(src Source, acc *accumulator.Accumulator, path fluss.TablePath) *Store {
@@ -216,6 +219,8 @@ func New(src Source, acc *accumulator.Accumulator, path fluss.TablePath) *Store 
 		Log:        slog.New(slog.DiscardHandler),
 		now:        time.Now,
 		src:        src,
+
+		partitionOnline: newPartitionOnline,
 	}
 	if path == DefaultTable {
 		s.Legacy = LegacyTable
