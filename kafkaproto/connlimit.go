@@ -26,10 +26,14 @@ type ConnectionLimits struct {
 // (0: no limit), except those in overrides, keyed by IP address (IPv4 or
 // IPv6, without a zone), whose value replaces perIP (0 there refuses every
 // connection of that address, as in Kafka). An IPv4-mapped IPv6 address
-// is its IPv4 address: two keys naming one address are an error.
+// is its IPv4 address: two keys naming one address are an error. With
+// nothing to limit it returns nil, which counts nothing.
 func NewConnectionLimits(perIP int, overrides map[string]int) (*ConnectionLimits, error) {
 	if perIP < 0 {
 		return nil, fmt.Errorf("connections per ip %d is negative", perIP)
+	}
+	if perIP == 0 && len(overrides) == 0 {
+		return nil, nil
 	}
 	l := &ConnectionLimits{perIP: perIP, overrides: make(map[netip.Addr]int, len(overrides)), counts: map[netip.Addr]int{}}
 	for s, n := range overrides {
