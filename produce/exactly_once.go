@@ -74,7 +74,6 @@ func (s *Path) produceExactlyOnce(ctx context.Context, st *Bound, route *mapping
 	// on: bounded per table as the other routes' appends are (see write).
 	leave, err := s.enterTable(st, route, req)
 	if err != nil {
-		req.Release()
 		return nil, err
 	}
 	c := kafkaproto.NewCompletion()

@@ -204,11 +204,11 @@ func (s *Path) NextProducerID(ctx context.Context) (int64, error) {
 // registry, a partition to look up or create: up to three Fluss calls and
 // a poll) the batch waits in its Kafka partition's queue, in arrival
 // order, and a goroutine fetches, converts, resolves and appends it, so the
-// connection keeps reading.
+// connection keeps reading. A batch refused with an error is released by
+// kafkaproto (see kafkaproto.Sink), so the refusals here just return.
 func (s *Path) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) (kafkaproto.PartitionWrite, error) {
 	st := s.state.Load()
 	if st == nil {
-		req.Release()
 		return nil, fmt.Errorf("%w: routes not loaded yet", kafkaproto.ErrLeaderNotAvailable)
 	}
 	route, ok := st.Routes.Resolve(req.Topic)
@@ -216,18 +216,15 @@ func (s *Path) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) (k
 		if spec, ok := st.Creating[req.Topic]; ok {
 			return s.produceCreating(ctx, spec, req)
 		}
-		req.Release()
 		return nil, kafkaproto.ErrUnknownTopicOrPartition
 	}
 	if s.tableLeaderless(st, route) {
 		// Refused before anything is queued: held, its records would wait
 		// for a leader that may not come back soon.
-		req.Release()
 		return nil, fmt.Errorf("%w: table %s has no leader", kafkaproto.ErrLeaderNotAvailable, route.Table())
 	}
 	if req.TransactionalID != "" {
 		if s.Transactions == nil {
-			req.Release()
 			return nil, fmt.Errorf("%w: transactions are not served for route %s", kafkaproto.ErrTransactionalIDAuthorizationFailed, route.Name())
 		}
 		return s.Transactions.Stage(ctx, st, route, req)
@@ -240,7 +237,6 @@ func (s *Path) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) (k
 	prepared, err := s.prepareCached(st, route, req, cb)
 	if err != nil {
 		s.putBatch(cb)
-		req.Release()
 		return nil, err
 	}
 	if prepared && !s.pending.busy(queue) && s.resolveCached(st, route, req, cb) {

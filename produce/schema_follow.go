@@ -82,8 +82,9 @@ func (s *Path) produceCreating(ctx context.Context, spec mapping.RouteSpec, req 
 			c.Complete(answer.Failed(err))
 			return
 		}
-		w, err := s.Produce(jctx, req) // routed now; Produce owns req
+		w, err := s.Produce(jctx, req) // routed now; Produce owns req unless it refuses it
 		if err != nil {
+			req.Release()
 			c.Complete(answer.Failed(err))
 			return
 		}

@@ -59,7 +59,16 @@ func (f *Follower) CreateFrom(ctx context.Context, spec mapping.RouteSpec, b Bat
 // exists reports the route bound meanwhile or another instance created it
 // first, and binds the routes again. notAdded are w's fields that no
 // column was made for (warnNotAdded logs them, with the bound route).
+//
+// The table is planned from the writer schemas before Fluss is asked
+// anything: a schema that makes no table fails without a call.
 func (f *Follower) createTable(ctx context.Context, spec mapping.RouteSpec, w WriterSchema, key *WriterSchema, exists func() bool) (notAdded []mapping.FieldNotAdded, err error) {
+	d, notAdded, err := planCreate(spec, w, key)
+	if err != nil {
+		return nil, err
+	}
+	created := []any{slog.String("route", spec.Name), slog.String("table", spec.Table.String()),
+		w.ID(), slog.Any("columns", columnNames(d.Schema.Columns)), slog.Any("primary_key", d.Schema.PrimaryKey)}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if exists() {
@@ -68,24 +77,8 @@ func (f *Follower) createTable(ctx context.Context, spec mapping.RouteSpec, w Wr
 	if _, err := f.Tables.GetTableInfo(ctx, spec.Table); err == nil {
 		return nil, f.Rebind(ctx) // another instance created it
 	}
-	cols, notAdded, err := w.Columns(string(spec.Value.Format))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCannotCreate, err)
-	}
-	var keyCols []fluss.Column
-	if key != nil {
-		if keyCols, err = keyColumns(string(spec.Key.Format), *key); err != nil {
-			return nil, fmt.Errorf("%w: no primary key can be made from the key's writer schema: %w", ErrCannotCreate, err)
-		}
-	}
-	d, problems := createDescriptor(spec, cols, keyCols)
-	if len(problems) == 0 {
-		if err := checkBinds(ctx, spec, d, f.Tables); err != nil {
-			problems = append(problems, err.Error())
-		}
-	}
-	if len(problems) > 0 {
-		return nil, fmt.Errorf("%w: table %s not created: %s", ErrCannotCreate, spec.Table, strings.Join(problems, "; "))
+	if err := checkBinds(ctx, spec, d, f.Tables); err != nil {
+		return nil, fmt.Errorf("%w: table %s not created: %w", ErrCannotCreate, spec.Table, err)
 	}
 	if err := f.Tables.CreateDatabase(ctx, spec.Table.Database, true); err != nil {
 		return nil, fmt.Errorf("create database %s: %w", spec.Table.Database, err)
@@ -100,12 +93,32 @@ func (f *Follower) createTable(ctx context.Context, spec mapping.RouteSpec, w Wr
 	if err := create(); err != nil && !errors.Is(err, fluss.ErrTableAlreadyExist) {
 		return nil, fmt.Errorf("create table %s: %w", spec.Table, err)
 	}
-	f.Log.Info("table created from a writer schema", slog.String("route", spec.Name), slog.String("table", spec.Table.String()),
-		w.ID(), slog.Any("columns", columnNames(d.Schema.Columns)), slog.Any("primary_key", d.Schema.PrimaryKey))
+	f.Log.Info("table created from a writer schema", created...)
 	if err := f.Rebind(ctx); err != nil {
 		return nil, fmt.Errorf("bind route %s to the created table: %w", spec.Name, err)
 	}
 	return notAdded, nil
+}
+
+// planCreate is the table spec's route gets from w (and key, see
+// createTable), with w's fields that no column was made for. The error
+// wraps ErrCannotCreate.
+func planCreate(spec mapping.RouteSpec, w WriterSchema, key *WriterSchema) (*fluss.TableDescriptor, []mapping.FieldNotAdded, error) {
+	cols, notAdded, err := w.Columns(string(spec.Value.Format))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrCannotCreate, err)
+	}
+	var keyCols []fluss.Column
+	if key != nil {
+		if keyCols, err = keyColumns(string(spec.Key.Format), *key); err != nil {
+			return nil, nil, fmt.Errorf("%w: no primary key can be made from the key's writer schema: %w", ErrCannotCreate, err)
+		}
+	}
+	d, problems := createDescriptor(spec, cols, keyCols)
+	if len(problems) > 0 {
+		return nil, nil, fmt.Errorf("%w: table %s not created: %s", ErrCannotCreate, spec.Table, strings.Join(problems, "; "))
+	}
+	return d, notAdded, nil
 }
 
 // createDescriptor is the table a route's writer columns make, with its
