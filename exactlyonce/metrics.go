@@ -17,6 +17,9 @@ type metrics struct {
 	// committedBatches over commit's count is how many Kafka batches one
 	// state write covers.
 	committedBatches prometheus.Counter
+	// hedged counts commits also written to another key slot because
+	// theirs stalled (producerstate's slots).
+	hedged prometheus.Counter
 }
 
 func newEOMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -46,8 +49,12 @@ func newEOMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "fluss_gateway_exactly_once_committed_batches_total",
 			Help: "Kafka batches whose producer-state commit was acknowledged or failed; over the commit histogram's count, the batches one state write covers.",
 		}),
+		hedged: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "fluss_gateway_exactly_once_commits_hedged_total",
+			Help: "Producer-state commits also written under another key slot because theirs was not acknowledged within a second (a tablet server dead, paused or cut off).",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.loads, m.writerIDs, m.window, m.recovered, m.commit, m.committedBatches} {
+	for _, c := range []prometheus.Collector{m.loads, m.writerIDs, m.window, m.recovered, m.commit, m.committedBatches, m.hedged} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -94,5 +101,8 @@ func (e *Writer) Register(reg prometheus.Registerer) error {
 		return err
 	}
 	e.m = m
+	if h, ok := e.store.(interface{ OnHedge(func()) }); ok {
+		h.OnHedge(m.hedged.Inc)
+	}
 	return nil
 }

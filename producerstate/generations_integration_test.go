@@ -162,7 +162,7 @@ func (s *Store) legacyKey(ctx context.Context, t *owntable.Table, k Key) ([]byte
 	if err != nil {
 		return nil, 0, err
 	}
-	ours, bucket, err := s.key(k)
+	ours, bucket, err := s.key(k, 0)
 	if err != nil {
 		return nil, 0, err
 	}

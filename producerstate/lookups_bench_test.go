@@ -29,7 +29,7 @@ func BenchmarkFirstLookups(b *testing.B) {
 		keys[i] = Key{ProducerID: int64(i), Topic: "fleet", Partition: int32(i % 7)}
 	}
 	perKey := func(ctx context.Context, k Key) error {
-		key, bucket, err := s.key(k)
+		key, bucket, err := s.key(k, 0)
 		if err != nil {
 			return err
 		}

@@ -210,6 +210,21 @@ type Store struct {
 	gens            generations
 	legacy          *owntable.Table // nil: none (or not looked for yet)
 	noOld           bool            // the legacy table does not exist
+	suspects        suspects        // buckets whose commits stalled (slots.go)
+	hedgeAfter      time.Duration   // a commit's stall before its next slot's copy
+	// onHedge counts commits written to another slot because theirs
+	// stalled (nil: not counted).
+	onHedge func()
+}
+
+// OnHedge has f called for every commit copy written to another slot
+// because the copies before it stalled. Set before first use.
+func (s *Store) OnHedge(f func()) { s.onHedge = f }
+
+func (s *Store) hedged(int) {
+	if s.onHedge != nil {
+		s.onHedge()
+	}
 }
 
 func New(src Source, acc *accumulator.Accumulator, path fluss.TablePath) *Store {
@@ -221,6 +236,7 @@ func New(src Source, acc *accumulator.Accumulator, path fluss.TablePath) *Store 
 		src:        src,
 
 		partitionOnline: newPartitionOnline,
+		hedgeAfter:      defaultHedgeAfter,
 	}
 	if path == DefaultTable {
 		s.Legacy = LegacyTable
@@ -302,11 +318,11 @@ func (s *Store) openLegacy(ctx context.Context) error {
 	return nil
 }
 
-// key encodes k's key (the same bytes in both tables: the generation is a
-// partition key, outside the key) and its bucket.
-func (s *Store) key(k Key) ([]byte, int32, error) {
+// key encodes k's key in slot n (the same bytes in both tables: the
+// generation is a partition key, outside the key) and its bucket.
+func (s *Store) key(k Key, n int) ([]byte, int32, error) {
 	row := make(fluss.Row, len(s.Info.Descriptor.Schema.Columns))
-	row[0], row[1], row[2] = fluss.IntDatum(k.ProducerID), fluss.StringDatum(k.Topic), fluss.IntDatum(int64(k.Partition))
+	row[0], row[1], row[2] = fluss.IntDatum(k.ProducerID), fluss.StringDatum(slotTopic(k.Topic, n)), fluss.IntDatum(int64(k.Partition))
 	key, err := s.KeyEnc.Encode(nil, row)
 	if err != nil {
 		return nil, 0, fmt.Errorf("encode producer-state key: %w", err)
@@ -316,16 +332,19 @@ func (s *Store) key(k Key) ([]byte, int32, error) {
 
 // Lookup reads the committed state of k from the buckets' leaders, which
 // have every acknowledged commit (the tablet server flushes a KV write
-// before acknowledging it), in the generations that may hold it, and
-// keeps the highest version. ok is false when there is none.
+// before acknowledging it), in every slot of the generations that may
+// hold it, and keeps the highest version. ok is false when there is none.
 func (s *Store) Lookup(ctx context.Context, k Key) (p State, ok bool, err error) {
 	g, _, err := s.current(ctx)
 	if err != nil {
 		return p, false, err
 	}
-	key, bucket, err := s.key(k)
-	if err != nil {
-		return p, false, err
+	var keys [stateSlots][]byte
+	var buckets [stateSlots]int32
+	for n := range stateSlots {
+		if keys[n], buckets[n], err = s.key(k, n); err != nil {
+			return p, false, err
+		}
 	}
 	ids, err := s.existing(ctx, g-1, g, g+1)
 	if err != nil {
@@ -336,21 +355,23 @@ func (s *Store) Lookup(ctx context.Context, k Key) (p State, ok bool, err error)
 		ok  bool
 		err error
 	}
-	res := make([]found, len(ids))
+	res := make([]found, len(ids)*stateSlots)
 	var wg sync.WaitGroup
 	i := 0
 	for gen, id := range ids {
-		f := &res[i]
-		i++
-		wg.Go(func() {
-			f.p, f.ok, f.err = s.lookupIn(ctx, &s.Table, id, bucket, key)
-			if errors.Is(f.err, fluss.ErrPartitionNotExists) {
-				// Dropped meanwhile by an instance whose clock is ahead:
-				// its rows are past the expiration.
-				s.forget(gen)
-				f.err = nil
-			}
-		})
+		for n := range stateSlots {
+			f := &res[i]
+			i++
+			wg.Go(func() {
+				f.p, f.ok, f.err = s.lookupIn(ctx, &s.Table, id, buckets[n], keys[n])
+				if errors.Is(f.err, fluss.ErrPartitionNotExists) {
+					// Dropped meanwhile by an instance whose clock is ahead:
+					// its rows are past the expiration.
+					s.forget(gen)
+					f.err = nil
+				}
+			})
+		}
 	}
 	wg.Wait()
 	for _, f := range res {
@@ -367,7 +388,7 @@ func (s *Store) Lookup(ctx context.Context, k Key) (p State, ok bool, err error)
 	if ok || legacy == nil {
 		return p, ok, nil
 	}
-	return s.lookupIn(ctx, legacy, fluss.NoPartition, bucket, key)
+	return s.lookupIn(ctx, legacy, fluss.NoPartition, buckets[0], keys[0])
 }
 
 // lookupIn reads key's row from one partition of t (a generation of the
@@ -399,28 +420,57 @@ func (s *Store) lookupIn(ctx context.Context, t *owntable.Table, partition int64
 	return p, true, nil
 }
 
-// Commit queues an upsert of k's state into the current generation; the
-// handle completes once Fluss acknowledged it (or failed). It blocks only
-// for writer buffer space, or when the generation must be made.
+// Commit queues an upsert of k's state into the current generation, in
+// the first slot whose bucket has not stalled (slots.go); the returned
+// Ack completes once Fluss acknowledged one copy (or every copy failed),
+// writing the next slot's copy while they stall. Commit blocks only for
+// writer buffer space, or when the generation must be made.
 func (s *Store) Commit(ctx context.Context, k Key, p *State) (Ack, error) {
 	g, id, err := s.current(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("commit producer state: %w", err)
 	}
-	key, bucket, err := s.key(k)
+	// Encoded now: a hedged copy is written after Commit returned, when
+	// the caller may have moved on from p.
+	state, version, writer, fingerprint := appendState(nil, p), p.Version, p.WriterID, p.Fingerprint
+	gen := genSpec(g)[0].Value
+	write := func(ctx context.Context, n int) (bucketRef, Ack, error) {
+		key, bucket, err := s.key(k, n)
+		if err != nil {
+			return bucketRef{}, nil, err
+		}
+		row := fluss.Row{
+			fluss.IntDatum(k.ProducerID), fluss.StringDatum(slotTopic(k.Topic, n)), fluss.IntDatum(int64(k.Partition)),
+			fluss.IntDatum(version), fluss.IntDatum(writer), fluss.IntDatum(fingerprint),
+			fluss.BytesDatum(state), fluss.StringDatum(gen),
+		}
+		h, err := s.Acc.Append(ctx, s.Writer, id, bucket, fluss.WriteUpsert, key, row)
+		if err != nil {
+			return bucketRef{}, nil, fmt.Errorf("commit producer state: %w", err)
+		}
+		return bucketRef{TableID: s.Info.TableID, PartitionID: id, Bucket: bucket}, h, nil
+	}
+	a := &hedgedAck{s: s, write: write}
+	if !s.suspects.none() {
+		var ats [stateSlots]bucketRef
+		for n := range stateSlots {
+			_, b, err := s.key(k, n)
+			if err != nil {
+				return nil, err
+			}
+			ats[n] = bucketRef{TableID: s.Info.TableID, PartitionID: id, Bucket: b}
+		}
+		a.first = s.firstSlot(ats)
+	}
+	// The first copy is written now, so that a refused write (no buffer
+	// space before ctx ended) is this call's error.
+	a.tried = 1
+	at, h, err := write(ctx, a.first)
 	if err != nil {
 		return nil, err
 	}
-	row := fluss.Row{
-		fluss.IntDatum(k.ProducerID), fluss.StringDatum(k.Topic), fluss.IntDatum(int64(k.Partition)),
-		fluss.IntDatum(p.Version), fluss.IntDatum(p.WriterID), fluss.IntDatum(p.Fingerprint),
-		fluss.BytesDatum(appendState(nil, p)), fluss.StringDatum(genSpec(g)[0].Value),
-	}
-	h, err := s.Acc.Append(ctx, s.Writer, id, bucket, fluss.WriteUpsert, key, row)
-	if err != nil {
-		return nil, fmt.Errorf("commit producer state: %w", err)
-	}
-	return h, nil
+	a.copies = append(a.copies, slotWrite{at: at, h: h, done: doneOf(h)})
+	return a, nil
 }
 
 // Key is a producer-partition: the unit of Kafka idempotence.

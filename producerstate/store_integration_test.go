@@ -95,3 +95,59 @@ func TestIntegrationProducerStateStore(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, newer, got)
 }
+
+// Integration, on a real Fluss: a commit made while its own slot's bucket
+// is suspect lands in another slot, and a lookup finds the highest version
+// whichever slot holds it; a lower version in another slot (a stalled
+// copy landing late) does not win.
+func TestIntegrationProducerStateSlots(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	store := openIntegrationStore(t)
+	require.NoError(t, store.Open(ctx))
+	key := Key{ProducerID: 78, Topic: "orders", Partition: 1}
+	_, partition, err := store.current(ctx)
+	require.NoError(t, err)
+	bucketOf := func(n int) bucketRef {
+		_, b, err := store.key(key, n)
+		require.NoError(t, err)
+		return bucketRef{TableID: store.Info.TableID, PartitionID: partition, Bucket: b}
+	}
+	// commitIn commits p with the slots before n suspect, so it lands in
+	// slot n.
+	commitIn := func(n int, p State) {
+		store.suspects = suspects{}
+		for i := range n {
+			store.suspects.suspect(bucketOf(i), time.Now())
+		}
+		h, err := store.Commit(ctx, key, &p)
+		require.NoError(t, err)
+		require.Equal(t, n, h.(*hedgedAck).first)
+		_, err = h.Wait(ctx)
+		require.NoError(t, err)
+	}
+	lookup := func() State {
+		got, ok, err := store.Lookup(ctx, key)
+		require.NoError(t, err)
+		require.True(t, ok)
+		return got
+	}
+	base := State{Version: 5, WriterID: 900, Known: true, NextSeq: 10, Targets: map[Target]int32{{TableID: 5, PartitionID: -1, Bucket: 0}: 3}, Window: []Batch{}}
+	commitIn(0, base)
+	assert.Equal(t, base, lookup())
+
+	hedged := base.Clone()
+	hedged.Version, hedged.NextSeq = 6, 20
+	commitIn(2, hedged)
+	assert.Equal(t, hedged, lookup(), "the newest commit is in slot 2")
+
+	late := base.Clone()
+	late.Version, late.NextSeq = 4, 0
+	commitIn(1, late)
+	assert.Equal(t, hedged, lookup(), "a lower version in another slot does not win")
+
+	back := hedged.Clone()
+	back.Version, back.NextSeq = 7, 30
+	commitIn(0, back)
+	assert.Equal(t, back, lookup())
+}
