@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-
 )
 
 // Slots: a producer-partition's state may be committed under one of
@@ -94,8 +93,8 @@ type slotWrite struct {
 // wrote failed.
 type hedgedAck struct {
 	s      *Store
-	first  int                                 // the slot written first
-	tried  int                                 // slots written or refused so far
+	first  int                                                      // the slot written first
+	tried  int                                                      // slots written or refused so far
 	write  func(ctx context.Context, n int) (bucketRef, Ack, error) // appends slot n's copy
 	copies []slotWrite
 	err    error // the last refused write
@@ -223,4 +222,3 @@ func (s *Store) firstSlot(ats [stateSlots]bucketRef) int {
 	}
 	return 0
 }
-
