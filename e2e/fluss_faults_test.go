@@ -366,6 +366,16 @@ func TestFlussFaults(t *testing.T) {
 	if jtxn != nil {
 		jtxn.stop()
 	}
+	// What the exactly-once path did, per instance: a duplicate's cause
+	// shows in these (a new writer id replays under another sequence).
+	for i, gi := range gs {
+		if m, err := gi.Scrape(); err == nil {
+			report = append(report, fmt.Sprintf("instance %d: writer ids %v, state loads %v, recoveries %.0f, window answers %.0f, commits hedged %.0f", i,
+				m.Series("fluss_gateway_exactly_once_writer_ids_total"), m.Series("fluss_gateway_exactly_once_state_loads_total"),
+				m.Sum("fluss_gateway_exactly_once_recoveries_total"), m.Sum("fluss_gateway_exactly_once_window_answers_total"),
+				m.Sum("fluss_gateway_exactly_once_commits_hedged_total")))
+		}
+	}
 	for _, gi := range gs {
 		gi.RequireStop(t)
 	}
