@@ -499,6 +499,14 @@ func (e *Writer) complete(p *producerPartition, b *eoBatch, prev *eoBatch, handl
 	if err == nil && prev != nil && !prev.wroteOK {
 		err = errRecovering
 	}
+	if errors.Is(err, sender.ErrSequenceRejected) && prev != nil && !prev.wroteOK {
+		// Fluss refused the sequence because an earlier batch of P failed
+		// unwritten (a gap), not because it lost the writer's state: the
+		// reload replays from the committed state under the same writer,
+		// where Fluss drops what it holds. A new writer id would write
+		// the batches written since the last commit a second time.
+		err = fmt.Errorf("%w: an earlier batch of the producer-partition failed first: %v", errRecovering, err)
+	}
 	b.wroteOK, b.offset = err == nil, offset
 	if err == nil {
 		// Queued before wrote closes, so that the next batch of P is

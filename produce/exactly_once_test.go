@@ -44,6 +44,9 @@ type dedupFluss struct {
 	// entries counts the records entries appended, sharedEntries those
 	// that held several batches.
 	entries, sharedEntries int
+	// refuse, when set, fails every entry holding a batch of that
+	// sequence with a retriable error, before anything of it is written.
+	refuse func(seq int32) bool
 }
 
 type dedupWriter struct {
@@ -93,6 +96,9 @@ func (f *dedupFluss) applyLocked(tableID int64, b fluss.BucketRecords) (int64, e
 	off := base
 	for _, batch := range batches {
 		wid, seq, _ := fluss.LogBatchWriter(batch)
+		if wid >= 0 && f.refuse != nil && f.refuse(seq) {
+			return -1, fluss.ErrorForCode(10, "refused by the test") // LOG_STORAGE_EXCEPTION: retriable
+		}
 		recs, err := fluss.DecodeLogBatchesFormat(batch, f.schemas[tableID], fluss.LogFormatIndexed)
 		if err != nil {
 			return -1, fluss.ErrorForCode(2, err.Error())
@@ -720,4 +726,102 @@ func TestExactlyOnceWriterExpiredInFluss(t *testing.T) {
 		assert.Equal(t, 1, c, "row %s", k)
 	}
 	assert.Equal(t, 1.0, metrictest.Value(t, reg, "fluss_gateway_exactly_once_writer_ids_total", "reason", "failed_write"))
+}
+
+// heldCommits holds the producer-state commit number holdAt (from 1)
+// until released; the others apply at once.
+type heldCommits struct {
+	*memStore
+	holdAt  int
+	mu      sync.Mutex
+	n       int
+	release chan struct{}
+}
+
+func (h *heldCommits) Commit(ctx context.Context, k producerstate.Key, p *producerstate.State) (producerstate.Ack, error) {
+	h.mu.Lock()
+	h.n++
+	held := h.n == h.holdAt
+	h.mu.Unlock()
+	if !held {
+		return h.memStore.Commit(ctx, k, p)
+	}
+	snapshot := p.Clone()
+	return heldAck{wait: h.release, apply: func() { _, _ = h.memStore.Commit(ctx, k, &snapshot) }}, nil
+}
+
+type heldAck struct {
+	wait  chan struct{}
+	apply func()
+}
+
+func (a heldAck) Wait(ctx context.Context) (int64, error) {
+	select {
+	case <-a.wait:
+		a.apply()
+		return 0, nil
+	case <-ctx.Done():
+		return -1, ctx.Err()
+	}
+}
+
+// A batch that fails unwritten leaves a gap: Fluss refuses the next batch
+// of the writer with OUT_OF_ORDER_SEQUENCE although it holds the writer's
+// state. That refusal must not take a new writer id: the batches written
+// since the last commit would be replayed under it and stored twice (the
+// long fault schedule read 50 Java rows back twice so). Here batch 0's
+// commit is held, batch 1 is written behind it (never committed: P fails
+// first), batch 2 fails unwritten and batch 3 is refused for the gap; the
+// producer retries 1, 2 and 3.
+func TestExactlyOnceGapAfterFailedBatchKeepsWriter(t *testing.T) {
+	t.Parallel()
+	f := newDedupFluss()
+	// Commit 1 writes P's new writer id, commit 2 is batch 0's.
+	store := &heldCommits{memStore: &memStore{rows: map[producerstate.Key]producerstate.State{}}, holdAt: 2, release: make(chan struct{})}
+	reg := prometheus.NewPedanticRegistry()
+	a := newEOInstanceWith(t, f, store, func(c *writertest.Config) { c.Retries = 1 }, reg)
+	const n = 8 // records per batch: each batch reaches both buckets
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	start := func(k int) kafkaproto.PartitionWrite {
+		pw, err := a.Produce(ctx, eoProduce(9, 0, k, n))
+		require.NoError(t, err)
+		return pw
+	}
+	result := func(pw kafkaproto.PartitionWrite) kafkaproto.PartitionResult {
+		select {
+		case <-pw.Done():
+		case <-ctx.Done():
+			t.Fatal("no answer")
+		}
+		return pw.Result()
+	}
+	w0, w1 := start(0), start(1)
+	require.Eventually(t, func() bool { return total(f.rows(eoTableID)) == 2*n }, 10*time.Second, time.Millisecond,
+		"batches 0 and 1 written")
+	f.mu.Lock()
+	f.refuse = func(seq int32) bool { return seq == 2 }
+	f.mu.Unlock()
+	w2, w3 := start(2), start(3)
+	r2, r3 := result(w2), result(w3)
+	require.Error(t, r2.Err)
+	require.Error(t, r3.Err)
+	assert.ErrorIs(t, r3.Err, kafkaproto.ErrNotEnoughReplicas, "the gap is retriable: %v", r3.Err)
+	assert.NotErrorIs(t, r3.Err, kafkaproto.ErrOutOfOrderSequenceNumber)
+	close(store.release)
+	require.NoError(t, result(w0).Err)
+	require.Error(t, result(w1).Err, "written, but P failed before its commit")
+	f.mu.Lock()
+	f.refuse = nil
+	f.mu.Unlock()
+	// The producer retries what was not acknowledged, in order.
+	for k := 1; k <= 4; k++ {
+		require.NoError(t, await(t, a, eoProduce(9, 0, k, n)).Err, "batch %d", k)
+	}
+	rows := f.rows(eoTableID)
+	assert.Equal(t, 5*n, total(rows), "%v", rows)
+	for k, c := range rows {
+		assert.Equal(t, 1, c, "row %s", k)
+	}
+	assert.Zero(t, metrictest.Value(t, reg, "fluss_gateway_exactly_once_writer_ids_total", "reason", "failed_write"))
 }
