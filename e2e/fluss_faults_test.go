@@ -44,7 +44,7 @@ var (
 	flussFaultRate = flag.Int("flussfault.rate", envInt("FLUSS_FAULT_RATE", 5000),
 		"records per second each producer sends in TestFlussFaults (env FLUSS_FAULT_RATE)")
 	flussFaultInstances = flag.Int("flussfault.instances", envInt("FLUSS_FAULT_INSTANCES", 1),
-		"gateway instances of TestFlussFaults (env FLUSS_FAULT_INSTANCES): the franz-go producers use the first, the Java ones the last; 1 by default because with 2 one CI run read back 472 franz-go rows twice, cause not found yet")
+		"gateway instances of TestFlussFaults (env FLUSS_FAULT_INSTANCES): the franz-go producers use the first, the Java ones the last; 1 by default; with 2, runs before the fix of a writer id taken for a sequence gap read rows back twice (docs/deployment.md, two instances)")
 )
 
 func envString(name, def string) string {
