@@ -536,14 +536,11 @@ func (e *Writer) commit(p *producerPartition) {
 	for len(p.toCommit) > 0 {
 		group := p.toCommit
 		p.toCommit = nil
-		if p.poisoned {
-			// An earlier commit failed: the retries reload the committed
-			// state, which these batches must not advance.
-			p.mu.Unlock()
-			e.settle(p, group, errRecovering, true)
-			p.mu.Lock()
-			continue
-		}
+		// Committed even when P failed meanwhile (poisoned): a batch is
+		// queued only once its writes and those of every batch of P
+		// before it succeeded, so its state claims nothing unwritten. Left
+		// uncommitted, it would be replayed after the reload, under a new
+		// writer id when the failure takes one, and stored twice.
 		newest := group[len(group)-1]
 		snapshot := newest.snapshot
 		// Every window entry before the newest was answered or is in this

@@ -45,8 +45,9 @@ type dedupFluss struct {
 	// that held several batches.
 	entries, sharedEntries int
 	// refuse, when set, fails every entry holding a batch of that
-	// sequence with a retriable error, before anything of it is written.
-	refuse func(seq int32) bool
+	// bucket and sequence with the error code it returns (0: none),
+	// before anything of the entry is written.
+	refuse func(bucket, seq int32) int32
 }
 
 type dedupWriter struct {
@@ -96,8 +97,10 @@ func (f *dedupFluss) applyLocked(tableID int64, b fluss.BucketRecords) (int64, e
 	off := base
 	for _, batch := range batches {
 		wid, seq, _ := fluss.LogBatchWriter(batch)
-		if wid >= 0 && f.refuse != nil && f.refuse(seq) {
-			return -1, fluss.ErrorForCode(10, "refused by the test") // LOG_STORAGE_EXCEPTION: retriable
+		if wid >= 0 && f.refuse != nil {
+			if code := f.refuse(b.Bucket, seq); code != 0 {
+				return -1, fluss.ErrorForCode(code, "refused by the test")
+			}
 		}
 		recs, err := fluss.DecodeLogBatchesFormat(batch, f.schemas[tableID], fluss.LogFormatIndexed)
 		if err != nil {
@@ -800,7 +803,12 @@ func TestExactlyOnceGapAfterFailedBatchKeepsWriter(t *testing.T) {
 	require.Eventually(t, func() bool { return total(f.rows(eoTableID)) == 2*n }, 10*time.Second, time.Millisecond,
 		"batches 0 and 1 written")
 	f.mu.Lock()
-	f.refuse = func(seq int32) bool { return seq == 2 }
+	f.refuse = func(_, seq int32) int32 {
+		if seq == 2 {
+			return 10 // LOG_STORAGE_EXCEPTION: retriable
+		}
+		return 0
+	}
 	f.mu.Unlock()
 	w2, w3 := start(2), start(3)
 	r2, r3 := result(w2), result(w3)
@@ -810,12 +818,12 @@ func TestExactlyOnceGapAfterFailedBatchKeepsWriter(t *testing.T) {
 	assert.NotErrorIs(t, r3.Err, kafkaproto.ErrOutOfOrderSequenceNumber)
 	close(store.release)
 	require.NoError(t, result(w0).Err)
-	require.Error(t, result(w1).Err, "written, but P failed before its commit")
+	require.NoError(t, result(w1).Err, "written before the failure: committed")
 	f.mu.Lock()
 	f.refuse = nil
 	f.mu.Unlock()
 	// The producer retries what was not acknowledged, in order.
-	for k := 1; k <= 4; k++ {
+	for k := 2; k <= 4; k++ {
 		require.NoError(t, await(t, a, eoProduce(9, 0, k, n)).Err, "batch %d", k)
 	}
 	rows := f.rows(eoTableID)
@@ -824,4 +832,61 @@ func TestExactlyOnceGapAfterFailedBatchKeepsWriter(t *testing.T) {
 		assert.Equal(t, 1, c, "row %s", k)
 	}
 	assert.Zero(t, metrictest.Value(t, reg, "fluss_gateway_exactly_once_writer_ids_total", "reason", "failed_write"))
+}
+
+// A batch written while an earlier commit of P is in flight is committed
+// even when a later batch of P fails for good meanwhile: left uncommitted,
+// it would be replayed under the new writer id that failure takes, and
+// stored twice. Batch 2 fails definitely on one bucket after its other
+// bucket was written (partly written: a new writer id).
+func TestExactlyOnceWrittenBatchCommittedDespiteLaterFailure(t *testing.T) {
+	t.Parallel()
+	f := newDedupFluss()
+	store := &heldCommits{memStore: &memStore{rows: map[producerstate.Key]producerstate.State{}}, holdAt: 2, release: make(chan struct{})}
+	reg := prometheus.NewPedanticRegistry()
+	a := newEOInstanceWith(t, f, store, func(c *writertest.Config) { c.Retries = 1 }, reg)
+	const n = 8
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	start := func(k int) kafkaproto.PartitionWrite {
+		pw, err := a.Produce(ctx, eoProduce(4, 0, k, n))
+		require.NoError(t, err)
+		return pw
+	}
+	result := func(pw kafkaproto.PartitionWrite) kafkaproto.PartitionResult {
+		select {
+		case <-pw.Done():
+		case <-ctx.Done():
+			t.Fatal("no answer")
+		}
+		return pw.Result()
+	}
+	w0, w1 := start(0), start(1)
+	require.Eventually(t, func() bool { return total(f.rows(eoTableID)) == 2*n }, 10*time.Second, time.Millisecond,
+		"batches 0 and 1 written")
+	f.mu.Lock()
+	f.refuse = func(bucket, seq int32) int32 {
+		if bucket == 0 && seq == 2 {
+			return 2 // UNSUPPORTED_VERSION: not retriable
+		}
+		return 0
+	}
+	f.mu.Unlock()
+	r2 := result(start(2))
+	require.Error(t, r2.Err)
+	var ke *kafkaproto.Error
+	require.ErrorAs(t, r2.Err, &ke)
+	require.False(t, ke.Retriable, "a definite failure: %v", r2.Err)
+	close(store.release)
+	require.NoError(t, result(w0).Err)
+	require.NoError(t, result(w1).Err, "written before the failure: committed")
+	// A producer whose answer to batch 1 was lost sends it again: it is
+	// answered from the committed window, under whatever writer id.
+	require.NoError(t, await(t, a, eoProduce(4, 0, 1, n)).Err)
+	rows := f.rows(eoTableID)
+	for k := range 2 * n {
+		assert.Equal(t, 1, rows[fmt.Sprintf("p4/%d", k)], "row p4/%d", k)
+	}
+	assert.Equal(t, 1.0, metrictest.Value(t, reg, "fluss_gateway_exactly_once_writer_ids_total", "reason", "failed_write"),
+		"the partly written batch takes a new writer id")
 }

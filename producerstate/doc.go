@@ -8,8 +8,12 @@
 // (generations.go): commits go to the current one, lookups read the
 // neighbours too, and older generations are dropped whole, so states of
 // producers gone past the expiration are swept without a DELETE, which
-// the versioned merge engine does not take. What the state means and when
-// it is committed is package exactlyonce's.
+// the versioned merge engine does not take. A row may live under three
+// keys (slots.go): a commit its bucket does not acknowledge within a
+// second is also written under the next key, and lookups keep the highest
+// version over all of them, so one unreachable tablet server does not
+// hold every producer's commits. What the state means and when it is
+// committed is package exactlyonce's.
 //
 // Imports point down: producerstate imports owntable, accumulator, fluss
 // and kafkaproto (the sequence window's size) only.
