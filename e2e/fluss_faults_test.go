@@ -249,7 +249,14 @@ func TestFlussFaults(t *testing.T) {
 			server := int32(-1) // the coordinator
 			wholeCluster := fault == stopCluster || fault == crashCluster
 			if fault != crashCoordinator && !wholeCluster {
-				server = faultVictim(ctx, t, e, fault, tbl, steadyLeader, victims)
+				// The untouched topic's server is spared while its
+				// producer runs; after a whole-cluster stop ended it, the
+				// restarted cluster may lead every bucket from there.
+				avoid := steadyLeader
+				if steady == nil {
+					avoid = -1
+				}
+				server = faultVictim(ctx, t, e, fault, tbl, avoid, victims)
 			}
 			if wholeCluster && steady != nil {
 				// Its one replica goes down too, and in a crash Fluss
