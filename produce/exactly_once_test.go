@@ -357,18 +357,29 @@ func eoMixed(id int64, k, n int) *kafkaproto.PartitionProduce {
 
 func await(t *testing.T, b *Path, req *kafkaproto.PartitionProduce) kafkaproto.PartitionResult {
 	t.Helper()
+	return produceAsync(t, b, req)()
+}
+
+// produceAsync hands req to b and returns the wait for its answer (a
+// refusal is the answer at once), so that several batches are in flight.
+func produceAsync(t *testing.T, b *Path, req *kafkaproto.PartitionProduce) func() kafkaproto.PartitionResult {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
 	pw, err := b.Produce(ctx, req)
 	if err != nil {
-		return kafkaproto.PartitionResult{Err: err}
+		cancel()
+		return func() kafkaproto.PartitionResult { return kafkaproto.PartitionResult{Err: err} }
 	}
-	select {
-	case <-pw.Done():
-	case <-ctx.Done():
-		t.Fatal("no answer")
+	return func() kafkaproto.PartitionResult {
+		t.Helper()
+		defer cancel()
+		select {
+		case <-pw.Done():
+		case <-ctx.Done():
+			t.Fatal("no answer")
+		}
+		return pw.Result()
 	}
-	return pw.Result()
 }
 
 // The replay induction (docs/exactly-once.md 5.3): instance A commits
@@ -784,21 +795,7 @@ func TestExactlyOnceGapAfterFailedBatchKeepsWriter(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	a := newEOInstanceWith(t, f, store, func(c *writertest.Config) { c.Retries = 1 }, reg)
 	const n = 8 // records per batch: each batch reaches both buckets
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	start := func(k int) kafkaproto.PartitionWrite {
-		pw, err := a.Produce(ctx, eoProduce(9, 0, k, n))
-		require.NoError(t, err)
-		return pw
-	}
-	result := func(pw kafkaproto.PartitionWrite) kafkaproto.PartitionResult {
-		select {
-		case <-pw.Done():
-		case <-ctx.Done():
-			t.Fatal("no answer")
-		}
-		return pw.Result()
-	}
+	start := func(k int) func() kafkaproto.PartitionResult { return produceAsync(t, a, eoProduce(9, 0, k, n)) }
 	w0, w1 := start(0), start(1)
 	require.Eventually(t, func() bool { return total(f.rows(eoTableID)) == 2*n }, 10*time.Second, time.Millisecond,
 		"batches 0 and 1 written")
@@ -811,14 +808,14 @@ func TestExactlyOnceGapAfterFailedBatchKeepsWriter(t *testing.T) {
 	}
 	f.mu.Unlock()
 	w2, w3 := start(2), start(3)
-	r2, r3 := result(w2), result(w3)
+	r2, r3 := w2(), w3()
 	require.Error(t, r2.Err)
 	require.Error(t, r3.Err)
 	assert.ErrorIs(t, r3.Err, kafkaproto.ErrNotEnoughReplicas, "the gap is retriable: %v", r3.Err)
 	assert.NotErrorIs(t, r3.Err, kafkaproto.ErrOutOfOrderSequenceNumber)
 	close(store.release)
-	require.NoError(t, result(w0).Err)
-	require.NoError(t, result(w1).Err, "written before the failure: committed")
+	require.NoError(t, w0().Err)
+	require.NoError(t, w1().Err, "written before the failure: committed")
 	f.mu.Lock()
 	f.refuse = nil
 	f.mu.Unlock()
@@ -846,21 +843,7 @@ func TestExactlyOnceWrittenBatchCommittedDespiteLaterFailure(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	a := newEOInstanceWith(t, f, store, func(c *writertest.Config) { c.Retries = 1 }, reg)
 	const n = 8
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	start := func(k int) kafkaproto.PartitionWrite {
-		pw, err := a.Produce(ctx, eoProduce(4, 0, k, n))
-		require.NoError(t, err)
-		return pw
-	}
-	result := func(pw kafkaproto.PartitionWrite) kafkaproto.PartitionResult {
-		select {
-		case <-pw.Done():
-		case <-ctx.Done():
-			t.Fatal("no answer")
-		}
-		return pw.Result()
-	}
+	start := func(k int) func() kafkaproto.PartitionResult { return produceAsync(t, a, eoProduce(4, 0, k, n)) }
 	w0, w1 := start(0), start(1)
 	require.Eventually(t, func() bool { return total(f.rows(eoTableID)) == 2*n }, 10*time.Second, time.Millisecond,
 		"batches 0 and 1 written")
@@ -872,14 +855,14 @@ func TestExactlyOnceWrittenBatchCommittedDespiteLaterFailure(t *testing.T) {
 		return 0
 	}
 	f.mu.Unlock()
-	r2 := result(start(2))
+	r2 := start(2)()
 	require.Error(t, r2.Err)
 	var ke *kafkaproto.Error
 	require.ErrorAs(t, r2.Err, &ke)
 	require.False(t, ke.Retriable, "a definite failure: %v", r2.Err)
 	close(store.release)
-	require.NoError(t, result(w0).Err)
-	require.NoError(t, result(w1).Err, "written before the failure: committed")
+	require.NoError(t, w0().Err)
+	require.NoError(t, w1().Err, "written before the failure: committed")
 	// A producer whose answer to batch 1 was lost sends it again: it is
 	// answered from the committed window, under whatever writer id.
 	require.NoError(t, await(t, a, eoProduce(4, 0, 1, n)).Err)

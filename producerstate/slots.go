@@ -179,7 +179,7 @@ func (a *hedgedAck) hedge(ctx context.Context) bool {
 		}
 		a.copies = append(a.copies, slotWrite{at: at, h: h, done: doneOf(h)})
 		if a.tried > 1 {
-			a.s.hedged(n)
+			a.s.hedged()
 		}
 		return true
 	}

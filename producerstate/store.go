@@ -221,7 +221,7 @@ type Store struct {
 // because the copies before it stalled. Set before first use.
 func (s *Store) OnHedge(f func()) { s.onHedge = f }
 
-func (s *Store) hedged(int) {
+func (s *Store) hedged() {
 	if s.onHedge != nil {
 		s.onHedge()
 	}
