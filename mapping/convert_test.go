@@ -65,6 +65,10 @@ func TestConvertJSONFields(t *testing.T) {
 	}{
 		{"all fields", lenient, `{"id": 1, "name": "a", "addr": {"city": "Paris", "zip": {"code": "75001"}}, "req": 3}`,
 			fluss.Row{{I: 1}, str("a"), str("Paris"), str("75001"), str(`{"city": "Paris", "zip": {"code": "75001"}}`), {I: 3}}, "", ""},
+		{"fields in reverse order", lenient, `{"req": 3, "addr": {"zip": {"code": "75001"}, "city": "Paris"}, "name": "a", "id": 1}`,
+			fluss.Row{{I: 1}, str("a"), str("Paris"), str("75001"), str(`{"zip": {"code": "75001"}, "city": "Paris"}`), {I: 3}}, "", ""},
+		{"order broken by unknown and repeated fields", lenient, `{"id": 1, "x": 0, "name": "a", "id": 4, "name": "b", "req": 3, "name": "c"}`,
+			fluss.Row{{I: 4}, str("c"), null, null, null, {I: 3}}, "", ""},
 		{"missing become null", lenient, `{"req": 1}`,
 			fluss.Row{null, null, null, null, null, {I: 1}}, "", ""},
 		{"unknown ignored, nested too", lenient, `{"req": 1, "x": [1, {"y": null}], "addr": {"country": "FR"}}`,
