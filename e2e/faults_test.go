@@ -521,7 +521,8 @@ type javaLoad struct {
 	ok       map[int64]bool
 	failed   int
 	maxSeq   int64
-	closed   bool // "D" seen
+	maxWait  time.Duration // longest wait for an outcome since takeMaxLatency
+	closed   bool          // "D" seen
 	firstErr string
 	readErr  error
 }
@@ -538,7 +539,8 @@ func (l *javaLoad) read(r io.Reader) {
 	for sc.Scan() {
 		line := sc.Text()
 		kind, rest, _ := strings.Cut(line, " ")
-		seqText, msg, _ := strings.Cut(rest, " ")
+		seqText, rest, _ := strings.Cut(rest, " ")
+		waitText, msg, _ := strings.Cut(rest, " ")
 		l.mu.Lock()
 		switch kind {
 		case "D":
@@ -549,7 +551,13 @@ func (l *javaLoad) read(r io.Reader) {
 				l.readErr = fmt.Errorf("line %q: %w", line, err)
 				break
 			}
+			waited, err := strconv.ParseInt(waitText, 10, 64)
+			if err != nil {
+				l.readErr = fmt.Errorf("line %q: %w", line, err)
+				break
+			}
 			l.maxSeq = max(l.maxSeq, seq)
+			l.maxWait = max(l.maxWait, time.Duration(waited)*time.Microsecond)
 			if kind == "A" {
 				l.ok[seq] = true
 			} else {
@@ -571,6 +579,23 @@ func (l *javaLoad) read(r io.Reader) {
 }
 
 func (l *javaLoad) name() string { return l.client }
+
+// takeMaxLatency returns the longest time a record waited for its outcome
+// since the last call.
+func (l *javaLoad) takeMaxLatency() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	d := l.maxWait
+	l.maxWait = 0
+	return d
+}
+
+// failures returns how many records have failed so far.
+func (l *javaLoad) failures() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.failed
+}
 
 func (l *javaLoad) acked() int {
 	l.mu.Lock()

@@ -45,6 +45,8 @@ var (
 		"records per second each producer sends in TestFlussFaults (env FLUSS_FAULT_RATE)")
 	flussFaultInstances = flag.Int("flussfault.instances", envInt("FLUSS_FAULT_INSTANCES", 1),
 		"gateway instances of TestFlussFaults (env FLUSS_FAULT_INSTANCES): the franz-go producers use the first, the Java ones the last; 1 by default; with 2, runs before the fix of a writer id taken for a sequence gap read rows back twice (docs/deployment.md, two instances)")
+	flussFaultRace = flag.Bool("flussfault.race", envString("FLUSS_FAULT_RACE", "1") != "0",
+		"run the gateway built with the race detector in TestFlussFaults (env FLUSS_FAULT_RACE=0 for the plain build, whose latencies are the product's: the race build costs several times the CPU)")
 )
 
 func envString(name, def string) string {
@@ -172,7 +174,7 @@ func TestFlussFaults(t *testing.T) {
 	txnTbl := e.createTable(t, loadTable("txn", 2))
 	java := javaLoadCommand(t)
 
-	bin, err := gatewayBinary()
+	bin, err := gatewaytest.Binary(*flussFaultRace)
 	require.NoError(t, err)
 	// The gateway alone goes through the proxies; the test's own client and
 	// pyfluss reach the servers directly.
@@ -196,8 +198,10 @@ func TestFlussFaults(t *testing.T) {
 	g, gJava := gs[0], gs[len(gs)-1]
 	franz := startFranzLoad(t, "franz", []string{g.KafkaAddr}, *flussFaultRate)
 	loads := []load{franz}
+	var javaL *javaLoad
 	if java != nil {
-		loads = append(loads, startJavaLoad(t, java, "java", []string{gJava.KafkaAddr}, *flussFaultRate))
+		javaL = startJavaLoad(t, java, "java", []string{gJava.KafkaAddr}, *flussFaultRate)
+		loads = append(loads, javaL)
 	}
 	steady := startFranzLoadOn(t, steadyTopic, "steady", []string{g.KafkaAddr}, *flussFaultRate)
 	txn := startTxnLoad(t, txnTopic, []string{g.KafkaAddr})
@@ -274,10 +278,19 @@ func TestFlussFaults(t *testing.T) {
 				logFrom[i] = len(gi.Logs())
 			}
 			franz.takeMaxLatency()
+			javaFailedFrom := 0
+			if javaL != nil {
+				javaL.takeMaxLatency()
+				javaFailedFrom = javaL.failures()
+			}
 			steadyFrom := 0
 			if steady != nil {
 				steadyFrom = steady.acked()
 				steady.takeMaxLatency()
+			}
+			latFrom := make([]latencies, len(gs))
+			for i, gi := range gs {
+				latFrom[i] = scrapeLatencies(t, gi)
 			}
 			watch.begin()
 			start := time.Now()
@@ -329,6 +342,13 @@ func TestFlussFaults(t *testing.T) {
 			}
 			st := watch.end()
 			latency := franz.takeMaxLatency()
+			// The Java producer's outcomes seen while the fault lasted; a
+			// record fails at its delivery timeout (120 s), so failures
+			// may surface during a later fault.
+			javaFigure := ""
+			if javaL != nil {
+				javaFigure = fmt.Sprintf(", java record waited up to %.1fs (%d failed)", javaL.takeMaxLatency().Seconds(), javaL.failures()-javaFailedFrom)
+			}
 			if steady != nil {
 				steadyFigure += fmt.Sprintf(", its records waited up to %.1fs", steady.takeMaxLatency().Seconds())
 			}
@@ -339,8 +359,11 @@ func TestFlussFaults(t *testing.T) {
 			if server >= 0 {
 				who = fmt.Sprintf("server %d", server)
 			}
-			line := fmt.Sprintf("%-28s %s: healed after %4.1fs, franz-go record waited up to %5.1fs, no ack at all for %5.1fs (from %4.1fs after the fault), %s, /readyz not 200 in %d of %d samples",
-				fault, who, healed.Seconds(), latency.Seconds(), st.stall.Seconds(), st.stallStart.Sub(start).Seconds(), steadyFigure, st.unready, st.samples)
+			line := fmt.Sprintf("%-28s %s: healed after %4.1fs, franz-go record waited up to %5.1fs%s, no ack at all for %5.1fs (from %4.1fs after the fault), %s, /readyz not 200 in %d of %d samples",
+				fault, who, healed.Seconds(), latency.Seconds(), javaFigure, st.stall.Seconds(), st.stallStart.Sub(start).Seconds(), steadyFigure, st.unready, st.samples)
+			for i, gi := range gs {
+				line += fmt.Sprintf("; instance %d: %s", i, scrapeLatencies(t, gi).since(latFrom[i]))
+			}
 			for i, gi := range gs {
 				logs := gi.Logs()[logFrom[i]:]
 				if st.unready > 0 {
@@ -664,4 +687,34 @@ func TestDuplicateSites(t *testing.T) {
 	rows := []scannedRow{row("franz", 1, 0, 10), row("franz", 2, 0, 11), row("java", 1, 2, 5), row("franz", 1, 3, 40), row("franz", 1, 3, 41)}
 	assert.Equal(t, "franz/1: 0@10 3@40 3@41\n", duplicateSites(t, rows, 20))
 	assert.Equal(t, "... and 1 more ids\n", duplicateSites(t, rows, 0))
+}
+
+// latencies are an instance's cumulative Kafka Produce and exactly-once
+// commit times, to show where a fault's waits went.
+type latencies struct {
+	produceSum, produceCount, commitSum, commitCount float64
+}
+
+func scrapeLatencies(t *testing.T, g *gatewaytest.Process) latencies {
+	m := g.RequireMetrics(t)
+	return latencies{
+		produceSum:   m.Sum("fluss_gateway_kafka_request_duration_seconds_sum", `api="produce"`),
+		produceCount: m.Sum("fluss_gateway_kafka_request_duration_seconds_count", `api="produce"`),
+		commitSum:    m.Sum("fluss_gateway_exactly_once_commit_duration_seconds_sum"),
+		commitCount:  m.Sum("fluss_gateway_exactly_once_commit_duration_seconds_count"),
+	}
+}
+
+// since gives the mean Produce answer time and producer-state commit time
+// between from and l.
+func (l latencies) since(from latencies) string {
+	mean := func(sum, n float64) string {
+		if n <= 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.0f ms", 1000*sum/n)
+	}
+	return fmt.Sprintf("Produce answered in %s on average (%.0f requests), state commits %s (%.0f)",
+		mean(l.produceSum-from.produceSum, l.produceCount-from.produceCount), l.produceCount-from.produceCount,
+		mean(l.commitSum-from.commitSum, l.commitCount-from.commitCount), l.commitCount-from.commitCount)
 }

@@ -2,9 +2,11 @@
 // Usage: LoadMain <bootstrap> <topic> <producer name> <records per second>
 // With the client's defaults (idempotent, acks=all; linger 5 ms) it sends
 // {"producer": name, "seq": n} for n = 0, 1, ... at about the given rate
-// until its stdin ends, then flushes and closes. It prints "A <n>" for each
-// acknowledged record, "F <n> <error>" for each failed one and "D" once
-// closed; stdout is flushed per line so the test sees progress live.
+// until its stdin ends, then flushes and closes. It prints "A <n> <waited>"
+// for each acknowledged record, "F <n> <waited> <error>" for each failed one
+// (waited: microseconds from send to the outcome, time blocked in send
+// included) and "D" once closed; stdout is flushed per line so the test
+// sees progress live.
 import java.io.PrintStream;
 import java.util.Properties;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -32,13 +34,15 @@ public class LoadMain {
             for (long n = 0; !stop.get(); ) {
                 for (int i = 0; i < burst; i++, n++) {
                     final long seq = n;
+                    final long sentAt = System.nanoTime();
                     String value = "{\"producer\": \"" + name + "\", \"seq\": " + seq + "}";
                     producer.send(new ProducerRecord<>(topic, value), (md, err) -> {
+                        long waited = (System.nanoTime() - sentAt) / 1_000L;
                         synchronized (out) {
                             if (err == null) {
-                                out.println("A " + seq);
+                                out.println("A " + seq + " " + waited);
                             } else {
-                                out.println("F " + seq + " " + err.toString().replace('\n', ' '));
+                                out.println("F " + seq + " " + waited + " " + err.toString().replace('\n', ' '));
                             }
                             out.flush();
                         }
