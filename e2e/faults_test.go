@@ -517,14 +517,14 @@ type javaLoad struct {
 	javaProc
 	client string
 
-	mu       sync.Mutex
-	ok       map[int64]bool
-	failed   int
-	maxSeq   int64
-	maxWait  time.Duration // longest wait for an outcome since takeMaxLatency
-	closed   bool          // "D" seen
-	firstErr string
-	readErr  error
+	mu         sync.Mutex
+	ok         map[int64]bool
+	failed     int
+	maxSeq     int64
+	maxLatency time.Duration // longest wait for an outcome since takeMaxLatency
+	closed     bool          // "D" seen
+	firstErr   string
+	readErr    error
 }
 
 func startJavaLoad(t *testing.T, command []string, client string, seeds []string, rate int) *javaLoad {
@@ -557,7 +557,7 @@ func (l *javaLoad) read(r io.Reader) {
 				break
 			}
 			l.maxSeq = max(l.maxSeq, seq)
-			l.maxWait = max(l.maxWait, time.Duration(waited)*time.Microsecond)
+			l.maxLatency = max(l.maxLatency, time.Duration(waited)*time.Microsecond)
 			if kind == "A" {
 				l.ok[seq] = true
 			} else {
@@ -585,8 +585,8 @@ func (l *javaLoad) name() string { return l.client }
 func (l *javaLoad) takeMaxLatency() time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	d := l.maxWait
-	l.maxWait = 0
+	d := l.maxLatency
+	l.maxLatency = 0
 	return d
 }
 

@@ -363,8 +363,6 @@ func TestFlussFaults(t *testing.T) {
 				fault, who, healed.Seconds(), latency.Seconds(), javaFigure, st.stall.Seconds(), st.stallStart.Sub(start).Seconds(), steadyFigure, st.unready, st.samples)
 			for i, gi := range gs {
 				line += fmt.Sprintf("; instance %d: %s", i, scrapeLatencies(t, gi).since(latFrom[i]))
-			}
-			for i, gi := range gs {
 				logs := gi.Logs()[logFrom[i]:]
 				if st.unready > 0 {
 					line += fmt.Sprintf("; why (instance %d): %s", i, firstLine(logs, "fluss not writable"))
