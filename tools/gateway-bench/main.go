@@ -20,7 +20,11 @@
 // Produce to the promise), the gateway's CPU seconds per million records and
 // peak RSS (/proc), the baseline's records/s and the ratio. At the end of each
 // run every table's log end offsets (ListOffsets) must equal what was acked;
-// otherwise the command fails.
+// otherwise the command fails. With -rounds N each run writes its records N
+// times into the same tables, each round printed alone: the first round is
+// the first write into freshly created tables, the later ones are warm.
+//
+//	go run ./tools/gateway-bench -runs json/500/none -producers 8 -rounds 3 -gateway-gomemlimit 147MiB
 //
 // With -java-writer the json runs' rows are also written through Fluss's own
 // Java client (java/FlussAppendBench.java: fluss-client's append writer, one
@@ -115,6 +119,7 @@ type options struct {
 	bootstrap    string
 	exactlyOnce  string // the routes' exactly_once setting; "": unset (the default)
 	records      int
+	rounds       int // times each run writes its records into the same tables
 	runs         []runSpec
 	producers    int
 	buckets      int
@@ -259,6 +264,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.IntVar(&o.records, "records", 300_000, "Kafka records per run (the baseline writes as many rows)")
 	runs := fs.String("runs", "json/1/none,json/1/lz4,json/1/zstd,json/4/lz4,upsert/1/lz4,raw/1/lz4",
 		"comma-separated runs workload/topics/codec, e.g. avro/1/lz4; workloads json, upsert, raw, avro; codecs none, gzip, snappy, lz4, zstd")
+	fs.IntVar(&o.rounds, "rounds", 1, "times each run writes its records into the same tables, each round measured alone (the first round is the first write into fresh tables; log workloads only when > 1)")
 	fs.IntVar(&o.producers, "producers", 4, "concurrent Kafka producers (franz-go clients); the baseline uses as many goroutines")
 	fs.IntVar(&o.buckets, "buckets", 4, "buckets per table (= Kafka partitions per topic)")
 	fs.IntVar(&o.payloadLen, "payload", 110, "length of the JSON payload field; 110 gives ≈200-byte values")
@@ -341,6 +347,12 @@ func parseOptions(args []string) (*options, error) {
 	}
 	if o.runs, err = parseRuns(*runs); err != nil {
 		return nil, err
+	}
+	if o.rounds < 1 {
+		return nil, fmt.Errorf("-rounds %d: at least 1", o.rounds)
+	}
+	if o.rounds > 1 && slices.ContainsFunc(o.runs, func(r runSpec) bool { return r.workload == workloadUpsert }) {
+		return nil, errors.New("-rounds > 1: the upsert workload's end offsets after a second round are not counted; use log workloads")
 	}
 	return o, nil
 }
@@ -483,13 +495,15 @@ func run(ctx context.Context, args []string) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		r, err := measure(ctx, o, c, g, jw, pr)
-		if r != nil {
-			results = append(results, r)
-			printResult(r)
-		}
-		if err != nil {
-			return fmt.Errorf("run %s: %w", pr.runSpec, err)
+		for round := 1; round <= o.rounds; round++ {
+			r, err := measure(ctx, o, c, g, jw, pr, round)
+			if r != nil {
+				results = append(results, r)
+				printResult(r)
+			}
+			if err != nil {
+				return fmt.Errorf("run %s round %d: %w", pr.runSpec, round, err)
+			}
 		}
 	}
 	final, err := readProcStat(pid)

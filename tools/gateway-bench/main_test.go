@@ -45,6 +45,21 @@ func TestExpectedSplitsRecordsOverTables(t *testing.T) {
 	assert.Equal(t, []int64{3 + 2*4}, expected(pr, gen, 7))
 }
 
+func TestRoundsOption(t *testing.T) {
+	o, err := parseOptions([]string{"-bootstrap", "127.0.0.1:1", "-runs", "json/500/none", "-rounds", "3"})
+	require.NoError(t, err)
+	assert.Equal(t, 3, o.rounds)
+	_, err = parseOptions([]string{"-bootstrap", "127.0.0.1:1", "-runs", "upsert/1/none", "-rounds", "2"})
+	assert.ErrorContains(t, err, "upsert", "a second upsert round's end offsets are not counted")
+	_, err = parseOptions([]string{"-bootstrap", "127.0.0.1:1", "-rounds", "0"})
+	assert.Error(t, err)
+
+	r := &runResult{spec: runSpec{workload: workloadJSON, topics: 500, codec: "none"}, round: 1}
+	assert.Equal(t, "json/500/none", r.label())
+	r.round = 2
+	assert.Equal(t, "json/500/none#2", r.label())
+}
+
 func TestParseRuns(t *testing.T) {
 	runs, err := parseRuns("json/1/none, upsert/2/zstd,avro/1/lz4")
 	require.NoError(t, err)

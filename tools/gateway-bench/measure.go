@@ -22,6 +22,7 @@ import (
 // runResult is what one run measured.
 type runResult struct {
 	spec      runSpec
+	round     int // 1 for the first write into the run's fresh tables
 	records   int
 	secs      float64
 	wireBytes int64
@@ -89,25 +90,32 @@ func (w *wireCounter) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, n int, _, _
 // measure runs one planned run through the gateway, verifies the tables,
 // then runs the baselines (Go writer, Java writer when jw is set) and
 // verifies their tables.
-func measure(ctx context.Context, o *options, c *fluss.Client, g *gatewaytest.Process, jw *javaWriter, pr *plannedRun) (*runResult, error) {
+//
+// Round k writes the same records again into the same tables, whose end
+// offsets then hold k times as many (log workloads only).
+func measure(ctx context.Context, o *options, c *fluss.Client, g *gatewaytest.Process, jw *javaWriter, pr *plannedRun, round int) (*runResult, error) {
 	gen := newGenerator(o.payloadLen, 0)
 	if pr.workload == workloadUpsert {
 		gen.keySpace = int64(max(1, o.records/2)) // every other record updates an earlier key
 	}
-	r := &runResult{spec: pr.runSpec}
+	r := &runResult{spec: pr.runSpec, round: round}
+	want := expected(pr, gen, o.records)
+	for i := range want {
+		want[i] *= int64(round)
+	}
 	if err := produceThroughGateway(ctx, o, g, pr, gen, r); err != nil {
 		return nil, err
 	}
 	vctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if err := verify(vctx, c, pr.gwTables, expected(pr, gen, o.records)); err != nil {
+	if err := verify(vctx, c, pr.gwTables, want); err != nil {
 		return r, fmt.Errorf("gateway path: %w", err)
 	}
 	if o.baseline {
 		if err := writeBaseline(ctx, o, c, pr, gen, r); err != nil {
 			return r, fmt.Errorf("baseline: %w", err)
 		}
-		if err := verify(vctx, c, pr.blTables, expected(pr, gen, o.records)); err != nil {
+		if err := verify(vctx, c, pr.blTables, want); err != nil {
 			return r, fmt.Errorf("baseline: %w", err)
 		}
 	}
@@ -120,7 +128,7 @@ func measure(ctx context.Context, o *options, c *fluss.Client, g *gatewaytest.Pr
 		if r.java, err = jw.write(ctx, o, names, o.records); err != nil {
 			return r, err
 		}
-		if err := verify(vctx, c, pr.jvTables, expected(pr, gen, o.records)); err != nil {
+		if err := verify(vctx, c, pr.jvTables, want); err != nil {
 			return r, fmt.Errorf("java writer: %w", err)
 		}
 	}
@@ -478,6 +486,14 @@ func baselineSpec(info *fluss.TableInfo) (accumulator.TableSpec, error) {
 	return spec, nil
 }
 
+// label is the run's spec, with its round after the first.
+func (r *runResult) label() string {
+	if r.round > 1 {
+		return fmt.Sprintf("%s#%d", r.spec, r.round)
+	}
+	return r.spec.String()
+}
+
 func printResult(r *runResult) {
 	mb := float64(r.wireBytes) / 1e6 / r.secs
 	base, ratio := "-", "-"
@@ -486,7 +502,7 @@ func printResult(r *runResult) {
 		ratio = fmt.Sprintf("%.2f", r.rate()/r.blRate())
 	}
 	fmt.Printf("%-16s %8d %7.2f %10.0f %7.2f %8.1f %8.1f %9.2f %8.0f %10s %6s\n",
-		r.spec, r.records, r.secs, r.rate(), mb, ms(r.p50), ms(r.p99),
+		r.label(), r.records, r.secs, r.rate(), mb, ms(r.p50), ms(r.p99),
 		cpuPerMillion(r.gwCPU, r.records), float64(r.gwRSS)/(1<<20), base, ratio)
 	if i := r.idle; i != nil {
 		fmt.Printf("  idle %s after the run, producers connected: %.0f connections, %.0f goroutines, RSS %.0f MiB, heap in use %.0f MiB, stacks %.0f MiB (the whole heap and stacks: %.1f KiB per connection)\n",
@@ -542,7 +558,7 @@ func printSummary(results []*runResult, idle, final procStat, warnings int, firs
 			fluss = fmt.Sprintf("%.3f", r.flussCPU.Seconds()/r.secs)
 		}
 		fmt.Printf("  %-16s %6.1f B/rec %5d req  max %6.0f ms  heap in use %4.0f MiB  cores: gateway %.2f producers %.2f fluss %s  baseline %s\n",
-			r.spec, float64(r.wireBytes)/float64(r.records), r.requests, ms(r.maxLat), r.heapInuse/(1<<20),
+			r.label(), float64(r.wireBytes)/float64(r.records), r.requests, ms(r.maxLat), r.heapInuse/(1<<20),
 			r.gwCPU.Seconds()/r.secs, r.benchCPU.Seconds()/r.secs, fluss, bl)
 		m := r.gwMetrics
 		batches := m["fluss_gateway_sender_batches_total"]
