@@ -34,6 +34,7 @@ type runResult struct {
 	benchCPU  time.Duration      // this process (producers) during the gateway run
 	flussCPU  time.Duration      // the -fluss-pids processes during the gateway run
 	heapInuse float64            // go_memstats_heap_inuse_bytes after the run
+	readyz    [2]int             // /readyz samples during the run, and how many were not 200
 	gwMetrics map[string]float64 // counter deltas over the run (gatewayCounters)
 	errSeries []string           // the sender error series (cumulative) when the run had errors
 	idle      *idleStat          // -idle: the gateway while the producers stayed connected and idle
@@ -172,6 +173,7 @@ func produceThroughGateway(ctx context.Context, o *options, g *gatewaytest.Proce
 		return fmt.Errorf("gateway metrics: %w", err)
 	}
 	rss := sampleRSS(g.Pid(), 100*time.Millisecond)
+	ready := sampleReadiness(g.AdminURL, 500*time.Millisecond)
 	fr, prodErr := produceFranz(ctx, franzRun{
 		seed:      g.KafkaAddr,
 		producers: o.producers,
@@ -188,6 +190,7 @@ func produceThroughGateway(ctx context.Context, o *options, g *gatewaytest.Proce
 	})
 	after, err := readProcStat(g.Pid())
 	r.gwRSS = rss.Stop()
+	r.readyz[0], r.readyz[1] = ready.Stop()
 	if err != nil {
 		return err
 	}
@@ -557,9 +560,9 @@ func printSummary(results []*runResult, idle, final procStat, warnings int, firs
 		if r.flussCPU > 0 {
 			fluss = fmt.Sprintf("%.3f", r.flussCPU.Seconds()/r.secs)
 		}
-		fmt.Printf("  %-16s %6.1f B/rec %5d req  max %6.0f ms  heap in use %4.0f MiB  cores: gateway %.2f producers %.2f fluss %s  baseline %s\n",
+		fmt.Printf("  %-16s %6.1f B/rec %5d req  max %6.0f ms  heap in use %4.0f MiB  cores: gateway %.2f producers %.2f fluss %s  baseline %s  /readyz not 200 in %d of %d\n",
 			r.label(), float64(r.wireBytes)/float64(r.records), r.requests, ms(r.maxLat), r.heapInuse/(1<<20),
-			r.gwCPU.Seconds()/r.secs, r.benchCPU.Seconds()/r.secs, fluss, bl)
+			r.gwCPU.Seconds()/r.secs, r.benchCPU.Seconds()/r.secs, fluss, bl, r.readyz[1], r.readyz[0])
 		m := r.gwMetrics
 		batches := m["fluss_gateway_sender_batches_total"]
 		fmt.Printf("  %-16s Fluss: %.0f batches of %.0f KiB avg in %.0f requests, %.0f retries, %.0f errors, %.0f buffer-full\n",
