@@ -245,11 +245,18 @@ func New(src Source, acc *accumulator.Accumulator, path fluss.TablePath) *Store 
 }
 
 // stateDescriptor is the table the store creates when it is missing.
+//
+// Its change log is not compressed: every commit makes the tablet server
+// build a change-log batch of one or two rows of about 100 bytes, and with
+// Fluss's default ZSTD a fifth of the server's CPU on the default path
+// went to compressing those (docs/exactly-once.md, 5.10). Nothing reads
+// the change log; lookups read the rows.
 func stateDescriptor() *fluss.TableDescriptor {
 	d := legacyDescriptor()
 	d.Schema = stateSchema()
 	d.PartitionKeys = []string{genColumn}
 	d.BucketKeys = []string{"producer_id", "topic", "kafka_partition"}
+	d.Properties[fluss.PropArrowCompression] = string(fluss.ArrowCompressionNone)
 	return d
 }
 

@@ -134,3 +134,14 @@ func (noPartitions) CreatePartition(context.Context, fluss.TablePath, fluss.Part
 func (noPartitions) DropPartition(context.Context, fluss.TablePath, fluss.PartitionSpec, bool) error {
 	return errors.New("no partitions here")
 }
+
+// The transactions table is created with an uncompressed change log, and a
+// table made by an earlier version (ZSTD) still passes the check.
+func TestTxnTableChangeLogIsNotCompressed(t *testing.T) {
+	d := txnDescriptor()
+	require.NoError(t, checkTxnProperties(d))
+	assert.Equal(t, fluss.ArrowCompressionNone, d.ArrowCompression())
+
+	delete(d.Properties, fluss.PropArrowCompression)
+	assert.NoError(t, checkTxnProperties(d), "a transactions table of an earlier version is still used")
+}

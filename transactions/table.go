@@ -98,7 +98,13 @@ func txnDescriptor() *fluss.TableDescriptor {
 		Comment:     "Kafka gateway: transactional ids' claims and transaction outcomes (docs/transactions.md)",
 		BucketKeys:  []string{"transactional_id"},
 		BucketCount: txnBuckets,
-		Properties:  map[string]string{"table.merge-engine": "first_row"},
+		// Uncompressed change log: nothing reads it, and ZSTD on every claim's
+		// and outcome's few rows costs the tablet server CPU (exactly once's
+		// cost of the state table's change log).
+		Properties: map[string]string{
+			"table.merge-engine":       "first_row",
+			fluss.PropArrowCompression: string(fluss.ArrowCompressionNone),
+		},
 	}
 }
 
