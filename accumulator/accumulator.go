@@ -28,6 +28,7 @@ type Accumulator struct {
 	qmu      sync.Mutex
 	queues   atomic.Pointer[[]*Queue] // copy on write under qmu
 	tableIDs map[int64]bool           // under qmu
+	busy     busyQueues               // the queues that hold batches
 
 	incMu      sync.Mutex
 	incomplete map[*Batch]struct{}
@@ -117,7 +118,7 @@ func (a *Accumulator) addQueues(qs []*Queue) {
 }
 
 // Queues returns a snapshot of every queue (do not modify), in creation
-// order: the sender drains them round robin.
+// order. The sender drains the Busy ones.
 func (a *Accumulator) Queues() []*Queue { return *a.queues.Load() }
 
 // Wakeup is signalled when the sender should look again: a batch was

@@ -134,6 +134,7 @@ func (a *Accumulator) AppendSealed(ctx context.Context, t *Table, partitionID in
 	}
 	q.batches = append(q.batches, b)
 	q.n.Add(1)
+	a.busy.listed(q)
 	q.mu.Unlock()
 	a.wake()
 	return Handle{b: b, idx: 0}, nil
@@ -231,6 +232,7 @@ func (a *Accumulator) append(ctx context.Context, t *Table, partitionID int64, b
 		}
 		q.batches = append(q.batches, b)
 		q.n.Add(1)
+		a.busy.listed(q)
 		q.mu.Unlock()
 		a.wake()
 		return h, nil

@@ -21,7 +21,7 @@
 //
 // # What only the sender calls
 //
-// The drain side: Accumulator.Queues, Wakeup, ForceReady, Closed, Close,
+// The drain side: Accumulator.Queues, Busy, Wakeup, ForceReady, Closed, Close,
 // Abort, WaitEncodings; Queue.Empty, Peek, Pop, DrainAll; Batch.Build,
 // Built, Complete; Table.ThrottleTo (see package sender for why each is
 // needed).

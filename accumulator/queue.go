@@ -23,6 +23,7 @@ type Queue struct {
 	mu      sync.Mutex
 	batches []*Batch // FIFO, head first
 	n       atomic.Int32
+	listed  atomic.Bool // in the accumulator's busy list (busyQueues)
 }
 
 // Table, PartitionID, Bucket, RoutingBuckets and Sealed say which queue it

@@ -18,7 +18,7 @@
 // # The boundary with the accumulator
 //
 // The sender is the only caller of the accumulator's drain side:
-// Accumulator.Queues, Wakeup, ForceReady, Closed, Incomplete, Close, Abort
+// Accumulator.Queues, Busy, Wakeup, ForceReady, Closed, Incomplete, Close, Abort
 // and WaitEncodings; Queue.Empty, Peek, Pop and DrainAll; Batch.Build,
 // Built and Complete (plus read-only accessors: which queue, table,
 // bucket, when created, size, a sealed batch's stamp, Table.ThrottleTo for

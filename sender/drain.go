@@ -53,7 +53,7 @@ type candidate struct {
 func (s *Sender) drain(ctx context.Context, now time.Time) time.Time {
 	p := &drainPass{now: now, force: s.acc.ForceReady()}
 	s.lookUpLeaderless(ctx, now, &p.next)
-	queues := s.acc.Queues()
+	queues := s.queuesWithWork()
 	if len(queues) == 0 {
 		return p.next
 	}
@@ -80,6 +80,24 @@ func (s *Sender) drain(ctx context.Context, now time.Time) time.Time {
 		go s.send(ctx, req)
 	}
 	return p.next
+}
+
+// queuesWithWork lists the queues drain visits: those that hold batches
+// and the empty ones whose retries wait in the sender. It is every queue
+// with a head, without a walk over the thousands of empty ones many tables
+// have. (A queue that fills after Busy looked is seen on the next pass:
+// its append wakes the loop.)
+func (s *Sender) queuesWithWork() []*accumulator.Queue {
+	qs := s.acc.Busy(s.drainQueues[:0])
+	for q := range s.retrying {
+		if st := s.buckets[q]; st == nil || len(st.retries) == 0 {
+			delete(s.retrying, q)
+		} else if q.Empty() {
+			qs = append(qs, q) // not among the busy ones
+		}
+	}
+	s.drainQueues = qs
+	return qs
 }
 
 // head returns q's candidate: the bucket's first retry, which goes before

@@ -207,6 +207,7 @@ func (s *Sender) retryOrFail(b *batch, st *bucketState, err error, retriable boo
 			slog.Int("bucket", int(b.Bucket())), slog.Int64("writer_id", b.writerID),
 			slog.Int("sequence", int(b.sequence)), slog.Int("attempt", b.attempts), slog.Any("err", err))
 		st.retryLater(b)
+		s.retrying[b.Queue()] = true
 		return nil, true
 	}
 	switch {

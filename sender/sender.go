@@ -30,8 +30,13 @@ type Sender struct {
 
 	// Loop-owned state: touched only by the goroutine running Run.
 	buckets map[*accumulator.Queue]*bucketState
-	sealed  map[sealedKey]*sealedState
-	leaders map[tableKey]*leaderCache
+	// retrying: the queues whose state may hold retries (dropped lazily
+	// by drain); with the accumulator's busy queues, what drain visits.
+	retrying map[*accumulator.Queue]bool
+	// drainQueues is drain's list of queues, reused between passes.
+	drainQueues []*accumulator.Queue
+	sealed      map[sealedKey]*sealedState
+	leaders     map[tableKey]*leaderCache
 	// leaderlessKeys are looked up again on their back-off even without
 	// batches to send, so that a leaderless table is seen to recover.
 	leaderlessKeys map[tableKey]bool
@@ -166,6 +171,7 @@ func New(cfg Config, acc *accumulator.Accumulator, tr Transport, opts ...Option)
 		tr:             tr,
 		log:            o.logger,
 		buckets:        make(map[*accumulator.Queue]*bucketState),
+		retrying:       make(map[*accumulator.Queue]bool),
 		sealed:         make(map[sealedKey]*sealedState),
 		queuedTail:     make(map[groupKey]chan struct{}),
 		leaders:        make(map[tableKey]*leaderCache),
