@@ -107,14 +107,29 @@ func newArrowEncoders(concurrency int) *ArrowEncoders {
 // out in turn, so every buffer landed on the encoder whose tables and
 // history were least recently in the CPU's caches, which measured 1.3 to 2
 // times the CPU of reusing one (BenchmarkArrowCompressionCost).
+//
+// Buffers shorter than zstdSmallBuffer go to a *small* encoder instead:
+// the fastest match search, and literals stored without Huffman coding.
+// On buffers of a few hundred bytes building the Huffman table was half of
+// each call's cost, a fixed few µs, and with 500 tables (batches of about
+// 30 records, half a dozen such buffers each) compression was a third of
+// the gateway's CPU (docs/benchmarks.md, 7 Dec 2026). The frames are
+// ordinary ZSTD frames, a little larger. A batch that needs both kinds
+// takes the small one first, so that batches waiting for slots cannot hold
+// one kind each while waiting for the other.
 type zstdEncoders struct {
+	full, small zstdPool
+}
+
+// zstdPool is one kind of encoder of a level.
+type zstdPool struct {
 	make  func() (*zstd.Encoder, error)
 	slots chan struct{} // one per encoder in use
 	mu    sync.Mutex
 	idle  []*zstd.Encoder // most recently used last
 }
 
-func (p *zstdEncoders) get() (*zstd.Encoder, error) {
+func (p *zstdPool) get() (*zstd.Encoder, error) {
 	p.slots <- struct{}{}
 	p.mu.Lock()
 	if n := len(p.idle); n > 0 {
@@ -132,12 +147,19 @@ func (p *zstdEncoders) get() (*zstd.Encoder, error) {
 	return e, nil
 }
 
-func (p *zstdEncoders) put(e *zstd.Encoder) {
+func (p *zstdPool) put(e *zstd.Encoder) {
 	p.mu.Lock()
 	p.idle = append(p.idle, e)
 	p.mu.Unlock()
 	<-p.slots
 }
+
+// zstdSmallBuffer: a buffer shorter than this goes to a small encoder
+// (zstdEncoders). Of JSON text, the small encoder's frames were 0.72 of
+// 247 bytes against the full encoder's 0.57, in 1.2 against 3.8 µs, and
+// 0.41 of 991 bytes against 0.29, in 2.7 against 5.7 µs: at 24 ns of CPU
+// per byte saved, Huffman coding is not worth it below 1 KiB.
+const zstdSmallBuffer = 1 << 10
 
 // zstdLevel returns the encoders of one level, made on first use; the
 // first encoder is made at once, so that a bad level fails here, not on a
@@ -155,15 +177,23 @@ func (e *ArrowEncoders) zstdLevel(level int) (*zstdEncoders, error) {
 		zstd.WithLowerEncoderMem(true),
 		zstd.WithWindowSize(zstdWindow),
 	}
-	p := &zstdEncoders{
-		make:  func() (*zstd.Encoder, error) { return zstd.NewWriter(nil, opts...) },
-		slots: make(chan struct{}, e.concurrency),
+	small := []zstd.EOption{
+		zstd.WithEncoderLevel(zstd.SpeedFastest),
+		zstd.WithNoEntropyCompression(true),
+		zstd.WithEncoderConcurrency(1),
+		zstd.WithEncoderCRC(false),
+		zstd.WithLowerEncoderMem(true),
+		zstd.WithWindowSize(zstdWindow),
 	}
-	enc, err := p.get()
+	p := &zstdEncoders{
+		full:  zstdPool{make: func() (*zstd.Encoder, error) { return zstd.NewWriter(nil, opts...) }, slots: make(chan struct{}, e.concurrency)},
+		small: zstdPool{make: func() (*zstd.Encoder, error) { return zstd.NewWriter(nil, small...) }, slots: make(chan struct{}, e.concurrency)},
+	}
+	enc, err := p.full.get()
 	if err != nil {
 		return nil, err
 	}
-	p.put(enc)
+	p.full.put(enc)
 	e.zstd[level] = p
 	return p, nil
 }
@@ -236,22 +266,37 @@ func (c *ArrowCompressor) flatbufCodec() int {
 	return -1
 }
 
-// batchEncoder is what one batch compresses its buffers with: one encoder
-// of the compressor's, taken for the whole batch.
+// batchEncoder is what one batch compresses its buffers with: the
+// compressor's encoders it needs, taken for the whole batch.
 type batchEncoder struct {
-	c    *ArrowCompressor
-	zstd *zstd.Encoder
-	lz4  *lz4.Compressor
+	c         *ArrowCompressor
+	zstd      *zstd.Encoder // buffers of zstdSmallBuffer bytes or more
+	zstdSmall *zstd.Encoder // shorter buffers
+	lz4       *lz4.Compressor
 }
 
-// encoder takes an encoder for one batch; release it after the batch.
-func (c *ArrowCompressor) encoder() (batchEncoder, error) {
+// encoder takes the encoders for one batch whose buffers are bufs;
+// release them after the batch.
+func (c *ArrowCompressor) encoder(bufs [][]byte) (batchEncoder, error) {
 	e := batchEncoder{c: c}
 	switch c.codec {
 	case ArrowCompressionZstd:
+		needSmall, needFull := false, false
+		for _, b := range bufs {
+			needSmall = needSmall || (len(b) >= minCompressedBuffer && len(b) < zstdSmallBuffer)
+			needFull = needFull || len(b) >= zstdSmallBuffer
+		}
 		var err error
-		if e.zstd, err = c.zstd.get(); err != nil {
-			return e, err
+		if needSmall { // small first: see zstdEncoders
+			if e.zstdSmall, err = c.zstd.small.get(); err != nil {
+				return e, err
+			}
+		}
+		if needFull {
+			if e.zstd, err = c.zstd.full.get(); err != nil {
+				e.release()
+				return batchEncoder{c: c}, err
+			}
 		}
 	case ArrowCompressionLZ4:
 		e.lz4 = c.lz4.Get().(*lz4.Compressor)
@@ -261,7 +306,10 @@ func (c *ArrowCompressor) encoder() (batchEncoder, error) {
 
 func (e batchEncoder) release() {
 	if e.zstd != nil {
-		e.c.zstd.put(e.zstd)
+		e.c.zstd.full.put(e.zstd)
+	}
+	if e.zstdSmall != nil {
+		e.c.zstd.small.put(e.zstdSmall)
 	}
 	if e.lz4 != nil {
 		e.c.lz4.Put(e.lz4)
@@ -289,8 +337,12 @@ func (e batchEncoder) appendCompressed(dst, src []byte) []byte {
 	}
 	dst = leAppendU64(dst, uint64(len(src)))
 	switch {
-	case e.zstd != nil:
-		dst = e.zstd.EncodeAll(src, dst)
+	case e.zstd != nil || e.zstdSmall != nil:
+		enc := e.zstd
+		if e.zstdSmall != nil && (len(src) < zstdSmallBuffer || enc == nil) {
+			enc = e.zstdSmall
+		}
+		dst = enc.EncodeAll(src, dst)
 	case e.lz4 != nil:
 		dst = appendLZ4Frame(e.lz4, dst, src)
 	}

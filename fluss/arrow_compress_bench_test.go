@@ -125,6 +125,19 @@ func fullBatchWorkloads() []compressWorkload {
 	return ws
 }
 
+// smallBatchWorkloads are batches as many tables make them: with 500
+// tables of 4 buckets a bucket's batch held about 30 records, or a few.
+func smallBatchWorkloads() []compressWorkload {
+	ws := []compressWorkload{
+		newCompressWorkload("json", 100, 30),
+		newCompressWorkload("json", 100, 4),
+	}
+	for i := range ws {
+		ws[i].name += "-" + strconv.Itoa(len(ws[i].rows)) + "rows"
+	}
+	return ws
+}
+
 // buildOnce appends the workload's rows to bb and builds the batch into out.
 func buildOnce(tb testing.TB, bb *ArrowLogBuilder, rows []Row, out []byte) []byte {
 	bb.Reset()
@@ -156,7 +169,11 @@ func newBenchBuilder(tb testing.TB, s *Schema, codec ArrowCompression, previous 
 		if err != nil {
 			tb.Fatal(err)
 		}
-		comp.zstd = &zstdEncoders{make: func() (*zstd.Encoder, error) { return enc, nil }, slots: make(chan struct{}, 64)}
+		mk := func() (*zstd.Encoder, error) { return enc, nil }
+		comp.zstd = &zstdEncoders{
+			full:  zstdPool{make: mk, slots: make(chan struct{}, 64)},
+			small: zstdPool{make: mk, slots: make(chan struct{}, 64)}, // the previous settings for every buffer
+		}
 	}
 	bb, err := NewArrowLogBuilder(s, 1, codec, 3, WithArrowCompressor(comp))
 	if err != nil {
@@ -172,7 +189,7 @@ func newBenchBuilder(tb testing.TB, s *Schema, codec ArrowCompression, previous 
 // uncompressed batch. ZSTD-previous is ZSTD with the previous settings
 // (newBenchBuilder).
 func BenchmarkArrowCompression(b *testing.B) {
-	for _, w := range append(compressWorkloads(), fullBatchWorkloads()...) {
+	for _, w := range slices.Concat(compressWorkloads(), fullBatchWorkloads(), smallBatchWorkloads()) {
 		for _, variant := range []string{"NONE", "LZ4_FRAME", "ZSTD", "ZSTD-previous"} {
 			b.Run(w.name+"/"+variant, func(b *testing.B) {
 				runtime.LockOSThread()
@@ -218,7 +235,7 @@ func BenchmarkArrowCompression(b *testing.B) {
 // (DIR/NAME.values), to time libzstd, what Fluss's Java client compresses
 // with, on the same bytes: zstd -b1 -e3 --single-thread DIR/*.values.
 func BenchmarkArrowCompressionCost(b *testing.B) {
-	for _, w := range append(compressWorkloads(), fullBatchWorkloads()...) {
+	for _, w := range slices.Concat(compressWorkloads(), fullBatchWorkloads(), smallBatchWorkloads()) {
 		if *valuesDir != "" {
 			if err := os.WriteFile(filepath.Join(*valuesDir, w.name+".values"), w.values, 0o644); err != nil {
 				b.Fatal(err)

@@ -2,6 +2,7 @@ package fluss
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"runtime/debug"
@@ -71,14 +72,27 @@ func TestArrowLZ4FrameMatchesFrameWriter(t *testing.T) {
 func TestArrowZstdFrames(t *testing.T) {
 	c, err := NewArrowCompressor(ArrowCompressionZstd, 3)
 	require.NoError(t, err)
-	enc, err := c.encoder()
-	require.NoError(t, err)
-	defer enc.release()
 	dec, err := zstd.NewReader(nil)
 	require.NoError(t, err)
 	defer dec.Close()
+	for _, bufs := range [][][]byte{fullBufs, smallBufs, bothBufs} {
+		enc, err := c.encoder(bufs)
+		require.NoError(t, err)
+		testArrowZstdFrames(t, enc, dec)
+		enc.release()
+	}
+}
+
+// Buffer sets that take the full zstd encoder, the small one, or both.
+var (
+	fullBufs  = [][]byte{make([]byte, zstdSmallBuffer)}
+	smallBufs = [][]byte{make([]byte, minCompressedBuffer)}
+	bothBufs  = [][]byte{make([]byte, minCompressedBuffer), make([]byte, zstdSmallBuffer)}
+)
+
+func testArrowZstdFrames(t *testing.T, enc batchEncoder, dec *zstd.Decoder) {
 	for name, src := range compressInputs() {
-		t.Run(name, func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/full=%v/small=%v", name, enc.zstd != nil, enc.zstdSmall != nil), func(t *testing.T) {
 			buf := enc.appendCompressed([]byte("abc"), src)[3:]
 			n := int64(leU64(buf, 0))
 			if n == -1 {
@@ -98,6 +112,49 @@ func TestArrowZstdFrames(t *testing.T) {
 	}
 }
 
+// Buffers shorter than zstdSmallBuffer are compressed by a small encoder
+// (no Huffman coding of literals), longer ones by the level's own; a batch
+// takes only the kinds its buffers need, and both kinds read back.
+func TestArrowZstdSmallBuffers(t *testing.T) {
+	c, err := newArrowCompressor(ArrowCompressionZstd, 3, 1)
+	require.NoError(t, err)
+	s := Schema{Columns: []Column{{Name: "id", Type: Int()}, {Name: "v", Type: String()}}}
+	b, err := NewArrowLogBuilder(&s, 1, ArrowCompressionZstd, 3, WithArrowCompressor(c))
+	require.NoError(t, err)
+	value := func(n int) string { return strings.Repeat(`{"user":"u-1234","event":"click"}`, n/33+1)[:n] }
+
+	require.Len(t, c.zstd.full.idle, 1, "the level's first encoder, made at start")
+	fullEnc := c.zstd.full.idle[0]
+	out := buildOnce(t, b, []Row{{IntDatum(1), StringDatum(value(300))}, {IntDatum(2), StringDatum(value(300))}}, nil)
+	require.NotEmpty(t, out)
+	require.Len(t, c.zstd.small.idle, 1, "a batch of short buffers took a small encoder")
+	smallEnc := c.zstd.small.idle[0]
+
+	out = buildOnce(t, b, []Row{{IntDatum(3), StringDatum(value(zstdSmallBuffer + 10))}}, nil)
+	require.NotEmpty(t, out)
+	assert.Equal(t, []*zstd.Encoder{fullEnc}, c.zstd.full.idle)
+	assert.Equal(t, []*zstd.Encoder{smallEnc}, c.zstd.small.idle, "no second small encoder made")
+
+	enc, err := c.encoder(bothBufs)
+	require.NoError(t, err)
+	assert.Same(t, fullEnc, enc.zstd)
+	assert.Same(t, smallEnc, enc.zstdSmall)
+	dec, err := zstd.NewReader(nil)
+	require.NoError(t, err)
+	defer dec.Close()
+	for _, n := range []int{minCompressedBuffer, 600, zstdSmallBuffer - 1, zstdSmallBuffer, 5000} {
+		src := []byte(value(n))
+		got := enc.appendCompressed(nil, src)
+		require.Equal(t, uint64(n), leU64(got, 0), "%d bytes compressed, not stored as is", n)
+		back, err := dec.DecodeAll(got[8:], nil)
+		require.NoError(t, err)
+		assert.Equal(t, src, back)
+	}
+	enc.release()
+	assert.Empty(t, c.zstd.full.slots, "both slots given back")
+	assert.Empty(t, c.zstd.small.slots)
+}
+
 // A buffer compression makes larger, or a small one, is stored as is behind
 // -1; an empty one is the length 0 alone (Arrow Java's
 // AbstractCompressionCodec reads both).
@@ -106,7 +163,7 @@ func TestArrowCompressedBufferPrefix(t *testing.T) {
 	for _, codec := range []ArrowCompression{ArrowCompressionLZ4, ArrowCompressionZstd} {
 		c, err := NewArrowCompressor(codec, 3)
 		require.NoError(t, err)
-		enc, err := c.encoder()
+		enc, err := c.encoder(fullBufs)
 		require.NoError(t, err)
 		assert.Equal(t, []byte{0, 0, 0, 0, 0, 0, 0, 0}, enc.appendCompressed(nil, nil), codec)
 		got := enc.appendCompressed(nil, random)
@@ -178,23 +235,23 @@ func TestArrowZstdEncodersReusedLastInFirstOut(t *testing.T) {
 	c, err := newArrowCompressor(ArrowCompressionZstd, 3, 2)
 	require.NoError(t, err)
 	made := 0
-	inner := c.zstd.make
-	c.zstd.make = func() (*zstd.Encoder, error) { made++; return inner() }
+	inner := c.zstd.full.make
+	c.zstd.full.make = func() (*zstd.Encoder, error) { made++; return inner() }
 
-	first, err := c.encoder()
+	first, err := c.encoder(fullBufs)
 	require.NoError(t, err)
 	first.release()
-	again, err := c.encoder()
+	again, err := c.encoder(fullBufs)
 	require.NoError(t, err)
 	assert.Same(t, first.zstd, again.zstd, "the idle encoder is reused")
-	second, err := c.encoder()
+	second, err := c.encoder(fullBufs)
 	require.NoError(t, err)
 	assert.NotSame(t, again.zstd, second.zstd, "a concurrent batch gets its own")
 	assert.Equal(t, 1, made, "one made for the second batch, besides the compressor's first")
 
 	third := make(chan batchEncoder)
 	go func() {
-		e, err := c.encoder()
+		e, err := c.encoder(fullBufs)
 		assert.NoError(t, err)
 		third <- e
 	}()
@@ -208,7 +265,7 @@ func TestArrowZstdEncodersReusedLastInFirstOut(t *testing.T) {
 	assert.Same(t, second.zstd, got.zstd, "the waiting batch takes the released encoder")
 	got.release()
 	again.release()
-	last, err := c.encoder()
+	last, err := c.encoder(fullBufs)
 	require.NoError(t, err)
 	assert.Same(t, again.zstd, last.zstd, "last in, first out")
 	last.release()
@@ -224,8 +281,8 @@ func TestArrowEncodersSharedBetweenTables(t *testing.T) {
 	made := 0
 	p, err := enc.zstdLevel(3)
 	require.NoError(t, err)
-	inner := p.make
-	p.make = func() (*zstd.Encoder, error) { made++; return inner() }
+	inner := p.full.make
+	p.full.make = func() (*zstd.Encoder, error) { made++; return inner() }
 
 	s := Schema{Columns: []Column{{Name: "id", Type: Int()}, {Name: "v", Type: String()}}}
 	comps := make([]*ArrowCompressor, 1000)
@@ -234,7 +291,7 @@ func TestArrowEncodersSharedBetweenTables(t *testing.T) {
 		require.NoError(t, err)
 		b, err := NewArrowLogBuilder(&s, 1, ArrowCompressionZstd, 3, WithArrowCompressor(comps[i]))
 		require.NoError(t, err)
-		v := strings.Repeat(string(rune('a'+i%26)), 100+i%7)
+		v := strings.Repeat(string(rune('a'+i%26)), zstdSmallBuffer+i%7)
 		out := buildOnce(t, b, []Row{{IntDatum(int64(i)), StringDatum(v)}}, nil)
 		require.NotEmpty(t, out)
 	}

@@ -146,7 +146,7 @@ func (b *ArrowLogBuilder) appendMessage(dst []byte, nodes []arrowNode) ([]byte, 
 	var enc batchEncoder
 	if codec >= 0 {
 		var err error
-		if enc, err = b.comp.encoder(); err != nil {
+		if enc, err = b.comp.encoder(b.bufs); err != nil {
 			return dst, err
 		}
 		defer enc.release()
