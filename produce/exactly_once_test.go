@@ -38,9 +38,13 @@ type dedupFluss struct {
 	logs    map[[2]int64][]string
 	writers map[[3]int64]*dedupWriter
 	nextID  int64
-	// lostAnswers makes that many log writes apply, then fail with a
-	// connection error (the answer is lost: an unknown outcome).
+	// lostAnswers makes each bucket's next that many log writes apply,
+	// then fail with a connection error (the answer is lost: an unknown
+	// outcome); a request holding such a write loses its whole answer.
+	// Counted per bucket, so that it does not matter whether a Kafka
+	// batch's writes to two buckets share a request.
 	lostAnswers int
+	lost        map[[2]int64]int // writes whose answer was lost, by (table, bucket)
 	// entries counts the records entries appended, sharedEntries those
 	// that held several batches.
 	entries, sharedEntries int
@@ -57,7 +61,7 @@ type dedupWriter struct {
 
 func newDedupFluss() *dedupFluss {
 	return &dedupFluss{schemas: map[int64]*fluss.Schema{eoTableID: &eoSchema, eoDLQTableID: &eoDLQSchema},
-		logs: map[[2]int64][]string{}, writers: map[[3]int64]*dedupWriter{}, nextID: 1000}
+		logs: map[[2]int64][]string{}, writers: map[[3]int64]*dedupWriter{}, lost: map[[2]int64]int{}, nextID: 1000}
 }
 
 func (f *dedupFluss) SendProduceLog(_ context.Context, _ int32, req *fluss.ProduceLogRequest) (*fluss.PendingWrite, error) {
@@ -69,9 +73,11 @@ func (f *dedupFluss) SendProduceLog(_ context.Context, _ int32, req *fluss.Produ
 		res[i].Offset, res[i].Err = f.applyLocked(req.TableID, b)
 	}
 	var callErr error
-	if f.lostAnswers > 0 {
-		f.lostAnswers--
-		callErr = fluss.ErrConnectionClosed
+	for _, b := range req.Buckets {
+		if lk := [2]int64{req.TableID, int64(b.Bucket)}; f.lost[lk] < f.lostAnswers {
+			f.lost[lk]++
+			callErr = fluss.ErrConnectionClosed
+		}
 	}
 	return fluss.NewPendingWrite(func(context.Context) ([]fluss.BucketResult, error) { return res, callErr }), nil
 }
@@ -494,7 +500,7 @@ func TestExactlyOnceUnknownOutcomeReplays(t *testing.T) {
 	a := newEOInstanceWith(t, f, ms, func(c *writertest.Config) { c.Retries = 1 }, reg)
 	require.NoError(t, await(t, a, eoProduce(3, 0, 0, 3)).Err)
 	f.mu.Lock()
-	f.lostAnswers = 2 // the first send and its one retry
+	f.lostAnswers = 2 // every bucket's first send and its one retry
 	f.mu.Unlock()
 	r := await(t, a, eoProduce(3, 0, 1, 3))
 	require.Error(t, r.Err)
@@ -502,6 +508,9 @@ func TestExactlyOnceUnknownOutcomeReplays(t *testing.T) {
 	require.ErrorAs(t, r.Err, &ke)
 	assert.True(t, ke.Retriable, "the producer retries: %v", r.Err)
 	require.Len(t, f.rows(eoTableID), 6, "the batch was written once")
+	f.mu.Lock()
+	f.lostAnswers = 0
+	f.mu.Unlock()
 
 	require.NoError(t, await(t, a, eoProduce(3, 0, 1, 3)).Err, "the retry")
 	assert.Equal(t, 1.0, metrictest.Value(t, reg, "fluss_gateway_exactly_once_recoveries_total"))
