@@ -562,6 +562,12 @@ func (e *Writer) commit(p *producerPartition) {
 		}
 		e.settle(p, group, err, true)
 		p.mu.Lock()
+		for _, b := range group {
+			// Committed (or failed): only its answer stays in recent.
+			// Idle producer-partitions stay loaded for eoIdle, and with
+			// thousands of them these copies were most of their memory.
+			b.snapshot = producerstate.State{}
+		}
 	}
 	p.committing = false
 	p.mu.Unlock()
