@@ -38,6 +38,10 @@ type Accumulator struct {
 	// closed to appends (see prebuild); prebuilding counts them for close.
 	prebuilds   chan struct{}
 	prebuilding sync.WaitGroup
+
+	// encodeBufs are scratch buffers a batch is encoded into before its
+	// bytes are copied out at their size (Batch.encode).
+	encodeBufs sync.Pool // *[]byte
 }
 
 // New returns an Accumulator for cfg (start from DefaultConfig), its

@@ -204,19 +204,31 @@ func (b *Batch) encode() error {
 		return errCompletedUnbuilt
 	}
 	t := b.queue.table
-	buf := make([]byte, 0, b.estimated+64)
-	out, err := b.builder.AppendTo(buf)
+	acc := b.queue.acc
+	scratch, _ := acc.encodeBufs.Get().(*[]byte)
+	if scratch == nil {
+		scratch = new([]byte)
+	}
+	out, err := b.builder.AppendTo(slices.Grow((*scratch)[:0], b.estimated+64))
 	t.putBuilder(b.builder, b.schema)
 	b.builder = nil
+	if cap(out) > cap(*scratch) {
+		*scratch = out[:0] // grown by AppendTo
+	}
+	if err == nil {
+		// Kept at its size: a batch waiting for Fluss holds what it is
+		// charged, and the scratch buffer (sized for the uncompressed
+		// columns) serves the next encoding, which spares the garbage
+		// collector a batch-sized buffer per batch.
+		out = slices.Clone(out)
+	}
+	if cap(*scratch) < 2*acc.cfg.BatchSize {
+		*scratch = (*scratch)[:0]
+		acc.encodeBufs.Put(scratch)
+	}
 	if err != nil {
 		b.buildFailed = fmt.Errorf("build batch for table %s bucket %d: %w", t.spec.Path, b.queue.bucket, err)
 		return b.buildFailed
-	}
-	if cap(out) > len(out)+len(out)/4 {
-		// Compressed to well below the estimate its buffer was sized
-		// for: keep only the bytes, so that a batch waiting for Fluss
-		// holds what it is charged.
-		out = slices.Clone(out)
 	}
 	b.payload = out
 	// Account real bytes: return the surplus of the reservation, or take
