@@ -261,8 +261,29 @@ type Timing struct {
 // it follows an aborted transaction's gap and is accepted. Its new writer
 // ids are agreed through replay, since other instances may replay it too.
 func (e *Writer) Admit(ctx context.Context, key producerstate.Key, req *kafkaproto.PartitionProduce, table fluss.TablePath, fp int64, groups []Group, c *kafkaproto.Completion, timing Timing, replay WriterAgreement) (kafkaproto.PartitionWrite, error) {
+	return e.admit(ctx, key, req, table, fp, groups, c, timing, replay, true)
+}
+
+// ErrWouldBlock: TryAdmit would have to read or write the producer state
+// in Fluss first. Nothing was changed; Admit the batch instead.
+var ErrWouldBlock = errors.New("exactly once: the producer state must be loaded or renewed first")
+
+// TryAdmit is Admit for a batch that must not wait for Fluss, on a Kafka
+// connection's read goroutine: when P's state is not in memory (first
+// batch here, or a reload after a failure) or the batch starts a new
+// writer id (an epoch bump), it returns ErrWouldBlock having changed
+// nothing. It may still wait for the accumulator's memory, as every
+// append does.
+func (e *Writer) TryAdmit(ctx context.Context, key producerstate.Key, req *kafkaproto.PartitionProduce, table fluss.TablePath, fp int64, groups []Group, c *kafkaproto.Completion, timing Timing) (kafkaproto.PartitionWrite, error) {
+	return e.admit(ctx, key, req, table, fp, groups, c, timing, nil, false)
+}
+
+func (e *Writer) admit(ctx context.Context, key producerstate.Key, req *kafkaproto.PartitionProduce, table fluss.TablePath, fp int64, groups []Group, c *kafkaproto.Completion, timing Timing, replay WriterAgreement, block bool) (kafkaproto.PartitionWrite, error) {
 	p := e.partition(key)
 	defer p.mu.Unlock()
+	if !block && (!p.loaded || p.poisoned && p.inflight == 0) {
+		return nil, ErrWouldBlock
+	}
 	if p.poisoned {
 		if p.inflight > 0 {
 			return nil, errRecovering
@@ -315,6 +336,9 @@ func (e *Writer) Admit(ctx context.Context, key producerstate.Key, req *kafkapro
 		// writer id, once nothing is in flight.
 		if p.inflight > 0 {
 			return nil, errRecovering
+		}
+		if !block {
+			return nil, ErrWouldBlock
 		}
 		// Committed with the new epoch, so that a replay of this batch
 		// after a crash finds the new writer and no second bump.

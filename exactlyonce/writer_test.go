@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/producerstate"
 )
@@ -76,4 +77,84 @@ func TestCommitReleasesSnapshots(t *testing.T) {
 		assert.Nil(t, b.snapshot.Window, "batch %d", i)
 	}
 	assert.Same(t, group[1], p.recent[1], "the answers stay for re-sent batches")
+}
+
+// countingStore is ackedStore that counts lookups.
+type countingStore struct {
+	ackedStore
+	lookups int
+}
+
+func (s *countingStore) Lookup(ctx context.Context, k producerstate.Key) (producerstate.State, bool, error) {
+	s.lookups++
+	return s.ackedStore.Lookup(ctx, k)
+}
+
+type countingIDs struct{ calls int }
+
+func (c *countingIDs) InitWriter(context.Context, ...fluss.TablePath) (int64, error) {
+	c.calls++
+	return int64(100 + c.calls), nil
+}
+
+// TryAdmit (the connection's read goroutine) never reads or writes the
+// producer state in Fluss: a producer-partition not loaded here, or a batch
+// that starts a new writer id, gets ErrWouldBlock with nothing changed,
+// and Admit then takes the batch as it would have.
+func TestTryAdmitNeverWaitsForFluss(t *testing.T) {
+	store, ids := &countingStore{}, &countingIDs{}
+	e := New(context.Background(), store, nil, ids, slog.New(slog.DiscardHandler))
+	key := producerstate.Key{ProducerID: 7, Topic: "t"}
+	batch := func(epoch int16, first, n int) *kafkaproto.PartitionProduce {
+		return &kafkaproto.PartitionProduce{Topic: "t", ProducerID: 7, ProducerEpoch: epoch, BaseSequence: int32(first),
+			Records: make([]kafkaproto.Record, n)}
+	}
+	try := func(req *kafkaproto.PartitionProduce) (kafkaproto.PartitionWrite, *kafkaproto.Completion, error) {
+		c := kafkaproto.NewCompletion()
+		w, err := e.TryAdmit(context.Background(), key, req, fluss.TablePath{Database: "d", Table: "t"}, 1, nil, c, Timing{})
+		return w, c, err
+	}
+	answered := func(w kafkaproto.PartitionWrite) kafkaproto.PartitionResult {
+		t.Helper()
+		<-w.Done()
+		return w.Result()
+	}
+
+	_, _, err := try(batch(0, 0, 5))
+	assert.ErrorIs(t, err, ErrWouldBlock, "not loaded here")
+	assert.Zero(t, store.lookups)
+	assert.Zero(t, ids.calls)
+	assert.Empty(t, store.versions)
+
+	c := kafkaproto.NewCompletion()
+	w, err := e.Admit(context.Background(), key, batch(0, 0, 5), fluss.TablePath{Database: "d", Table: "t"}, 1, nil, c, Timing{}, nil)
+	assert.NoError(t, err)
+	assert.NoError(t, answered(w).Err)
+	assert.Equal(t, 1, store.lookups)
+	assert.Equal(t, 1, ids.calls)
+
+	w, c2, err := try(batch(0, 5, 5))
+	assert.NoError(t, err)
+	assert.Same(t, c2, w, "loaded: admitted at once")
+	assert.NoError(t, answered(w).Err)
+
+	_, _, err = try(batch(1, 0, 5))
+	assert.ErrorIs(t, err, ErrWouldBlock, "an epoch bump takes a new writer id")
+	assert.Equal(t, 1, ids.calls)
+
+	// Nothing of the bump stuck: epoch 0 goes on where it was.
+	w, c3, err := try(batch(0, 10, 5))
+	assert.NoError(t, err)
+	assert.Same(t, c3, w)
+	assert.NoError(t, answered(w).Err)
+	w, _, err = try(batch(0, 10, 5))
+	assert.NoError(t, err, "a re-sent batch is answered")
+	assert.NoError(t, answered(w).Err)
+	assert.Equal(t, 1, store.lookups)
+
+	c4 := kafkaproto.NewCompletion()
+	w, err = e.Admit(context.Background(), key, batch(1, 0, 5), fluss.TablePath{Database: "d", Table: "t"}, 1, nil, c4, Timing{}, nil)
+	assert.NoError(t, err)
+	assert.NoError(t, answered(w).Err)
+	assert.Equal(t, 2, ids.calls, "the bump took its writer id in Admit")
 }

@@ -2,9 +2,11 @@ package produce
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/fluss-kafka/gateway/accumulator"
@@ -88,6 +90,54 @@ func (s *Path) produceExactlyOnce(ctx context.Context, st *Bound, route *mapping
 	return c, nil
 }
 
+// admitCached writes an exactly-once batch on the connection's read
+// goroutine, as the merged path appends, when nothing makes it wait for
+// Fluss: no earlier batch of its producer-partition is queued, its
+// producer state is in memory (exactlyonce.Writer.TryAdmit), and no
+// writer schema or partition must be fetched. done is false when it left
+// the batch untouched for produceExactlyOnce. Batches that take it need no
+// goroutine, and convert one at a time per connection, so the converted
+// rows of thousands of producer-partitions are not all held at once.
+func (s *Path) admitCached(ctx context.Context, st *Bound, route *mapping.Route, req *kafkaproto.PartitionProduce) (w kafkaproto.PartitionWrite, done bool, err error) {
+	if s.eo == nil {
+		return nil, false, nil
+	}
+	if s.pending.busy(pendingKey{TopicPartition{req.Topic, req.Partition}, req.ProducerID}) {
+		return nil, false, nil
+	}
+	start := time.Now()
+	cb := s.getBatch(len(req.Records))
+	defer s.putBatch(cb)
+	prepared, err := s.prepareCached(st, route, req, cb)
+	if err != nil {
+		return nil, true, err // refused: a record the route refuses
+	}
+	if !prepared || !s.resolveCached(st, route, req, cb) {
+		return nil, false, nil
+	}
+	leave, err := s.enterTable(st, route, req)
+	if err != nil {
+		return nil, true, err
+	}
+	defer leave()
+	c := kafkaproto.NewCompletion()
+	key := producerstate.Key{ProducerID: req.ProducerID, Topic: req.Topic, Partition: req.Partition}
+	w, err = s.eo.TryAdmit(ctx, key, req, route.Table(), routeFingerprint(st, route), eoGroups(st, route, req, cb), c,
+		exactlyonce.Timing{Start: start, Observe: s.m.produceDone(route.Name())})
+	switch {
+	case errors.Is(err, exactlyonce.ErrWouldBlock):
+		return nil, false, nil
+	case err != nil:
+		return nil, true, err
+	}
+	if w == c {
+		s.m.recordsIn(route.Name(), len(req.Records))
+	}
+	// The rows are copied into Fluss batches: the decoded records can go.
+	req.Release()
+	return w, true, nil
+}
+
 // writeExactlyOnce converts, admits, writes and (in a goroutine) commits
 // one batch; c gets its answer.
 func (s *Path) writeExactlyOnce(ctx context.Context, st *Bound, route *mapping.Route, req *kafkaproto.PartitionProduce, c *kafkaproto.Completion, start time.Time, replay exactlyonce.WriterAgreement) {
@@ -132,32 +182,53 @@ func (s *Path) writeExactlyOnce(ctx context.Context, st *Bound, route *mapping.R
 
 // eoGroups splits the converted batch by target bucket, in order of first
 // appearance. Dead-letter rows go to the bucket of their Kafka partition
-// (never a sticky one: a replay must find the same target).
+// (never a sticky one: a replay must find the same target). The groups and
+// their ops live in cb and are reused by its next batch: Admit copies the
+// rows into Fluss batches before it returns.
 func eoGroups(st *Bound, route *mapping.Route, req *kafkaproto.PartitionProduce, cb *convBatch) []exactlyonce.Group {
 	table := st.Tables[route.Table()]
 	var dlqTable *accumulator.Table
 	if d := route.DLQ(); d != nil {
 		dlqTable = st.Tables[d.Table()]
 	}
-	var groups []exactlyonce.Group
-	for i := range cb.convs {
+	target := func(i int) (*accumulator.Table, accumulator.Op, producerstate.Target) {
 		cv := &cb.convs[i]
-		t, op := table, accumulator.Op{Kind: cv.Op, Key: cv.Key, Row: cv.Row}
-		bucket, partID := cv.Bucket, cb.partIDs[i]
 		if cb.dead[i] {
-			t, op = dlqTable, accumulator.Op{Kind: fluss.WriteAppend, Row: cv.Row}
-			bucket, partID = req.Partition%int32(dlqTable.NumBuckets()), accumulator.NoPartition
+			op := accumulator.Op{Kind: fluss.WriteAppend, Row: cv.Row}
+			return dlqTable, op, producerstate.Target{TableID: dlqTable.ID(), PartitionID: accumulator.NoPartition, Bucket: req.Partition % int32(dlqTable.NumBuckets())}
 		}
-		tk := producerstate.Target{TableID: t.ID(), PartitionID: partID, Bucket: bucket}
+		op := accumulator.Op{Kind: cv.Op, Key: cv.Key, Row: cv.Row}
+		return table, op, producerstate.Target{TableID: table.ID(), PartitionID: cb.partIDs[i], Bucket: cv.Bucket}
+	}
+	// First pass: each record's group, and the size of each group.
+	groups, sizes := cb.groups[:0], cb.groupSizes[:0]
+	cb.groupOf = slices.Grow(cb.groupOf[:0], len(cb.convs))[:len(cb.convs)]
+	for i := range cb.convs {
+		t, _, tk := target(i)
 		j := 0
 		for j < len(groups) && groups[j].Target != tk {
 			j++
 		}
 		if j == len(groups) {
 			groups = append(groups, exactlyonce.Group{Table: t, Target: tk})
+			sizes = append(sizes, 0)
 		}
-		groups[j].Ops = append(groups[j].Ops, op)
+		cb.groupOf[i] = j
+		sizes[j]++
 	}
+	// Each group's ops are a slice of one buffer, in record order.
+	cb.ops = slices.Grow(cb.ops[:0], len(cb.convs))[:len(cb.convs)]
+	at := 0
+	for j, n := range sizes {
+		groups[j].Ops = cb.ops[at : at : at+n]
+		at += n
+	}
+	for i := range cb.convs {
+		_, op, _ := target(i)
+		g := &groups[cb.groupOf[i]]
+		g.Ops = append(g.Ops, op)
+	}
+	cb.groups, cb.groupSizes = groups, sizes
 	return groups
 }
 
@@ -165,6 +236,15 @@ func eoGroups(st *Bound, route *mapping.Route, req *kafkaproto.PartitionProduce,
 // its spec and the ids and schema ids of its tables. A state written under
 // another fingerprint is not replayed (docs/exactly-once.md, 5.2).
 func routeFingerprint(st *Bound, route *mapping.Route) int64 {
+	if fp, ok := st.fingerprints.Load(route.Name()); ok {
+		return fp.(int64)
+	}
+	fp := computeFingerprint(st, route)
+	st.fingerprints.Store(route.Name(), fp)
+	return fp
+}
+
+func computeFingerprint(st *Bound, route *mapping.Route) int64 {
 	h := fnv.New64a()
 	fmt.Fprintf(h, "%+v", route.Spec())
 	paths := []fluss.TablePath{route.Table()}

@@ -85,6 +85,11 @@ type convBatch struct {
 	rec     mapping.Record
 	handles []accumulator.Handle
 	framing framing // registry formats only
+	// The exactly-once path's split by target (eoGroups), reused.
+	groups     []exactlyonce.Group
+	groupSizes []int
+	groupOf    []int
+	ops        []accumulator.Op
 }
 
 func New(acc *accumulator.Accumulator, parts *PartitionCache, ids WriterIDs, m *Metrics, log *slog.Logger) *Path {
@@ -230,6 +235,9 @@ func (s *Path) Produce(ctx context.Context, req *kafkaproto.PartitionProduce) (k
 		return s.Transactions.Stage(ctx, st, route, req)
 	}
 	if req.ProducerID >= 0 && s.WritesExactlyOnce(route) {
+		if w, done, err := s.admitCached(ctx, st, route, req); done {
+			return w, err
+		}
 		return s.produceExactlyOnce(ctx, st, route, req, nil)
 	}
 	cb := s.getBatch(len(req.Records))
@@ -510,6 +518,10 @@ func (s *Path) putBatch(cb *convBatch) {
 		cb.handles = cb.handles[:0]
 	}
 	clear(cb.headers)
+	// The groups' ops point to the rows and the tables.
+	clear(cb.ops)
+	clear(cb.groups)
+	cb.ops, cb.groups = cb.ops[:0], cb.groups[:0]
 	// The payloads point into the request frame: do not pin it.
 	clear(cb.framing.values)
 	clear(cb.framing.keys)
