@@ -53,7 +53,7 @@ type Converter struct {
 	bucketIsPK bool
 	bucketFn   func([]byte, int) int32
 
-	rows rowsPool // conversion state between batches (GetRows, PutRows)
+	rows *rowsPool // conversion state between batches (GetRows, PutRows); shared by the converters of one Bind
 }
 
 type metaCols struct {

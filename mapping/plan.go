@@ -130,6 +130,7 @@ func newPlanner(r *Route, info *fluss.TableInfo) (*planner, bool) {
 		valueCol:   -1,
 		keyCol:     -1,
 		meta:       metaCols{-1, -1, -1, -1, -1, -1},
+		rows:       &rowsPool{},
 	}
 	p := &planner{c: c, r: r, info: info}
 	n := len(d.Schema.Columns)

@@ -174,6 +174,7 @@ func (rs *Routes) Bind(infos map[fluss.TablePath]*fluss.TableInfo, opts ...Optio
 	o := newOptions(opts)
 	out := &Routes{exact: make(map[string]*Route, len(rs.exact))}
 	var errs []error
+	rows := &rowsPool{} // every converter of this generation
 	for _, r := range rs.all {
 		nr := *r
 		info := infos[r.spec.Table]
@@ -186,6 +187,7 @@ func (rs *Routes) Bind(infos map[fluss.TablePath]*fluss.TableInfo, opts ...Optio
 			errs = append(errs, err)
 			continue
 		}
+		conv.rows = rows
 		nr.conv = conv
 		if r.spec.Errors.Mode == ErrorsDLQ {
 			dinfo := infos[r.spec.Errors.DLQTable]

@@ -20,7 +20,9 @@ const maxPooledRows = 4096
 // rowsPool keeps a converter's Rows between batches. spare keeps one
 // through garbage collections, which empty a sync.Pool (and an item Put on
 // another P is out of reach of a Get here): a route fed by one connection
-// then never starts cold.
+// then never starts cold. A Converted takes any number of columns, so the
+// converters of one Routes.Bind share one pool: with a spare per route,
+// 500 routes kept 500 spares (24 MiB in a heap profile at 500 tables).
 type rowsPool struct {
 	spare atomic.Pointer[Rows]
 	pool  sync.Pool // *Rows
