@@ -3,10 +3,12 @@ package flusstest
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"os"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -111,7 +113,9 @@ func TestClientProxyCloseEndsConnections(t *testing.T) {
 	require.NoError(t, p.close())
 	require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
 	_, err = c.Read(make([]byte, 1))
-	assert.ErrorIs(t, err, io.EOF, "the client sees the connection end")
+	// A close or a reset (the proxy may close with bytes unread): either
+	// ends the connection; a timeout would not.
+	assert.True(t, errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET), "the client sees the connection end: %v", err)
 }
 
 // TestStartClusterClientProxies: the proxies listen before the start, the
