@@ -18,6 +18,7 @@
 // the produce path hands it the batch's rows grouped by target bucket.
 //
 // Imports point down: exactlyonce imports producerstate, answer,
-// accumulator, sender, fluss, kafkaproto and mapping (a route's
-// exactly_once setting); never the produce path or gateway.
+// accumulator, sender, fluss, kafkaproto, mapping (a route's
+// exactly_once setting) and outage (the log of failing lookups); never
+// the produce path or gateway.
 package exactlyonce

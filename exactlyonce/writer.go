@@ -15,6 +15,7 @@ import (
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/kafkaproto"
 	"github.com/fluss-kafka/gateway/mapping"
+	"github.com/fluss-kafka/gateway/outage"
 	"github.com/fluss-kafka/gateway/producerstate"
 	"github.com/fluss-kafka/gateway/sender"
 )
@@ -53,6 +54,10 @@ type Writer struct {
 	acc   *accumulator.Accumulator
 	ids   WriterIDs
 	log   *slog.Logger
+	// lookups logs failing producer-state lookups, rate limited: the
+	// producer only sees NOT_ENOUGH_REPLICAS and retries, so without it a
+	// stalled state table is silent.
+	lookups *outage.Log
 	// stopped ends when a shutdown runs out of time: it bounds the waits
 	// for acks and commits that outlive their request (bridge.stopped).
 	stopped context.Context
@@ -78,7 +83,12 @@ const eoMaxTargets = 1024
 const eoIdle = 10 * time.Minute
 
 func New(stopped context.Context, store Store, acc *accumulator.Accumulator, ids WriterIDs, log *slog.Logger) *Writer {
-	return &Writer{stopped: stopped, store: store, acc: acc, ids: ids, log: log, ps: make(map[producerstate.Key]*producerPartition)}
+	return &Writer{
+		stopped: stopped, store: store, acc: acc, ids: ids, log: log,
+		lookups: outage.New(log, "exactly once: producer-state lookups failing; producers retry",
+			"exactly once: producer-state lookups recovered", 0, nil),
+		ps: make(map[producerstate.Key]*producerPartition),
+	}
 }
 
 // producerPartition is P's state on this instance.
@@ -435,8 +445,11 @@ func (e *Writer) load(ctx context.Context, p *producerPartition, table fluss.Tab
 	st, ok, err := e.store.Lookup(ctx, p.key)
 	if err != nil {
 		e.m.load("error")
+		e.lookups.Fail(err, slog.String("topic", p.key.Topic), slog.Int("partition", int(p.key.Partition)),
+			slog.Int64("producer_id", p.key.ProducerID))
 		return fmt.Errorf("%w: %w", kafkaproto.ErrNotEnoughReplicas, err)
 	}
+	e.lookups.OK()
 	e.m.load(map[bool]string{true: "found", false: "missing"}[ok])
 	why := ""
 	switch {

@@ -1,11 +1,15 @@
 package exactlyonce
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/kafkaproto"
@@ -157,4 +161,48 @@ func TestTryAdmitNeverWaitsForFluss(t *testing.T) {
 	assert.NoError(t, err)
 	assert.NoError(t, answered(w).Err)
 	assert.Equal(t, 2, ids.calls, "the bump took its writer id in Admit")
+}
+
+// failingStore fails its lookups while down is set.
+type failingStore struct {
+	countingStore
+	down bool
+}
+
+func (s *failingStore) Lookup(ctx context.Context, k producerstate.Key) (producerstate.State, bool, error) {
+	if s.down {
+		s.lookups++
+		return producerstate.State{}, false, errors.New("lookup producer state: tablet server unreachable")
+	}
+	return s.countingStore.Lookup(ctx, k)
+}
+
+// A producer-state table that keeps failing shows in the log once, with
+// the cause, and again when it recovers; the producers meanwhile get a
+// retriable error and no line each.
+func TestFailingLookupsLoggedOnce(t *testing.T) {
+	var buf bytes.Buffer
+	store := &failingStore{down: true}
+	e := New(context.Background(), store, nil, &countingIDs{}, slog.New(slog.NewTextHandler(&buf, nil)))
+	admit := func(pid int64) (kafkaproto.PartitionWrite, error) {
+		key := producerstate.Key{ProducerID: pid, Topic: "t"}
+		req := &kafkaproto.PartitionProduce{Topic: "t", ProducerID: pid, Records: make([]kafkaproto.Record, 1)}
+		return e.Admit(context.Background(), key, req, fluss.TablePath{Database: "d", Table: "t"}, 1, nil, kafkaproto.NewCompletion(), Timing{}, nil)
+	}
+	for pid := int64(1); pid <= 50; pid++ {
+		_, err := admit(pid)
+		require.ErrorIs(t, err, kafkaproto.ErrNotEnoughReplicas, "producer %d: a retriable error", pid)
+	}
+	assert.Equal(t, 50, store.lookups)
+	out := buf.String()
+	assert.Equal(t, 1, strings.Count(out, "producer-state lookups failing"), out)
+	assert.Contains(t, out, "tablet server unreachable")
+	assert.Contains(t, out, "producer_id=1")
+
+	store.down = false
+	w, err := admit(51)
+	require.NoError(t, err)
+	<-w.Done()
+	assert.Contains(t, buf.String(), "producer-state lookups recovered")
+	assert.Contains(t, buf.String(), "failures=50")
 }

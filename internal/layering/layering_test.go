@@ -43,7 +43,7 @@ var product = []struct {
 	{"answer", []string{"accumulator", "fluss", "kafkaproto", "sender"}, "the Kafka answer to a failed write: the one Fluss → Kafka error table, throttle time"},
 	{"owntable", []string{"accumulator", "fluss"}, "the gateway's own tables: created when missing, shape and properties checked, registered with the writer"},
 	{"producerstate", []string{"accumulator", "fluss", "kafkaproto", "owntable"}, "the producer-state table: per producer-partition writer id, sequences and answered batches"},
-	{"exactlyonce", []string{"accumulator", "answer", "fluss", "kafkaproto", "mapping", "producerstate", "sender"}, "the exactly-once path: Kafka's idempotence rules on Fluss-held state, sealed batches, grouped state commits"},
+	{"exactlyonce", []string{"accumulator", "answer", "fluss", "kafkaproto", "mapping", "outage", "producerstate", "sender"}, "the exactly-once path: Kafka's idempotence rules on Fluss-held state, sealed batches, grouped state commits"},
 	{"produce", []string{"accumulator", "answer", "exactlyonce", "fluss", "kafkaproto", "mapping", "outage", "producerstate", "schemafollow", "schemaregistry"}, "the produce path: route, prepare, resolve partitions, append, await the ack"},
 	{"transactions", []string{"accumulator", "answer", "exactlyonce", "fluss", "kafkaproto", "mapping", "owntable", "produce", "producerstate"}, "the transaction coordinator: claims, ledger, staging, commit applied through the exactly-once writer, sweeper"},
 	{"credentials", []string{"kafkaproto"}, "SASL credentials file: SCRAM salted keys and PLAIN hashes, reloaded on change; `credentials add`"},
