@@ -197,12 +197,18 @@ func TestConnectionLimitOnRealCluster(t *testing.T) {
 		recs = append(recs, &kgo.Record{Topic: "limited", Value: []byte(p)})
 	}
 	// The places free as the gateway sees the closes: retry until then.
-	require.Eventually(t, func() bool {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(g.KafkaAddr), kgo.RecordDeliveryTimeout(5*time.Second))
+	// Each try may also be the first write of a producer into the table
+	// (a producer id, its state looked up), which a busy machine can
+	// take seconds over: a try that got its connections waits for it.
+	var lastErr error
+	wrote := assert.Eventually(t, func() bool {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(g.KafkaAddr), kgo.RecordDeliveryTimeout(30*time.Second))
 		require.NoError(t, err)
 		defer cl.Close()
-		return cl.ProduceSync(testContext(t), recs...).FirstErr() == nil
-	}, time.Minute, 100*time.Millisecond)
+		lastErr = cl.ProduceSync(testContext(t), recs...).FirstErr()
+		return lastErr == nil
+	}, 3*time.Minute, 100*time.Millisecond)
+	require.True(t, wrote, "no write after the held connections closed; last error: %v", lastErr)
 	got := readPayloads(t, e, tbl)
 	// A try that failed got no connection, so wrote nothing: each
 	// payload once, and the refused one never.
