@@ -119,5 +119,13 @@ bench-kafka:
 bench-flink:
 	scripts/with-fluss.sh $(GO) run ./tools/gateway-bench -flink $(BENCH_FLINK_FLAGS)
 
+# The exactly-once goals in one run (docs/benchmarks.md): default vs exactly_once: false, 500 tables vs 1,
+# 200 producers vs 10, vs Fluss's Java writer, vs Kafka + Flink; alternated, medians, one table of ratios.
+# The cluster keeps 1 MiB log indexes (docs/deployment.md, many tables). BENCH_GOALS_FLAGS adds flags,
+# e.g. BENCH_GOALS_FLAGS='-goals eo,tables -repeats 5'.
+.PHONY: bench-goals
+bench-goals:
+	FLUSS_SETTINGS="log.index.file-size=1m $(FLUSS_SETTINGS)" scripts/with-fluss.sh $(GO) run ./tools/gateway-bench -goals all $(BENCH_GOALS_FLAGS)
+
 demo:
 	scripts/demo.sh

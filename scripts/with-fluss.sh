@@ -19,6 +19,8 @@ name="run-$$"
 args=(start -s "$name" -o "$$")
 [[ -n ${FLUSS_TABLET_SERVERS:-} ]] && args+=(-n "$FLUSS_TABLET_SERVERS")
 [[ -n ${FLUSS_VERSION:-} ]] && args+=(-v "$FLUSS_VERSION")
+# FLUSS_SETTINGS: space-separated key=value server settings (fluss-local.sh -D).
+for kv in ${FLUSS_SETTINGS:-}; do args+=(-D "$kv"); done
 
 out=$("$script" "${args[@]}")
 trap '"$script" stop -s "$name" || true' EXIT

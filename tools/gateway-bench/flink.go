@@ -325,14 +325,14 @@ func measureFlink(ctx context.Context, o *options, c *fluss.Client, gen *generat
 
 // runFlinkCompare is -flink: the gateway against a Kafka broker plus a
 // Flink job, the same producers, alternating, -repeats times.
-func runFlinkCompare(ctx context.Context, o *options, c *fluss.Client, db string, setupStart time.Time) error {
+func runFlinkCompare(ctx context.Context, o *options, c *fluss.Client, db string, setupStart time.Time) ([]*flinkSample, error) {
 	root, err := gatewaytest.ModuleRoot()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "gateway-bench-flink-")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	succeeded := false
 	defer func() {
@@ -342,11 +342,11 @@ func runFlinkCompare(ctx context.Context, o *options, c *fluss.Client, db string
 	}()
 	gwTable, err := createTable(ctx, c, fluss.TablePath{Database: db, Table: "gw_json"}, o.descriptor(workloadJSON))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	flTable, err := createTable(ctx, c, fluss.TablePath{Database: db, Table: "flink_json"}, o.descriptor(workloadJSON))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	route := workloadJSON.route("gw_json", gwTable.Path)
 	if o.exactlyOnce != "" {
@@ -354,37 +354,37 @@ func runFlinkCompare(ctx context.Context, o *options, c *fluss.Client, db string
 	}
 	g, err := launchGatewayIn(ctx, o, dir, o.explicitWriterSettings(), route)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer g.Kill()
 
 	b, stopBroker, err := useBroker(ctx, o, root)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer stopBroker()
 	if b.pid == 0 {
-		return errors.New("-flink needs the broker's pid (-kafka-pid with -kafka-bootstrap) for its CPU")
+		return nil, errors.New("-flink needs the broker's pid (-kafka-pid with -kafka-bootstrap) for its CPU")
 	}
 	kcl, err := kgo.NewClient(kgo.SeedBrokers(b.bootstrap), kgo.ClientID("gateway-bench-admin"))
 	if err != nil {
-		return fmt.Errorf("kafka admin client: %w", err)
+		return nil, fmt.Errorf("kafka admin client: %w", err)
 	}
 	defer kcl.Close()
 	if err := createKafkaTopics(ctx, kcl, []string{"flink_json"}, o.buckets); err != nil {
-		return err
+		return nil, err
 	}
 
 	lib, err := flinkLib(ctx, root)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	src := func(name string) string { return filepath.Join(root, "tools", "gateway-bench", "java", name) }
 	job, err := startJava(ctx, o.java, filepath.Join(dir, "flink.log"), "RUNNING", 5*time.Minute,
 		append(append([]string{"-Xmx1g"}, gatewaytest.FlinkJVMOpens()...), "-cp", filepath.Join(lib, "*"), src("KafkaToFlussJob.java"),
 			b.bootstrap, "flink_json", o.bootstrap, db, "flink_json", strconv.Itoa(o.flinkParallelism), strconv.Itoa(flinkCheckpointMillis))...)
 	if err != nil {
-		return fmt.Errorf("start the Flink job: %w", err)
+		return nil, fmt.Errorf("start the Flink job: %w", err)
 	}
 	defer job.stop()
 
@@ -394,13 +394,13 @@ func runFlinkCompare(ctx context.Context, o *options, c *fluss.Client, db string
 	if o.rate > 0 {
 		jar, err := fetchClientJar(ctx, root)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, t := range targets {
 			name := strings.ReplaceAll(t.name, "+", "-")
 			if t.tail, err = startJava(ctx, o.java, filepath.Join(dir, "tail-"+name+".log"), "READY", 2*time.Minute,
 				append(gatewaytest.FlinkJVMOpens(), "-cp", jar, src("FlussTail.java"), o.bootstrap, t.table.Path.String())...); err != nil {
-				return fmt.Errorf("start the tail of %s: %w", t.table.Path, err)
+				return nil, fmt.Errorf("start the tail of %s: %w", t.table.Path, err)
 			}
 			defer t.tail.stop()
 		}
@@ -415,7 +415,7 @@ func runFlinkCompare(ctx context.Context, o *options, c *fluss.Client, db string
 		for _, t := range targets {
 			n := max(o.producers, o.records/5)
 			if _, err := measureFlink(ctx, o, c, gen, t, -1, first, n, dir); err != nil {
-				return fmt.Errorf("warm-up: %w", err)
+				return nil, fmt.Errorf("warm-up: %w", err)
 			}
 			first += int64(n)
 		}
@@ -431,14 +431,14 @@ func runFlinkCompare(ctx context.Context, o *options, c *fluss.Client, db string
 		}
 		for _, t := range order {
 			if err := ctx.Err(); err != nil {
-				return err
+				return nil, err
 			}
 			if err := g.Alive(); err != nil {
-				return err
+				return nil, err
 			}
 			s, err := measureFlink(ctx, o, c, gen, t, r, first, o.records, dir)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			first += int64(o.records)
 			samples = append(samples, s)
@@ -447,7 +447,7 @@ func runFlinkCompare(ctx context.Context, o *options, c *fluss.Client, db string
 		}
 	}
 	if err := g.Stop(time.Minute); err != nil {
-		return err
+		return nil, err
 	}
 	fmt.Printf("\nmedians of %d alternated runs; CPU in s per million rows; \"path\": the gateway, or the Kafka broker and the Flink JVM:\n\n", o.repeats)
 	fmt.Print(formatFlinkTable(samples, o.rate > 0))
@@ -457,7 +457,7 @@ func runFlinkCompare(ctx context.Context, o *options, c *fluss.Client, db string
 	fmt.Println("verification: after every run the table's end offsets grew by exactly the records produced" +
 		map[bool]string{true: ", and the tail read each row once", false: ""}[o.rate > 0] + ": OK")
 	succeeded = true
-	return nil
+	return samples, nil
 }
 
 func printFlinkHeader(o *options, g *gatewaytest.Process, b *broker, job *javaChild, db string, setupStart time.Time) {

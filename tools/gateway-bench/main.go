@@ -74,6 +74,18 @@
 // table's end offsets must grow by exactly the records acked.
 //
 //	go run ./tools/gateway-bench -quota-flood -quota-rate 1048576 -flood-factor 5 -calm-rate 5000 -window 20s -repeats 3
+//
+// With -goals it measures the exactly-once path's goals in one command
+// (goals.go): the default route against exactly_once: false (1 KB JSON, at
+// saturation and at 20,000 records/s), 500 tables against 1 (8 producers,
+// three rounds, GOMEMLIMIT 147MiB), 200 producers against 10 at 20,000
+// records/s, the gateway against Fluss's Java writer (200 B and 1 KB rows)
+// and against Kafka + Flink (20,000 records/s, tailed). Each pair
+// alternates -repeats times, a fresh database and gateway per run; the end
+// prints each goal's median ratio, its spread, its bound and whether it is
+// met.
+//
+//	go run ./tools/gateway-bench -goals all -repeats 3
 package main
 
 import (
@@ -166,6 +178,8 @@ type options struct {
 	calmRate    float64
 	calmSize    int
 	window      time.Duration
+
+	goals []string // -goals: the comparisons of the exactly-once goals (goals.go)
 
 	recordsSet bool            // -records was given (else -kafka sizes runs by -kafka-bytes)
 	set        map[string]bool // the flags given on the command line
@@ -310,14 +324,22 @@ func parseOptions(args []string) (*options, error) {
 	fs.Float64Var(&o.calmRate, "calm-rate", 5000, "with -quota-flood: records/s the calm principals offer together")
 	fs.IntVar(&o.calmSize, "calm-size", 1024, "with -quota-flood: bytes per value (≈ for the calm principals' JSON; exact for the flood's random bytes)")
 	fs.DurationVar(&o.window, "window", 20*time.Second, "with -quota-flood: how long the calm principals produce per run")
+	goals := fs.String("goals", "", "measure the exactly-once goals instead of -runs and print one table of ratios against them: all, or some of "+
+		strings.Join(goalGroups, ",")+" (default vs exactly_once: false; 500 tables vs 1; 200 producers vs 10; vs Fluss's Java writer; vs Kafka + Flink), each alternated -repeats times, -records per run")
 	fs.StringVar(&o.java, "java", defaultJava(), "the java that runs ProducerPerformance (-kafka) and the Java writer (-java-writer)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
+	var err error
+	if o.goals, err = parseGoals(*goals); err != nil {
+		return nil, err
+	}
+	if len(o.goals) > 0 && o.repeats < 1 {
+		return nil, errors.New("-goals needs -repeats ≥ 1")
+	}
 	o.set = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
 	o.recordsSet = o.set["records"]
-	var err error
 	if o.tableCodec, err = parseTableCodec(*tableCodec); err != nil {
 		return nil, err
 	}
@@ -384,6 +406,29 @@ func run(ctx context.Context, args []string) error {
 		}
 	}
 
+	if len(o.goals) > 0 {
+		return runGoals(ctx, o, c)
+	}
+	return inDatabase(ctx, o, c, func(db string) error {
+		switch {
+		case o.kafka:
+			return runKafkaCompare(ctx, o, c, db, setupStart)
+		case o.flink:
+			_, err := runFlinkCompare(ctx, o, c, db, setupStart)
+			return err
+		case o.txn:
+			return runTxnCompare(ctx, o, c, db)
+		case o.quotaFlood:
+			return runQuotaFlood(ctx, o, c, db, setupStart)
+		}
+		_, err := runPlanned(ctx, o, c, db, setupStart)
+		return err
+	})
+}
+
+// inDatabase runs f in a database of its own, dropped afterwards unless
+// -keep.
+func inDatabase(ctx context.Context, o *options, c *fluss.Client, f func(db string) error) error {
 	db := "gwbench_" + randHex()
 	if err := c.CreateDatabase(ctx, db, false); err != nil {
 		return fmt.Errorf("create database %s: %w", db, err)
@@ -397,20 +442,12 @@ func run(ctx context.Context, args []string) error {
 			}
 		}()
 	}
+	return f(db)
+}
 
-	if o.kafka {
-		return runKafkaCompare(ctx, o, c, db, setupStart)
-	}
-	if o.flink {
-		return runFlinkCompare(ctx, o, c, db, setupStart)
-	}
-	if o.txn {
-		return runTxnCompare(ctx, o, c, db)
-	}
-	if o.quotaFlood {
-		return runQuotaFlood(ctx, o, c, db, setupStart)
-	}
-
+// runPlanned is the -runs: one gateway for all of them, each run's rounds
+// measured and printed, then the summary.
+func runPlanned(ctx context.Context, o *options, c *fluss.Client, db string, setupStart time.Time) ([]*runResult, error) {
 	// Every table up front: the gateway binds its routes once, at start.
 	var plan []*plannedRun
 	var routes strings.Builder
@@ -420,7 +457,7 @@ func run(ctx context.Context, args []string) error {
 			topic := fmt.Sprintf("r%d_%s_t%d", i, rs.workload, j)
 			gw, err := createTable(ctx, c, fluss.TablePath{Database: db, Table: topic}, o.descriptor(rs.workload))
 			if err != nil {
-				return err
+				return nil, err
 			}
 			pr.topics = append(pr.topics, topic)
 			pr.gwTables = append(pr.gwTables, gw)
@@ -431,14 +468,14 @@ func run(ctx context.Context, args []string) error {
 			if o.baseline {
 				bl, err := createTable(ctx, c, fluss.TablePath{Database: db, Table: "base_" + topic}, o.descriptor(rs.workload))
 				if err != nil {
-					return err
+					return nil, err
 				}
 				pr.blTables = append(pr.blTables, bl)
 			}
 			if o.javaWriter && rs.workload == workloadJSON {
 				jv, err := createTable(ctx, c, fluss.TablePath{Database: db, Table: "java_" + topic}, o.descriptor(rs.workload))
 				if err != nil {
-					return err
+					return nil, err
 				}
 				pr.jvTables = append(pr.jvTables, jv)
 			}
@@ -448,7 +485,7 @@ func run(ctx context.Context, args []string) error {
 
 	dir, err := os.MkdirTemp("", "gateway-bench-")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	succeeded := false
 	defer func() {
@@ -472,28 +509,28 @@ func run(ctx context.Context, args []string) error {
 	if o.javaWriter {
 		root, err := gatewaytest.ModuleRoot()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if jw, err = newJavaWriter(ctx, o, root, dir, newGenerator(o.payloadLen, 0)); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	g, err := launchGatewayIn(ctx, o, dir, w, routes.String())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer g.Kill()
 	pid := g.Pid()
 	idle, err := readProcStat(pid)
 	if err != nil {
-		return fmt.Errorf("read gateway /proc: %w", err)
+		return nil, fmt.Errorf("read gateway /proc: %w", err)
 	}
 
 	printHeader(o, db, g, setupStart)
 	var results []*runResult
 	for _, pr := range plan {
 		if err := ctx.Err(); err != nil {
-			return err
+			return nil, err
 		}
 		for round := 1; round <= o.rounds; round++ {
 			r, err := measure(ctx, o, c, g, jw, pr, round)
@@ -502,21 +539,21 @@ func run(ctx context.Context, args []string) error {
 				printResult(r)
 			}
 			if err != nil {
-				return fmt.Errorf("run %s round %d: %w", pr.runSpec, round, err)
+				return results, fmt.Errorf("run %s round %d: %w", pr.runSpec, round, err)
 			}
 		}
 	}
 	final, err := readProcStat(pid)
 	if err != nil {
-		return fmt.Errorf("read gateway /proc: %w", err)
+		return nil, fmt.Errorf("read gateway /proc: %w", err)
 	}
 	if err := g.Stop(time.Minute); err != nil {
-		return err
+		return nil, err
 	}
 	n, first := g.Warnings()
 	printSummary(results, idle, final, n, first, g.LogPath)
 	succeeded = true
-	return nil
+	return results, nil
 }
 
 // launchGatewayIn starts the gateway binary (-gateway-bin, else built from
