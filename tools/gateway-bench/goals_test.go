@@ -42,7 +42,7 @@ func TestGoalRatiosUseTheLastRound(t *testing.T) {
 	run := func(records int, secs float64, cpu time.Duration) *runResult {
 		return &runResult{records: records, secs: secs, gwCPU: cpu}
 	}
-	a := [][]*runResult{{run(100, 10, 0), run(100, 1, time.Second)}, {run(100, 2, 2 * time.Second)}}
+	a := [][]*runResult{{run(100, 10, 0), run(100, 1, time.Second)}, {run(100, 2, 2*time.Second)}}
 	b := [][]*runResult{{run(100, 2, time.Second)}, {run(100, 2, time.Second)}}
 	assert.Equal(t, []float64{2, 1}, ratios(a, b, rate))
 	assert.Equal(t, []float64{1, 2}, ratios(a, b, gwPerM))
