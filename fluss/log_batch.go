@@ -126,6 +126,49 @@ func LogBatchWriter(batch []byte) (writerID int64, sequence int32, ok bool) {
 	return int64(leU64(batch, logWriterIDOffset)), int32(leU32(batch, logBatchSequenceOffset)), true
 }
 
+// AppendEmptyLogBatch appends an append-only V0 log batch of no records
+// under writerID and seq: the header alone, as Fluss's own Arrow builder
+// makes a batch of no rows. Fluss appends it like any batch: it takes one
+// offset and moves the writer's sequence on (a fence's marker,
+// docs/exactly-once.md §8.3).
+func AppendEmptyLogBatch(dst []byte, schemaID int16, writerID int64, seq int32) []byte {
+	at := len(dst)
+	dst = append(dst, make([]byte, logV0HeaderSize)...)
+	writeLogBatchHeader(dst[at:], schemaID, true, 0, writerID, seq)
+	return dst
+}
+
+// LogBatchHeader is what a V0 log batch's header says of it.
+type LogBatchHeader struct {
+	BaseOffset int64
+	// LastOffsetDelta is the last record's offset less BaseOffset (0 for a
+	// batch of no records, which takes one offset).
+	LastOffsetDelta int32
+	Records         int32
+	WriterID        int64
+	Sequence        int32
+}
+
+// NextOffset is the offset after the batch.
+func (h LogBatchHeader) NextOffset() int64 { return h.BaseOffset + int64(h.LastOffsetDelta) + 1 }
+
+// ReadLogBatchHeader reads batch's header (one batch of LogBatches).
+func ReadLogBatchHeader(batch []byte) (LogBatchHeader, error) {
+	if len(batch) < logV0HeaderSize {
+		return LogBatchHeader{}, corrupt("log batch of %d bytes", len(batch))
+	}
+	if m := batch[logMagicOffset]; m != logMagicV0 {
+		return LogBatchHeader{}, corrupt("unsupported log batch magic %d", m)
+	}
+	return LogBatchHeader{
+		BaseOffset:      int64(leU64(batch, logBaseOffsetOffset)),
+		LastOffsetDelta: int32(leU32(batch, logLastOffsetDeltaOffset)),
+		Records:         int32(leU32(batch, logRecordCountOffset)),
+		WriterID:        int64(leU64(batch, logWriterIDOffset)),
+		Sequence:        int32(leU32(batch, logBatchSequenceOffset)),
+	}, nil
+}
+
 // LogBatches splits a bucket's records (one or more log batches, one after
 // the other) into its batches. A partial batch is an error.
 func LogBatches(data []byte) ([][]byte, error) {

@@ -186,3 +186,32 @@ func FuzzDecodeLogBatches(f *testing.F) {
 		_, _ = DecodeLogBatches(b, s) // must not panic
 	})
 }
+
+// An empty batch is the header alone: no records, one offset, the writer's
+// stamp, a valid CRC; the decoders take it and give no rows.
+func TestEmptyLogBatch(t *testing.T) {
+	data := AppendEmptyLogBatch(nil, 3, 77, 9)
+	data = AppendEmptyLogBatch(data, 3, 77, 10)
+	batches, err := LogBatches(data)
+	require.NoError(t, err)
+	require.Len(t, batches, 2)
+	for i, b := range batches {
+		assert.Len(t, b, logV0HeaderSize)
+		h, err := ReadLogBatchHeader(b)
+		require.NoError(t, err)
+		assert.Equal(t, LogBatchHeader{Records: 0, WriterID: 77, Sequence: int32(9 + i)}, h)
+		assert.Equal(t, int64(1), h.NextOffset(), "an empty batch takes one offset")
+		assert.Equal(t, byte(logAppendOnlyFlag), b[logAttributesOffset])
+		assert.Equal(t, uint16(3), leU16(b, logSchemaIDOffset))
+	}
+	schema := Schema{Columns: []Column{{Name: "id", Type: BigInt()}}}
+	recs, err := DecodeLogBatches(data, &schema)
+	require.NoError(t, err, "the CRC holds")
+	assert.Empty(t, recs)
+
+	data[logWriterIDOffset]++ // a changed header fails its CRC
+	_, err = DecodeLogBatches(data, &schema)
+	assert.Error(t, err)
+	_, err = ReadLogBatchHeader(data[:20])
+	assert.Error(t, err)
+}

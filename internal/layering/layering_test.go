@@ -43,6 +43,7 @@ var product = []struct {
 	{"answer", []string{"accumulator", "fluss", "kafkaproto", "sender"}, "the Kafka answer to a failed write: the one Fluss → Kafka error table, throttle time"},
 	{"owntable", []string{"accumulator", "fluss"}, "the gateway's own tables: created when missing, shape and properties checked, registered with the writer"},
 	{"producerstate", []string{"accumulator", "fluss", "kafkaproto", "owntable"}, "the producer-state table: per producer-partition writer id, sequences and answered batches"},
+	{"fence", []string{"fluss"}, "design (D)'s fence: a Fluss writer stopped on a log bucket by empty marker batches, its last sequence read from the log (not linked yet)"},
 	{"exactlyonce", []string{"accumulator", "answer", "fluss", "kafkaproto", "mapping", "outage", "producerstate", "sender"}, "the exactly-once path: Kafka's idempotence rules on Fluss-held state, sealed batches, grouped state commits"},
 	{"produce", []string{"accumulator", "answer", "exactlyonce", "fluss", "kafkaproto", "mapping", "outage", "producerstate", "schemafollow", "schemaregistry"}, "the produce path: route, prepare, resolve partitions, append, await the ack"},
 	{"transactions", []string{"accumulator", "answer", "exactlyonce", "fluss", "kafkaproto", "mapping", "owntable", "produce", "producerstate"}, "the transaction coordinator: claims, ledger, staging, commit applied through the exactly-once writer, sweeper"},
@@ -57,6 +58,11 @@ type listed struct {
 	ImportPath string
 	Imports    []string
 }
+
+// pending are product packages built and tested but not linked into the
+// gateway yet (a design's first increments): their imports are checked all
+// the same, and the mark must go once the gateway links them.
+var pending = map[string]bool{"fence": true}
 
 func goList(t *testing.T, args ...string) []listed {
 	t.Helper()
@@ -122,7 +128,18 @@ func TestLayering(t *testing.T) {
 		}
 	}
 	for _, l := range product {
-		if !linked[l.pkg] {
+		switch {
+		case pending[l.pkg] && linked[l.pkg]:
+			t.Errorf("%s is linked into the gateway binary: drop its pending mark", l.pkg)
+		case pending[l.pkg]:
+			for _, p := range goList(t, "./"+l.pkg) {
+				for _, imp := range internalImports(p) {
+					if !slices.Contains(l.may, imp) {
+						t.Errorf("%s imports %s: not a layer below it (allowed: %v)", l.pkg, imp, l.may)
+					}
+				}
+			}
+		case !linked[l.pkg]:
 			t.Errorf("%s is in the layering table but not linked into the gateway binary", l.pkg)
 		}
 	}
@@ -151,7 +168,13 @@ func TestNoProductPackageImportsDevPackages(t *testing.T) {
 // graph renders the product's import graph for README, from go list.
 func graph(t *testing.T) string {
 	imports := map[string][]string{}
-	for _, p := range goList(t, "-deps", "./cmd/gateway") {
+	pkgs := goList(t, "-deps", "./cmd/gateway")
+	for _, l := range product {
+		if pending[l.pkg] {
+			pkgs = append(pkgs, goList(t, "./"+l.pkg)...)
+		}
+	}
+	for _, p := range pkgs {
 		if rel, ok := strings.CutPrefix(p.ImportPath, module+"/"); ok {
 			imports[rel] = internalImports(p)
 		}
