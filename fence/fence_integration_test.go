@@ -2,8 +2,7 @@ package fence
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fluss-kafka/gateway/fluss"
+	"github.com/fluss-kafka/gateway/internal/flussdb"
 	"github.com/fluss-kafka/gateway/internal/flusstest"
 )
 
@@ -20,44 +20,30 @@ import (
 // id, and the "zombie": a second client appending data batches under that
 // writer id, as an instance that is being taken over would.
 type fenceEnv struct {
-	bootstrap string
-	fencer    *fluss.Client
-	zombie    *fluss.Client
-	info      *fluss.TableInfo
-	bucket    Bucket
-	writer    int64
-	leader    int32
+	db     *flussdb.DB
+	fencer *fluss.Client
+	zombie *fluss.Client
+	info   *fluss.TableInfo
+	bucket Bucket
+	writer int64
+	leader int32
 }
 
 func newFenceEnv(t *testing.T) (*fenceEnv, context.Context) {
-	addr := flusstest.Bootstrap(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	t.Cleanup(cancel)
-	client := func() *fluss.Client {
-		c, err := fluss.NewClient(fluss.Config{Bootstrap: strings.Split(addr, ","), RequestTimeout: 30 * time.Second})
-		require.NoError(t, err)
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
-	e := &fenceEnv{bootstrap: addr, fencer: client(), zombie: client()}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	db := "fence_" + hex.EncodeToString(b[:])
-	require.NoError(t, e.fencer.CreateDatabase(ctx, db, false))
-	t.Cleanup(func() {
-		dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		assert.NoError(t, e.fencer.DropDatabase(dctx, db, true, true))
-	})
-	path := fluss.TablePath{Database: db, Table: "data"}
-	d := fluss.TableDescriptor{BucketCount: 1, Schema: fluss.Schema{Columns: []fluss.Column{
-		{Name: "id", Type: fluss.BigInt()}, {Name: "v", Type: fluss.String()}}}}
-	require.NoError(t, e.fencer.CreateTableReady(ctx, path, &d, 0))
-	var err error
+	db := flussdb.New(t, "fence")
+	ctx := flussdb.Context(t)
+	zombie, err := fluss.NewClient(fluss.Config{Bootstrap: strings.Split(db.Bootstrap, ","), RequestTimeout: 30 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { zombie.Close() })
+	e := &fenceEnv{db: db, fencer: db.Client, zombie: zombie}
+	name := db.CreateTable(t, "data", &fluss.TableDescriptor{BucketCount: 1, Schema: fluss.Schema{Columns: []fluss.Column{
+		{Name: "id", Type: fluss.BigInt()}, {Name: "v", Type: fluss.String()}}}})
+	path := fluss.TablePath{Database: db.Name, Table: "data"}
 	e.info, err = e.zombie.TableInfo(ctx, path)
 	require.NoError(t, err)
 	_, err = e.fencer.TableInfo(ctx, path)
 	require.NoError(t, err)
+	require.Equal(t, name, e.info.Path.String())
 	e.bucket = Bucket{TableID: e.info.TableID, PartitionID: fluss.NoPartition, SchemaID: int16(e.info.SchemaID)}
 	e.writer, err = e.zombie.InitWriter(ctx, path)
 	require.NoError(t, err)
@@ -99,18 +85,11 @@ func (e *fenceEnv) end(t *testing.T, ctx context.Context) int64 {
 // so a last row, id -1, is appended through pyfluss first.
 func (e *fenceEnv) readBack(t *testing.T) []int64 {
 	t.Helper()
-	flusstest.PyFluss(t, e.bootstrap, "append", "--table", e.info.Path.String(), "--rows-json", `[{"id": -1, "v": "last"}]`)
-	var out struct {
-		Rows []struct {
-			Row struct {
-				ID int64 `json:"id"`
-			} `json:"row"`
-		} `json:"rows"`
-	}
-	flusstest.PyFlussJSON(t, &out, e.bootstrap, "scan-log", "--table", e.info.Path.String())
-	ids := make([]int64, len(out.Rows))
-	for i, r := range out.Rows {
-		ids[i] = r.Row.ID
+	flusstest.PyFluss(t, e.db.Bootstrap, "append", "--table", e.info.Path.String(), "--rows-json", `[{"id": -1, "v": "last"}]`)
+	rows := e.db.ScanLog(t, e.info.Path.String())
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		require.NoError(t, json.Unmarshal(r.Row["id"], &ids[i]))
 	}
 	return ids
 }
