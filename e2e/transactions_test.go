@@ -725,7 +725,7 @@ func TestTransactionsFlink2Listing(t *testing.T) {
 	const requests = "fluss_gateway_kafka_requests_total"
 	describeProducers, listTxns := delta(requests, `api="describe_producers"`), delta(requests, `api="list_transactions"`)
 	fenced := delta("fluss_gateway_transactions_total", `outcome="fenced"`)
-	found := 0
+	found := make(map[string]bool)
 	precommitted := make(map[string]bool) // the restored checkpoint's transactions: committed, not aborted
 	for line := range strings.Lines(out) {
 		// ExactlyOnceKafkaWriter: "Aborting lingering transactions from previous execution. Recovered
@@ -736,21 +736,39 @@ func TestTransactionsFlink2Listing(t *testing.T) {
 				precommitted[id] = true
 			}
 		}
-		// TransactionAbortStrategyImpl.LISTING: "Found N open transactions for subtask S: [...]".
+		// TransactionAbortStrategyImpl.LISTING: "Found N open transactions for subtask S: [id, ...]".
 		if _, rest, ok := strings.Cut(line, "Found "); ok {
 			if f := strings.Fields(rest); len(f) > 4 && f[1] == "open" && f[2] == "transactions" {
 				n, err := strconv.Atoi(f[0])
 				require.NoError(t, err, line)
-				found += n
+				_, list, _ := strings.Cut(rest, "[")
+				list, _, _ = strings.Cut(list, "]")
+				ids := strings.FieldsFunc(list, func(r rune) bool { return r == ',' || r == ' ' })
+				require.Len(t, ids, n, line)
+				for _, id := range ids {
+					found[id] = true
+				}
 				t.Logf("flink: %s", strings.TrimSpace(line))
 			}
 		}
 	}
-	t.Logf("recovery: %v DescribeProducers and %v ListTransactions requests, %d open transactions found by the sink, %v transactions fenced; precommitted in the checkpoint: %v",
+	t.Logf("recovery: %v DescribeProducers and %v ListTransactions requests, open transactions found by the sink %v, %v transactions fenced; precommitted in the checkpoint: %v",
 		describeProducers, listTxns, found, fenced, precommitted)
 	assert.Positive(t, describeProducers, "the recovery sent DescribeProducers")
 	assert.Positive(t, listTxns, "the recovery sent ListTransactions")
-	assert.Equal(t, len(lingering), found, "the sink's listing found every lingering transaction (%v)", lingering)
+	// The sink's listing must find every lingering transaction it has to
+	// abort. One of the checkpoint's may be missing: the committer commits
+	// those as the job starts, and one committed before its subtask lists
+	// is rightly no longer open (a CI run saw this).
+	for id := range lingering {
+		if !precommitted[id] {
+			assert.True(t, found[id], "the sink's listing found the lingering transaction %s (found %v, lingering %v)", id, found, lingering)
+		}
+	}
+	for id := range found {
+		_, ok := lingering[id]
+		assert.True(t, ok, "the sink's listing found %s, which was not lingering after the crash (%v)", id, lingering)
+	}
 	// Each lingering transaction whose id is not one of the checkpoint's
 	// (which the committer commits) was aborted: a new claim of its id
 	// settled it. POOLING reuses an id once its transaction is committed, so
