@@ -2,6 +2,7 @@ package kafkaproto
 
 import (
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,7 +31,23 @@ type metrics struct {
 	throttled       prometheus.Counter
 	connsRefused    *prometheus.CounterVec // reason
 	listenerFull    prometheus.Counter
+
+	// requestSeries and requestTimes hold the children of the two
+	// per-request series, looked up once per API key and version: with
+	// producers that send a record or two per request, the label lookup
+	// and the version's formatting were 2 % of the gateway's CPU. Keys
+	// past cachedAPIKeys (client input) are looked up each time.
+	requestSeries sync.Map // apiVersion → prometheus.Counter
+	requestTimes  sync.Map // int16 → prometheus.Observer
 }
+
+// apiVersion is a request's API key and version (-1: unsupported).
+type apiVersion struct{ key, version int16 }
+
+// cachedAPIKeys bounds the cached request series: Kafka's API keys are
+// below it, and a client's made-up keys and versions do not grow the
+// caches.
+const cachedAPIKeys = 128
 
 func newMetrics(reg prometheus.Registerer, producerStates, readBudgetBytes, collectedBatches func() float64) *metrics {
 	m := &metrics{
@@ -124,15 +141,36 @@ func newMetrics(reg prometheus.Registerer, producerStates, readBudgetBytes, coll
 
 // request counts a request; version -1 stands for any unsupported version.
 func (m *metrics) request(key, version int16) {
+	cached := key >= 0 && key < cachedAPIKeys && version >= -1 && version < cachedAPIKeys
+	if cached {
+		if c, ok := m.requestSeries.Load(apiVersion{key, version}); ok {
+			c.(prometheus.Counter).Inc()
+			return
+		}
+	}
 	v := "unsupported"
 	if version >= 0 {
 		v = strconv.Itoa(int(version))
 	}
-	m.requests.WithLabelValues(apiName(key), v).Inc()
+	c := m.requests.WithLabelValues(apiName(key), v)
+	if cached {
+		m.requestSeries.Store(apiVersion{key, version}, c)
+	}
+	c.Inc()
 }
 
 func (m *metrics) requestDone(key int16, start time.Time) {
-	m.requestDuration.WithLabelValues(apiName(key)).Observe(time.Since(start).Seconds())
+	d := time.Since(start).Seconds()
+	if key < 0 || key >= cachedAPIKeys {
+		m.requestDuration.WithLabelValues(apiName(key)).Observe(d)
+		return
+	}
+	o, ok := m.requestTimes.Load(key)
+	if !ok {
+		o = m.requestDuration.WithLabelValues(apiName(key))
+		m.requestTimes.Store(key, o)
+	}
+	o.(prometheus.Observer).Observe(d)
 }
 
 func (m *metrics) produced(topic string, codec Codec, records, wireBytes int) {
