@@ -67,7 +67,7 @@ func formatGoalTable(goals []goal) string {
 	b.WriteString("| goal | median | spread | bound | met |\n|---|---|---|---|---|\n")
 	for _, g := range goals {
 		if len(g.figures) == 0 {
-			fmt.Fprintf(&b, "| %s | n/a | | %s | not measured |\n", g.name, bound(g))
+			fmt.Fprintf(&b, "| %s | n/a | | %s | not measured |\n", g.name, boundText(g))
 			continue
 		}
 		verdict := "**not met**"
@@ -75,7 +75,7 @@ func formatGoalTable(goals []goal) string {
 			verdict = "met"
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s–%s | %s | %s |\n", g.name, figure(median(g.figures), g.unit),
-			figure(slices.Min(g.figures), g.unit), figure(slices.Max(g.figures), g.unit), bound(g), verdict)
+			figure(slices.Min(g.figures), g.unit), figure(slices.Max(g.figures), g.unit), boundText(g), verdict)
 	}
 	return b.String()
 }
@@ -87,7 +87,7 @@ func figure(v float64, unit string) string {
 	return fmt.Sprintf("%.0f %s", v, unit)
 }
 
-func bound(g goal) string {
+func boundText(g goal) string {
 	op := "≥"
 	if g.atMost {
 		op = "≤"
@@ -286,7 +286,6 @@ func goalsJava(ctx context.Context, o *options, c *fluss.Client, base func(*opti
 			// them a small part of it.
 			vo.records = max(vo.records, javaGoalRows)
 			vo.javaWriter, vo.payloadLen = true, payloadLenFor(size, vo.records)
-			vo.runs = []runSpec{{workload: workloadJSON, topics: 1, codec: "lz4"}}
 		}}
 		rs, err := alternate(ctx, o, c, []variant{v})
 		if err != nil {
@@ -303,11 +302,11 @@ func goalsJava(ctx context.Context, o *options, c *fluss.Client, base func(*opti
 				fl = append(fl, flussPerM(r)/j)
 			}
 		}
-		bound := 1.0
+		limit := 1.0
 		if size > 200 {
-			bound = 1.3
+			limit = 1.3
 		}
-		gs = append(gs, goal{name: "gateway / Java writer, " + label + " rows: gateway CPU per row", figures: gw, unit: "×", bound: bound, atMost: true})
+		gs = append(gs, goal{name: "gateway / Java writer, " + label + " rows: gateway CPU per row", figures: gw, unit: "×", bound: limit, atMost: true})
 		if len(o.flussPIDs) > 0 {
 			gs = append(gs, goal{name: "the same, " + label + " rows: tablet-server CPU per row", figures: fl, unit: "×", bound: 1.2, atMost: true})
 		}
