@@ -87,8 +87,8 @@ func (c *conn) handleProduce(req *kmsg.ProduceRequest, clientID *string) (*produ
 		reqErr = errNotReady
 	}
 
-	ctx, cancel := context.WithDeadline(c.ctx, deadline)
-	defer cancel()
+	ctx := newRequestContext(c.ctx, deadline)
+	defer ctx.release()
 	failed := false
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
