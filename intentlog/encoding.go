@@ -1,0 +1,143 @@
+package intentlog
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/fluss-kafka/gateway/fence"
+	"github.com/fluss-kafka/gateway/takeover"
+)
+
+// formatV1 is the first byte of an encoded entry: the layout below.
+//
+//	count uvarint, then per intent:
+//	  writer, table id, partition id, bucket, schema id, sequence, from: varints
+//	  parts uvarint, then per part:
+//	    producer id varint, topic (uvarint length, bytes), partition, base
+//	    sequence, last sequence, first row, rows: varints
+const formatV1 = 1
+
+// Encode appends the encoding of one entry's intents to dst.
+func Encode(dst []byte, intents []takeover.Intent) []byte {
+	dst = append(dst, formatV1)
+	dst = binary.AppendUvarint(dst, uint64(len(intents)))
+	for _, in := range intents {
+		b := in.Bucket
+		for _, v := range []int64{in.Writer, b.TableID, b.PartitionID, int64(b.Bucket), int64(b.SchemaID), int64(in.Sequence), in.From} {
+			dst = binary.AppendVarint(dst, v)
+		}
+		dst = binary.AppendUvarint(dst, uint64(len(in.Parts)))
+		for _, p := range in.Parts {
+			k := p.Batch
+			dst = binary.AppendVarint(dst, k.ProducerID)
+			dst = binary.AppendUvarint(dst, uint64(len(k.Topic)))
+			dst = append(dst, k.Topic...)
+			for _, v := range []int32{k.Partition, k.BaseSequence, k.LastSequence, p.Rows.First, p.Rows.Count} {
+				dst = binary.AppendVarint(dst, int64(v))
+			}
+		}
+	}
+	return dst
+}
+
+var errShort = errors.New("entry ends early")
+
+// decoder reads an entry; the first error sticks.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = errShort
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.err = errShort
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+// int32 reads a varint that must fit an int32 (int16 for a schema id).
+func (d *decoder) int32(what string) int32 {
+	v := d.varint()
+	if d.err == nil && int64(int32(v)) != v {
+		d.err = fmt.Errorf("%s %d out of range", what, v)
+	}
+	return int32(v)
+}
+
+// count reads a count of items of at least min bytes each, bounded by
+// what is left, so a corrupt count cannot make a huge slice.
+func (d *decoder) count(min int) int {
+	n := d.uvarint()
+	if d.err == nil && n > uint64(len(d.b)/min) {
+		d.err = fmt.Errorf("count %d larger than the %d bytes left hold", n, len(d.b))
+	}
+	if d.err != nil {
+		return 0
+	}
+	return int(n)
+}
+
+// Decode reads one entry's intents.
+func Decode(b []byte) ([]takeover.Intent, error) {
+	if len(b) == 0 || b[0] != formatV1 {
+		return nil, fmt.Errorf("intent entry: unknown format (first byte of %d)", len(b))
+	}
+	d := decoder{b: b[1:]}
+	intents := make([]takeover.Intent, d.count(8))
+	for i := range intents {
+		in := &intents[i]
+		in.Writer = d.varint()
+		in.Bucket = fence.Bucket{TableID: d.varint(), PartitionID: d.varint(), Bucket: d.int32("bucket")}
+		schema := d.int32("schema id")
+		if d.err == nil && int32(int16(schema)) != schema {
+			d.err = fmt.Errorf("schema id %d out of range", schema)
+		}
+		in.Bucket.SchemaID = int16(schema)
+		in.Sequence = d.int32("sequence")
+		in.From = d.varint()
+		in.Parts = make([]takeover.Part, d.count(7))
+		for j := range in.Parts {
+			p := &in.Parts[j]
+			p.Batch.ProducerID = d.varint()
+			if n := d.count(1); d.err == nil {
+				p.Batch.Topic = string(d.b[:n])
+				d.b = d.b[n:]
+			}
+			p.Batch.Partition = d.int32("partition")
+			p.Batch.BaseSequence = d.int32("base sequence")
+			p.Batch.LastSequence = d.int32("last sequence")
+			p.Rows.First = d.int32("first row")
+			p.Rows.Count = d.int32("rows")
+		}
+		if d.err != nil {
+			break
+		}
+	}
+	if d.err == nil && len(d.b) > 0 {
+		d.err = fmt.Errorf("%d bytes after the last intent", len(d.b))
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("intent entry: %w", d.err)
+	}
+	return intents, nil
+}

@@ -1,0 +1,311 @@
+package takeover
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fluss-kafka/gateway/fence"
+	"github.com/fluss-kafka/gateway/fluss"
+)
+
+// logBatch is one batch of a fake bucket's log.
+type logBatch struct {
+	writer int64
+	seq    int32
+	rows   []rowID // empty: a fence's marker
+}
+
+// rowID names one row: its Kafka batch and its place among the batch's
+// rows in the bucket.
+type rowID struct {
+	batch Batch
+	index int32
+}
+
+// fakeBucket is a log bucket that applies Fluss 0.9.1's rules for writer
+// ids and sequences (docs/exactly-once.md §2, facts 3-5): a batch is
+// appended only at the writer's last sequence + 1 (at 0 for a writer the
+// bucket does not know), a copy of one of the writer's last 5 batches is
+// answered as written and not appended, anything else is refused.
+type fakeBucket struct {
+	log []logBatch
+}
+
+type appendResult int
+
+const (
+	appended appendResult = iota
+	duplicate
+	outOfOrder
+)
+
+func (f *fakeBucket) writerBatches(w int64) []logBatch {
+	var out []logBatch
+	for _, b := range f.log {
+		if b.writer == w {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+func (f *fakeBucket) append(w int64, seq int32, rows []rowID) appendResult {
+	own := f.writerBatches(w)
+	if len(own) == 0 {
+		if seq != 0 {
+			return outOfOrder
+		}
+	} else {
+		for _, b := range own[max(0, len(own)-fence.Window):] {
+			if b.seq == seq {
+				return duplicate
+			}
+		}
+		if seq != own[len(own)-1].seq+1 {
+			return outOfOrder
+		}
+	}
+	f.log = append(f.log, logBatch{writer: w, seq: seq, rows: rows})
+	return appended
+}
+
+// fence does what package fence does on a real bucket: it reads the
+// writer's batches, and unless a fence already stands it appends
+// inflight+5 markers after the last one; Next is the first sequence after
+// the writer's last data batch.
+func (f *fakeBucket) fence(t *testing.T, w int64, inflight int) int32 {
+	t.Helper()
+	own := f.writerBatches(w)
+	next := int32(0)
+	for _, b := range own {
+		if len(b.rows) > 0 {
+			next = b.seq + 1
+		}
+	}
+	if len(own) > 0 && len(own[len(own)-1].rows) == 0 {
+		return next // a fence stands
+	}
+	for i := range inflight + fence.Window {
+		require.Equal(t, appended, f.append(w, next+int32(i), nil), "marker %d", i)
+	}
+	return next
+}
+
+func bucketOf(i int32) fence.Bucket {
+	return fence.Bucket{TableID: 7, PartitionID: fluss.NoPartition, Bucket: i}
+}
+
+// TestDecideAgainstFlussRules runs many crashes of an instance I that
+// writes the rows of several producers into shared batches under its
+// writer, with intents recorded before each batch, and some of its batches
+// landed, some in flight, some never sent. Instance J then takes each
+// producer-partition over as design (D) says: fences the targets Fences
+// names, decides, and writes the missing rows under its own writer; I
+// still sends its in-flight batches and retries after the fences. Every
+// row must be in the log exactly once, in its bucket.
+func TestDecideAgainstFlussRules(t *testing.T) {
+	t.Parallel()
+	const (
+		writerI  = 100
+		writerJ  = 200
+		buckets  = 3
+		perBatch = 4 // rows per Fluss batch
+		inflight = 2
+	)
+	for seed := range uint64(300) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 1))
+			logs := make([]*fakeBucket, buckets)
+			for i := range logs {
+				logs[i] = &fakeBucket{}
+			}
+
+			// Producers' Kafka batches, their rows routed to buckets.
+			producers := []ProducerPartition{{1, "t", 0}, {2, "t", 0}, {2, "t", 1}}
+			type kafkaBatch struct {
+				Batch
+				perBucket [buckets]int32 // rows routed to each bucket
+			}
+			var batches []kafkaBatch
+			seqs := map[ProducerPartition]int32{}
+			for range 4 + rng.IntN(12) {
+				pp := producers[rng.IntN(len(producers))]
+				n := int32(1 + rng.IntN(6))
+				kb := kafkaBatch{Batch: Batch{pp, seqs[pp], seqs[pp] + n - 1}}
+				seqs[pp] += n
+				for range n {
+					kb.perBucket[rng.IntN(buckets)]++
+				}
+				batches = append(batches, kb)
+			}
+
+			// I fills each bucket's batches in arrival order, perBatch rows
+			// each; a full batch is stamped (its intent recorded) and sent.
+			type flussBatch struct {
+				seq   int32
+				rows  []rowID
+				parts []Part
+			}
+			var intents []Intent
+			stamped := make([][]flussBatch, buckets)
+			open := make([]flussBatch, buckets)
+			seal := func(b int32) {
+				fb := open[b]
+				fb.seq = int32(len(stamped[b]))
+				intents = append(intents, Intent{Target: Target{writerI, bucketOf(b)}, Sequence: fb.seq, Parts: fb.parts})
+				stamped[b] = append(stamped[b], fb)
+				open[b] = flussBatch{}
+			}
+			for _, kb := range batches {
+				for b := range int32(buckets) {
+					for i := range kb.perBucket[b] {
+						fb := &open[b]
+						if n := len(fb.parts); n > 0 && fb.parts[n-1].Batch == kb.Batch {
+							fb.parts[n-1].Rows.Count++
+						} else {
+							fb.parts = append(fb.parts, Part{kb.Batch, Range{i, 1}})
+						}
+						fb.rows = append(fb.rows, rowID{kb.Batch, i})
+						if len(fb.rows) == perBatch {
+							seal(b)
+						}
+					}
+				}
+			}
+			// Some open batches are stamped by a last drain; the rest die
+			// with I, unstamped.
+			for b := range int32(buckets) {
+				if len(open[b].rows) > 0 && rng.IntN(2) == 0 {
+					seal(b)
+				}
+			}
+
+			// I crashes: in each bucket its first landed batches are in
+			// the log, up to inflight more are still on their way.
+			landed := make([]int, buckets)
+			for b := range buckets {
+				landed[b] = rng.IntN(len(stamped[b]) + 1)
+				for _, fb := range stamped[b][:landed[b]] {
+					require.Equal(t, appended, logs[b].append(writerI, fb.seq, fb.rows))
+				}
+			}
+
+			// J takes each producer-partition over in turn.
+			nextJ := make([]int32, buckets)
+			for _, pp := range producers {
+				next := map[Target]int32{}
+				for target := range Fences(intents, pp) {
+					next[target] = logs[target.Bucket.Bucket].fence(t, target.Writer, inflight)
+				}
+				decided, err := Decide(intents, pp, next)
+				require.NoError(t, err)
+				for _, kb := range batches {
+					if kb.ProducerPartition != pp {
+						continue
+					}
+					o := decided[kb.Batch]
+					totals := map[fence.Bucket]int32{}
+					for b := range int32(buckets) {
+						totals[bucketOf(b)] = kb.perBucket[b]
+					}
+					require.NoError(t, o.Check(totals))
+					for b := range int32(buckets) {
+						for _, r := range o.Missing(bucketOf(b), kb.perBucket[b]) {
+							rows := make([]rowID, 0, r.Count)
+							for i := range r.Count {
+								rows = append(rows, rowID{kb.Batch, r.First + i})
+							}
+							require.Equal(t, appended, logs[b].append(writerJ, nextJ[b], rows))
+							nextJ[b]++
+						}
+					}
+				}
+			}
+
+			// The zombie I sends what it had in flight, and retries its
+			// last landed batch: nothing more of I's lands.
+			for b := range buckets {
+				before := len(logs[b].log)
+				for i := max(0, landed[b]-1); i < min(len(stamped[b]), landed[b]+inflight); i++ {
+					fb := stamped[b][i]
+					res := logs[b].append(writerI, fb.seq, fb.rows)
+					assert.Equal(t, outOfOrder, res, "bucket %d: I's batch %d after the fence", b, fb.seq)
+				}
+				assert.Equal(t, before, len(logs[b].log))
+			}
+
+			// Every row of every batch is in its bucket exactly once.
+			for b := range int32(buckets) {
+				count := map[rowID]int{}
+				for _, lb := range logs[b].log {
+					for _, r := range lb.rows {
+						count[r]++
+					}
+				}
+				for _, kb := range batches {
+					for i := range kb.perBucket[b] {
+						r := rowID{kb.Batch, i}
+						assert.Equal(t, 1, count[r], "bucket %d: producer %d/%d batch %d row %d", b, kb.ProducerID, kb.Partition, kb.BaseSequence, i)
+						delete(count, r)
+					}
+				}
+				assert.Empty(t, count, "bucket %d: rows of no batch", b)
+			}
+		})
+	}
+}
+
+func TestDecideRefusesWhatItCannotTrust(t *testing.T) {
+	t.Parallel()
+	pp := ProducerPartition{1, "t", 0}
+	kb := Batch{pp, 0, 3}
+	target := Target{100, bucketOf(0)}
+	in := func(seq int32, parts ...Part) Intent { return Intent{Target: target, Sequence: seq, Parts: parts} }
+
+	_, err := Decide([]Intent{in(0, Part{kb, Range{0, 2}})}, pp, nil)
+	assert.ErrorContains(t, err, "was not fenced")
+
+	_, err = Decide([]Intent{in(0, Part{kb, Range{0, 2}}), in(0, Part{kb, Range{0, 3}})}, pp, map[Target]int32{target: 1})
+	assert.ErrorContains(t, err, "two intents with different parts")
+
+	_, err = Decide([]Intent{in(0, Part{kb, Range{0, 2}}), in(1, Part{kb, Range{1, 2}})}, pp, map[Target]int32{target: 2})
+	assert.ErrorContains(t, err, "rows 1-1 written twice")
+
+	// A copy of one intent (the intent log's own retry) is not a conflict.
+	got, err := Decide([]Intent{in(0, Part{kb, Range{0, 2}}), in(0, Part{kb, Range{0, 2}}), in(1, Part{kb, Range{2, 2}})}, pp, map[Target]int32{target: 1})
+	require.NoError(t, err)
+	assert.Equal(t, []Range{{0, 2}}, got[kb].Written[bucketOf(0)])
+	assert.Equal(t, []Range{{2, 2}}, got[kb].Missing(bucketOf(0), 4))
+}
+
+func TestFencesNamesOnlyTheProducerPartitionsTargets(t *testing.T) {
+	t.Parallel()
+	a := ProducerPartition{1, "t", 0}
+	b := ProducerPartition{2, "t", 0}
+	t0 := Target{100, bucketOf(0)}
+	t1 := Target{100, bucketOf(1)}
+	intents := []Intent{
+		{Target: t0, Sequence: 3, From: 50, Parts: []Part{{Batch{a, 0, 0}, Range{0, 1}}, {Batch{b, 0, 0}, Range{0, 1}}}},
+		{Target: t0, Sequence: 4, From: 40, Parts: []Part{{Batch{a, 1, 1}, Range{0, 1}}}},
+		{Target: t1, Sequence: 0, From: 7, Parts: []Part{{Batch{b, 1, 2}, Range{0, 2}}}},
+	}
+	assert.Equal(t, map[Target]int64{t0: 40}, Fences(intents, a))
+	assert.Equal(t, map[Target]int64{t0: 50, t1: 7}, Fences(intents, b))
+}
+
+func TestMissing(t *testing.T) {
+	t.Parallel()
+	o := Outcome{Written: map[fence.Bucket][]Range{bucketOf(0): {{2, 3}, {7, 1}}}}
+	assert.Equal(t, []Range{{0, 2}, {5, 2}, {8, 2}}, o.Missing(bucketOf(0), 10))
+	assert.Equal(t, []Range{{0, 4}}, o.Missing(bucketOf(1), 4))
+	assert.Equal(t, []Range{{0, 2}}, o.Missing(bucketOf(0), 5))
+	assert.Empty(t, Outcome{}.Missing(bucketOf(0), 0))
+
+	assert.NoError(t, o.Check(map[fence.Bucket]int32{bucketOf(0): 8}))
+	assert.ErrorContains(t, o.Check(map[fence.Bucket]int32{bucketOf(0): 7}), "holds rows up to 7 of the batch")
+	assert.ErrorContains(t, o.Check(map[fence.Bucket]int32{bucketOf(1): 8}), "routes 0 there")
+}
