@@ -1,7 +1,7 @@
 // Package intentlog owns the intent log of design (D) (docs/exactly-once.md
 // §8.2, §8.7): the Fluss log table where an instance records, before it
 // sends a Fluss batch of merged rows, which rows of which Kafka batches the
-// batch holds (takeover.Intent). Each instance appends its entries under a
+// batch holds (Intent). Each instance appends its entries under a
 // writer id of its own, one entry in flight, to a bucket it may share with
 // other instances; a fence of that writer (package fence) stops it and
 // marks where its entries end, and Read returns every intent it recorded
@@ -12,6 +12,6 @@
 // It is design (D)'s third increment: nothing on the produce path calls it
 // yet; its tests run it against a real Fluss cluster.
 //
-// Imports point down: intentlog imports fluss, fence and takeover only;
+// Imports point down: intentlog imports fluss and fence only;
 // never the produce path, exactlyonce or gateway.
 package intentlog

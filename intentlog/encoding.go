@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/fluss-kafka/gateway/fence"
-	"github.com/fluss-kafka/gateway/takeover"
 )
 
 // formatV1 is the first byte of an encoded entry: the layout below.
@@ -19,7 +18,7 @@ import (
 const formatV1 = 1
 
 // Encode appends the encoding of one entry's intents to dst.
-func Encode(dst []byte, intents []takeover.Intent) []byte {
+func Encode(dst []byte, intents []Intent) []byte {
 	dst = append(dst, formatV1)
 	dst = binary.AppendUvarint(dst, uint64(len(intents)))
 	for _, in := range intents {
@@ -98,12 +97,12 @@ func (d *decoder) count(min int) int {
 }
 
 // Decode reads one entry's intents.
-func Decode(b []byte) ([]takeover.Intent, error) {
+func Decode(b []byte) ([]Intent, error) {
 	if len(b) == 0 || b[0] != formatV1 {
 		return nil, fmt.Errorf("intent entry: unknown format (first byte of %d)", len(b))
 	}
 	d := decoder{b: b[1:]}
-	intents := make([]takeover.Intent, d.count(8))
+	intents := make([]Intent, d.count(8))
 	for i := range intents {
 		in := &intents[i]
 		in.Writer = d.varint()
@@ -115,7 +114,7 @@ func Decode(b []byte) ([]takeover.Intent, error) {
 		in.Bucket.SchemaID = int16(schema)
 		in.Sequence = d.int32("sequence")
 		in.From = d.varint()
-		in.Parts = make([]takeover.Part, d.count(7))
+		in.Parts = make([]Part, d.count(7))
 		for j := range in.Parts {
 			p := &in.Parts[j]
 			p.Batch.ProducerID = d.varint()

@@ -7,23 +7,22 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fluss-kafka/gateway/fence"
-	"github.com/fluss-kafka/gateway/takeover"
 )
 
-func sampleIntents() []takeover.Intent {
-	pp := takeover.ProducerPartition{ProducerID: 4001, Topic: "orders", Partition: 7}
-	other := takeover.ProducerPartition{ProducerID: -1, Topic: "", Partition: 0}
-	return []takeover.Intent{
+func sampleIntents() []Intent {
+	pp := ProducerPartition{ProducerID: 4001, Topic: "orders", Partition: 7}
+	other := ProducerPartition{ProducerID: -1, Topic: "", Partition: 0}
+	return []Intent{
 		{
-			Target:   takeover.Target{Writer: 1 << 40, Bucket: fence.Bucket{TableID: 12, PartitionID: -1, Bucket: 3, SchemaID: 2}},
+			Target:   Target{Writer: 1 << 40, Bucket: fence.Bucket{TableID: 12, PartitionID: -1, Bucket: 3, SchemaID: 2}},
 			Sequence: 2147483647,
 			From:     1 << 50,
-			Parts: []takeover.Part{
-				{Batch: takeover.Batch{ProducerPartition: pp, BaseSequence: 100, LastSequence: 104}, Rows: takeover.Range{First: 0, Count: 3}},
-				{Batch: takeover.Batch{ProducerPartition: other, BaseSequence: -5, LastSequence: 0}, Rows: takeover.Range{First: 9, Count: 1}},
+			Parts: []Part{
+				{Batch: Batch{ProducerPartition: pp, BaseSequence: 100, LastSequence: 104}, Rows: Range{First: 0, Count: 3}},
+				{Batch: Batch{ProducerPartition: other, BaseSequence: -5, LastSequence: 0}, Rows: Range{First: 9, Count: 1}},
 			},
 		},
-		{Target: takeover.Target{Writer: 5, Bucket: fence.Bucket{TableID: 1, PartitionID: 99, Bucket: 0, SchemaID: -32768}}, Parts: []takeover.Part{}},
+		{Target: Target{Writer: 5, Bucket: fence.Bucket{TableID: 1, PartitionID: 99, Bucket: 0, SchemaID: -32768}}, Parts: []Part{}},
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 
 	"github.com/fluss-kafka/gateway/fence"
 	"github.com/fluss-kafka/gateway/fluss"
-	"github.com/fluss-kafka/gateway/takeover"
 )
 
 // Schema is the intent log table's: one row per entry, the instance that
@@ -46,7 +45,7 @@ func NewWriter(c *fluss.Client, bucket fence.Bucket, schema *fluss.Schema, insta
 // without this instance, which only a fence does. Any other failure leaves
 // the entry's fate unknown, and its retry must use the same sequence, so
 // the sequence moves on only with an acknowledgement.
-func (w *Writer) Append(ctx context.Context, intents []takeover.Intent) (int64, error) {
+func (w *Writer) Append(ctx context.Context, intents []Intent) (int64, error) {
 	b, err := fluss.NewArrowLogBuilder(w.schema, int32(w.bucket.SchemaID), fluss.ArrowCompressionNone, 0)
 	if err != nil {
 		return -1, fmt.Errorf("intent log: %w", err)
@@ -82,8 +81,8 @@ func (w *Writer) Append(ctx context.Context, intents []takeover.Intent) (int64, 
 // offset from up to offset to (a fence's At: after the fence, no entry of
 // the writer can land anywhere else), in log order. Entries of other
 // writers sharing the bucket, and the fence's markers, are passed over.
-func Read(ctx context.Context, c *fluss.Client, b fence.Bucket, schema *fluss.Schema, writer int64, from, to int64) ([]takeover.Intent, error) {
-	var intents []takeover.Intent
+func Read(ctx context.Context, c *fluss.Client, b fence.Bucket, schema *fluss.Schema, writer int64, from, to int64) ([]Intent, error) {
+	var intents []Intent
 	for at := from; at < to; {
 		got, err := c.FetchLog(ctx, &fluss.FetchLogRequest{TableID: b.TableID,
 			Buckets: []fluss.FetchBucket{{PartitionID: b.PartitionID, Bucket: b.Bucket, Offset: at}}})

@@ -11,17 +11,16 @@ import (
 	"github.com/fluss-kafka/gateway/fence"
 	"github.com/fluss-kafka/gateway/fluss"
 	"github.com/fluss-kafka/gateway/internal/flussdb"
-	"github.com/fluss-kafka/gateway/takeover"
 )
 
 // entry is a small entry of intents for instance writer w, numbered n.
-func entry(w int64, n int32) []takeover.Intent {
-	pp := takeover.ProducerPartition{ProducerID: 7000 + int64(n), Topic: "orders", Partition: n % 3}
-	return []takeover.Intent{{
-		Target:   takeover.Target{Writer: w, Bucket: fence.Bucket{TableID: 42, PartitionID: fluss.NoPartition, Bucket: n % 4}},
+func entry(w int64, n int32) []Intent {
+	pp := ProducerPartition{ProducerID: 7000 + int64(n), Topic: "orders", Partition: n % 3}
+	return []Intent{{
+		Target:   Target{Writer: w, Bucket: fence.Bucket{TableID: 42, PartitionID: fluss.NoPartition, Bucket: n % 4}},
 		Sequence: n,
 		From:     int64(n) * 100,
-		Parts:    []takeover.Part{{Batch: takeover.Batch{ProducerPartition: pp, BaseSequence: n * 5, LastSequence: n*5 + 4}, Rows: takeover.Range{First: 0, Count: 5}}},
+		Parts:    []Part{{Batch: Batch{ProducerPartition: pp, BaseSequence: n * 5, LastSequence: n*5 + 4}, Rows: Range{First: 0, Count: 5}}},
 	}}
 }
 
@@ -48,8 +47,8 @@ func TestIntentLogOnRealCluster(t *testing.T) {
 	i := NewWriter(db.Client, bucket, &schema, "instance-i", writerI)
 	k := NewWriter(db.Client, bucket, &schema, "instance-k", writerK)
 
-	var wantI, wantK []takeover.Intent
-	appendTo := func(w *Writer, id int64, n int32, want *[]takeover.Intent) int64 {
+	var wantI, wantK []Intent
+	appendTo := func(w *Writer, id int64, n int32, want *[]Intent) int64 {
 		in := entry(id, n)
 		at, err := w.Append(ctx, in)
 		require.NoError(t, err)

@@ -5,21 +5,21 @@
 //
 // Under (D) I writes the rows of many producers into shared Fluss batches
 // under its own writer ids, and before each such batch is sent it records
-// an Intent: the batch's writer, bucket and sequence, and how many rows of
-// which Kafka batches it holds. J fences every (writer, bucket) that holds
-// a part of the producer-partition's batches (package fence), which tells
-// it the first sequence the writer never wrote there and makes that final.
-// A part is then written if and only if its batch's sequence is below that
-// one; the rows of one Kafka batch in one bucket go into that bucket's
-// batches in order, so what is written of a Kafka batch in a bucket is a
-// prefix of its rows there. Decide computes it; J writes the rest.
+// an intent (package intentlog): the batch's writer, bucket and sequence,
+// and which rows of which Kafka batches it holds. TakeOver fences I's
+// intent log and reads it (after the fence I can record nothing more, and
+// so send no new batch), fences every (writer, bucket) that holds a part
+// of the producer-partition's batches (package fence), which tells it the
+// first sequence the writer never wrote there and makes that final, and
+// decides: a part is written if and only if its batch's sequence is below
+// that one. Decide is that rule alone; J writes the missing rows.
 //
-// This is design (D)'s second increment, after the fence: nothing on the
-// produce path calls it, and the intent log it reads is not built yet. Its
-// tests check the decision against a fake bucket log that applies Fluss
-// 0.9.1's sequence rules, with a crashed instance's batches landing or not
-// at random and the instance still sending after the fence.
+// This is design (D)'s second and fourth increments: nothing on the
+// produce path calls it yet. Decide is checked against a fake bucket log
+// that applies Fluss 0.9.1's sequence rules (crashes at random, the
+// instance still sending after the fence); TakeOver against a real
+// cluster, read back with pyfluss.
 //
-// Imports point down: takeover imports fence (its Bucket) only; never
-// fluss's client, the produce path, exactlyonce or gateway.
+// Imports point down: takeover imports intentlog, fence and fluss only;
+// never the produce path, exactlyonce or gateway.
 package takeover

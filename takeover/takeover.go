@@ -6,72 +6,29 @@ import (
 	"slices"
 
 	"github.com/fluss-kafka/gateway/fence"
+	"github.com/fluss-kafka/gateway/intentlog"
 )
-
-// ProducerPartition is a Kafka producer's partition: the unit whose
-// batches move between instances.
-type ProducerPartition struct {
-	ProducerID int64
-	Topic      string
-	Partition  int32
-}
-
-// Batch names one Kafka batch of a producer-partition by its sequences.
-type Batch struct {
-	ProducerPartition
-	BaseSequence, LastSequence int32
-}
-
-// Range is a run of a Kafka batch's rows in one bucket: its rows that
-// route to the bucket, numbered from 0 in the batch's order.
-type Range struct {
-	First, Count int32
-}
-
-func (r Range) end() int32 { return r.First + r.Count }
-
-// Part is the rows of one Kafka batch that one Fluss batch holds.
-type Part struct {
-	Batch Batch
-	Rows  Range
-}
-
-// Target is one writer id on one bucket: what a fence stops.
-type Target struct {
-	Writer int64
-	Bucket fence.Bucket
-}
-
-// Intent is what an instance records before it sends a Fluss batch: the
-// batch's stamp, an offset of its bucket it cannot land below, and the
-// parts of Kafka batches it holds.
-type Intent struct {
-	Target
-	Sequence int32
-	From     int64
-	Parts    []Part
-}
 
 // Outcome is what the log holds of one Kafka batch: per bucket, the runs
 // of its rows written there, in order and merged.
 type Outcome struct {
-	Written map[fence.Bucket][]Range
+	Written map[fence.Bucket][]intentlog.Range
 }
 
 // Missing returns the runs of the batch's rows in b that are not written,
 // given that total of its rows route to b (rows written past total are
 // not J's to write).
-func (o Outcome) Missing(b fence.Bucket, total int32) []Range {
-	var missing []Range
+func (o Outcome) Missing(b fence.Bucket, total int32) []intentlog.Range {
+	var missing []intentlog.Range
 	next := int32(0)
 	for _, r := range o.Written[b] {
 		if r.First > next && next < total {
-			missing = append(missing, Range{next, min(r.First, total) - next})
+			missing = append(missing, intentlog.Range{First: next, Count: min(r.First, total) - next})
 		}
-		next = max(next, r.end())
+		next = max(next, r.End())
 	}
 	if next < total {
-		missing = append(missing, Range{next, total - next})
+		missing = append(missing, intentlog.Range{First: next, Count: total - next})
 	}
 	return missing
 }
@@ -86,8 +43,8 @@ func (o Outcome) Check(totals map[fence.Bucket]int32) error {
 		if len(rs) == 0 {
 			continue
 		}
-		if last := rs[len(rs)-1]; last.end() > totals[b] {
-			return fmt.Errorf("takeover: %s holds rows up to %d of the batch, its conversion here routes %d there", b, last.end()-1, totals[b])
+		if last := rs[len(rs)-1]; last.End() > totals[b] {
+			return fmt.Errorf("takeover: %s holds rows up to %d of the batch, its conversion here routes %d there", b, last.End()-1, totals[b])
 		}
 	}
 	return nil
@@ -95,8 +52,8 @@ func (o Outcome) Check(totals map[fence.Bucket]int32) error {
 
 // Fences returns the targets holding parts of pp's batches, each with the
 // lowest From of its intents: what to fence, and where to read from.
-func Fences(intents []Intent, pp ProducerPartition) map[Target]int64 {
-	from := make(map[Target]int64)
+func Fences(intents []intentlog.Intent, pp intentlog.ProducerPartition) map[intentlog.Target]int64 {
+	from := make(map[intentlog.Target]int64)
 	for _, in := range intents {
 		if !holds(in, pp) {
 			continue
@@ -108,7 +65,7 @@ func Fences(intents []Intent, pp ProducerPartition) map[Target]int64 {
 	return from
 }
 
-func holds(in Intent, pp ProducerPartition) bool {
+func holds(in intentlog.Intent, pp intentlog.ProducerPartition) bool {
 	for _, p := range in.Parts {
 		if p.Batch.ProducerPartition == pp {
 			return true
@@ -123,13 +80,13 @@ func holds(in Intent, pp ProducerPartition) bool {
 // A target without a fence is an error, and so are two intents that give
 // one stamp different parts, or rows of one batch written twice (the log
 // would hold them twice: a broken invariant, reported, not hidden).
-func Decide(intents []Intent, pp ProducerPartition, next map[Target]int32) (map[Batch]Outcome, error) {
+func Decide(intents []intentlog.Intent, pp intentlog.ProducerPartition, next map[intentlog.Target]int32) (map[intentlog.Batch]Outcome, error) {
 	type stamp struct {
-		Target
+		intentlog.Target
 		seq int32
 	}
-	seen := make(map[stamp][]Part)
-	written := make(map[Batch]map[fence.Bucket][]Range)
+	seen := make(map[stamp][]intentlog.Part)
+	written := make(map[intentlog.Batch]map[fence.Bucket][]intentlog.Range)
 	for _, in := range intents {
 		if !holds(in, pp) {
 			continue
@@ -152,7 +109,7 @@ func Decide(intents []Intent, pp ProducerPartition, next map[Target]int32) (map[
 			}
 			w := written[p.Batch]
 			if w == nil {
-				w = make(map[fence.Bucket][]Range)
+				w = make(map[fence.Bucket][]intentlog.Range)
 				written[p.Batch] = w
 			}
 			if _, ok := w[in.Bucket]; !ok {
@@ -163,7 +120,7 @@ func Decide(intents []Intent, pp ProducerPartition, next map[Target]int32) (map[
 			}
 		}
 	}
-	out := make(map[Batch]Outcome, len(written))
+	out := make(map[intentlog.Batch]Outcome, len(written))
 	for b, w := range written {
 		for bucket, rs := range w {
 			merged, err := merge(rs)
@@ -179,16 +136,16 @@ func Decide(intents []Intent, pp ProducerPartition, next map[Target]int32) (map[
 
 // merge sorts runs and joins adjacent ones; overlapping runs are rows
 // written twice.
-func merge(rs []Range) ([]Range, error) {
-	slices.SortFunc(rs, func(a, b Range) int { return cmp.Compare(a.First, b.First) })
-	var out []Range
+func merge(rs []intentlog.Range) ([]intentlog.Range, error) {
+	slices.SortFunc(rs, func(a, b intentlog.Range) int { return cmp.Compare(a.First, b.First) })
+	var out []intentlog.Range
 	for _, r := range rs {
 		if n := len(out); n > 0 {
 			last := &out[n-1]
 			switch {
-			case r.First < last.end():
-				return nil, fmt.Errorf("rows %d-%d written twice", r.First, min(r.end(), last.end())-1)
-			case r.First == last.end():
+			case r.First < last.End():
+				return nil, fmt.Errorf("rows %d-%d written twice", r.First, min(r.End(), last.End())-1)
+			case r.First == last.End():
 				last.Count += r.Count
 				continue
 			}

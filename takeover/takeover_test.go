@@ -10,6 +10,7 @@ import (
 
 	"github.com/fluss-kafka/gateway/fence"
 	"github.com/fluss-kafka/gateway/fluss"
+	"github.com/fluss-kafka/gateway/intentlog"
 )
 
 // logBatch is one batch of a fake bucket's log.
@@ -22,7 +23,7 @@ type logBatch struct {
 // rowID names one row: its Kafka batch and its place among the batch's
 // rows in the bucket.
 type rowID struct {
-	batch Batch
+	batch intentlog.Batch
 	index int32
 }
 
@@ -95,6 +96,24 @@ func (f *fakeBucket) fence(t *testing.T, w int64, inflight int) int32 {
 	return next
 }
 
+func producer(id int64, topic string, partition int32) intentlog.ProducerPartition {
+	return intentlog.ProducerPartition{ProducerID: id, Topic: topic, Partition: partition}
+}
+
+func batch(pp intentlog.ProducerPartition, base, last int32) intentlog.Batch {
+	return intentlog.Batch{ProducerPartition: pp, BaseSequence: base, LastSequence: last}
+}
+
+func rows(first, count int32) intentlog.Range { return intentlog.Range{First: first, Count: count} }
+
+func part(b intentlog.Batch, r intentlog.Range) intentlog.Part {
+	return intentlog.Part{Batch: b, Rows: r}
+}
+
+func target(writer int64, b fence.Bucket) intentlog.Target {
+	return intentlog.Target{Writer: writer, Bucket: b}
+}
+
 func bucketOf(i int32) fence.Bucket {
 	return fence.Bucket{TableID: 7, PartitionID: fluss.NoPartition, Bucket: i}
 }
@@ -125,17 +144,17 @@ func TestDecideAgainstFlussRules(t *testing.T) {
 			}
 
 			// Producers' Kafka batches, their rows routed to buckets.
-			producers := []ProducerPartition{{1, "t", 0}, {2, "t", 0}, {2, "t", 1}}
+			producers := []intentlog.ProducerPartition{producer(1, "t", 0), producer(2, "t", 0), producer(2, "t", 1)}
 			type kafkaBatch struct {
-				Batch
+				intentlog.Batch
 				perBucket [buckets]int32 // rows routed to each bucket
 			}
 			var batches []kafkaBatch
-			seqs := map[ProducerPartition]int32{}
+			seqs := map[intentlog.ProducerPartition]int32{}
 			for range 4 + rng.IntN(12) {
 				pp := producers[rng.IntN(len(producers))]
 				n := int32(1 + rng.IntN(6))
-				kb := kafkaBatch{Batch: Batch{pp, seqs[pp], seqs[pp] + n - 1}}
+				kb := kafkaBatch{Batch: batch(pp, seqs[pp], seqs[pp]+n-1)}
 				seqs[pp] += n
 				for range n {
 					kb.perBucket[rng.IntN(buckets)]++
@@ -148,15 +167,15 @@ func TestDecideAgainstFlussRules(t *testing.T) {
 			type flussBatch struct {
 				seq   int32
 				rows  []rowID
-				parts []Part
+				parts []intentlog.Part
 			}
-			var intents []Intent
+			var intents []intentlog.Intent
 			stamped := make([][]flussBatch, buckets)
 			open := make([]flussBatch, buckets)
 			seal := func(b int32) {
 				fb := open[b]
 				fb.seq = int32(len(stamped[b]))
-				intents = append(intents, Intent{Target: Target{writerI, bucketOf(b)}, Sequence: fb.seq, Parts: fb.parts})
+				intents = append(intents, intentlog.Intent{Target: target(writerI, bucketOf(b)), Sequence: fb.seq, Parts: fb.parts})
 				stamped[b] = append(stamped[b], fb)
 				open[b] = flussBatch{}
 			}
@@ -167,7 +186,7 @@ func TestDecideAgainstFlussRules(t *testing.T) {
 						if n := len(fb.parts); n > 0 && fb.parts[n-1].Batch == kb.Batch {
 							fb.parts[n-1].Rows.Count++
 						} else {
-							fb.parts = append(fb.parts, Part{kb.Batch, Range{i, 1}})
+							fb.parts = append(fb.parts, part(kb.Batch, rows(i, 1)))
 						}
 						fb.rows = append(fb.rows, rowID{kb.Batch, i})
 						if len(fb.rows) == perBatch {
@@ -197,7 +216,7 @@ func TestDecideAgainstFlussRules(t *testing.T) {
 			// J takes each producer-partition over in turn.
 			nextJ := make([]int32, buckets)
 			for _, pp := range producers {
-				next := map[Target]int32{}
+				next := map[intentlog.Target]int32{}
 				for target := range Fences(intents, pp) {
 					next[target] = logs[target.Bucket.Bucket].fence(t, target.Writer, inflight)
 				}
@@ -261,48 +280,50 @@ func TestDecideAgainstFlussRules(t *testing.T) {
 
 func TestDecideRefusesWhatItCannotTrust(t *testing.T) {
 	t.Parallel()
-	pp := ProducerPartition{1, "t", 0}
-	kb := Batch{pp, 0, 3}
-	target := Target{100, bucketOf(0)}
-	in := func(seq int32, parts ...Part) Intent { return Intent{Target: target, Sequence: seq, Parts: parts} }
+	pp := producer(1, "t", 0)
+	kb := batch(pp, 0, 3)
+	target := target(100, bucketOf(0))
+	in := func(seq int32, parts ...intentlog.Part) intentlog.Intent {
+		return intentlog.Intent{Target: target, Sequence: seq, Parts: parts}
+	}
 
-	_, err := Decide([]Intent{in(0, Part{kb, Range{0, 2}})}, pp, nil)
+	_, err := Decide([]intentlog.Intent{in(0, part(kb, rows(0, 2)))}, pp, nil)
 	assert.ErrorContains(t, err, "was not fenced")
 
-	_, err = Decide([]Intent{in(0, Part{kb, Range{0, 2}}), in(0, Part{kb, Range{0, 3}})}, pp, map[Target]int32{target: 1})
+	_, err = Decide([]intentlog.Intent{in(0, part(kb, rows(0, 2))), in(0, part(kb, rows(0, 3)))}, pp, map[intentlog.Target]int32{target: 1})
 	assert.ErrorContains(t, err, "two intents with different parts")
 
-	_, err = Decide([]Intent{in(0, Part{kb, Range{0, 2}}), in(1, Part{kb, Range{1, 2}})}, pp, map[Target]int32{target: 2})
+	_, err = Decide([]intentlog.Intent{in(0, part(kb, rows(0, 2))), in(1, part(kb, rows(1, 2)))}, pp, map[intentlog.Target]int32{target: 2})
 	assert.ErrorContains(t, err, "rows 1-1 written twice")
 
 	// A copy of one intent (the intent log's own retry) is not a conflict.
-	got, err := Decide([]Intent{in(0, Part{kb, Range{0, 2}}), in(0, Part{kb, Range{0, 2}}), in(1, Part{kb, Range{2, 2}})}, pp, map[Target]int32{target: 1})
+	got, err := Decide([]intentlog.Intent{in(0, part(kb, rows(0, 2))), in(0, part(kb, rows(0, 2))), in(1, part(kb, rows(2, 2)))}, pp, map[intentlog.Target]int32{target: 1})
 	require.NoError(t, err)
-	assert.Equal(t, []Range{{0, 2}}, got[kb].Written[bucketOf(0)])
-	assert.Equal(t, []Range{{2, 2}}, got[kb].Missing(bucketOf(0), 4))
+	assert.Equal(t, []intentlog.Range{rows(0, 2)}, got[kb].Written[bucketOf(0)])
+	assert.Equal(t, []intentlog.Range{rows(2, 2)}, got[kb].Missing(bucketOf(0), 4))
 }
 
 func TestFencesNamesOnlyTheProducerPartitionsTargets(t *testing.T) {
 	t.Parallel()
-	a := ProducerPartition{1, "t", 0}
-	b := ProducerPartition{2, "t", 0}
-	t0 := Target{100, bucketOf(0)}
-	t1 := Target{100, bucketOf(1)}
-	intents := []Intent{
-		{Target: t0, Sequence: 3, From: 50, Parts: []Part{{Batch{a, 0, 0}, Range{0, 1}}, {Batch{b, 0, 0}, Range{0, 1}}}},
-		{Target: t0, Sequence: 4, From: 40, Parts: []Part{{Batch{a, 1, 1}, Range{0, 1}}}},
-		{Target: t1, Sequence: 0, From: 7, Parts: []Part{{Batch{b, 1, 2}, Range{0, 2}}}},
+	a := producer(1, "t", 0)
+	b := producer(2, "t", 0)
+	t0 := target(100, bucketOf(0))
+	t1 := target(100, bucketOf(1))
+	intents := []intentlog.Intent{
+		{Target: t0, Sequence: 3, From: 50, Parts: []intentlog.Part{part(batch(a, 0, 0), rows(0, 1)), part(batch(b, 0, 0), rows(0, 1))}},
+		{Target: t0, Sequence: 4, From: 40, Parts: []intentlog.Part{part(batch(a, 1, 1), rows(0, 1))}},
+		{Target: t1, Sequence: 0, From: 7, Parts: []intentlog.Part{part(batch(b, 1, 2), rows(0, 2))}},
 	}
-	assert.Equal(t, map[Target]int64{t0: 40}, Fences(intents, a))
-	assert.Equal(t, map[Target]int64{t0: 50, t1: 7}, Fences(intents, b))
+	assert.Equal(t, map[intentlog.Target]int64{t0: 40}, Fences(intents, a))
+	assert.Equal(t, map[intentlog.Target]int64{t0: 50, t1: 7}, Fences(intents, b))
 }
 
 func TestMissing(t *testing.T) {
 	t.Parallel()
-	o := Outcome{Written: map[fence.Bucket][]Range{bucketOf(0): {{2, 3}, {7, 1}}}}
-	assert.Equal(t, []Range{{0, 2}, {5, 2}, {8, 2}}, o.Missing(bucketOf(0), 10))
-	assert.Equal(t, []Range{{0, 4}}, o.Missing(bucketOf(1), 4))
-	assert.Equal(t, []Range{{0, 2}}, o.Missing(bucketOf(0), 5))
+	o := Outcome{Written: map[fence.Bucket][]intentlog.Range{bucketOf(0): {rows(2, 3), rows(7, 1)}}}
+	assert.Equal(t, []intentlog.Range{rows(0, 2), rows(5, 2), rows(8, 2)}, o.Missing(bucketOf(0), 10))
+	assert.Equal(t, []intentlog.Range{rows(0, 4)}, o.Missing(bucketOf(1), 4))
+	assert.Equal(t, []intentlog.Range{rows(0, 2)}, o.Missing(bucketOf(0), 5))
 	assert.Empty(t, Outcome{}.Missing(bucketOf(0), 0))
 
 	assert.NoError(t, o.Check(map[fence.Bucket]int32{bucketOf(0): 8}))

@@ -1,0 +1,54 @@
+package intentlog
+
+import "github.com/fluss-kafka/gateway/fence"
+
+// ProducerPartition is a Kafka producer's partition: the unit whose
+// batches move between instances.
+type ProducerPartition struct {
+	ProducerID int64
+	Topic      string
+	Partition  int32
+}
+
+// Batch names one Kafka batch of a producer-partition by its sequences.
+type Batch struct {
+	ProducerPartition
+	BaseSequence, LastSequence int32
+}
+
+// Range is a run of a Kafka batch's rows in one bucket: its rows that
+// route to the bucket, numbered from 0 in the batch's order.
+type Range struct {
+	First, Count int32
+}
+
+// End is the number of the row after the run.
+func (r Range) End() int32 { return r.First + r.Count }
+
+// Part is the rows of one Kafka batch that one Fluss batch holds.
+type Part struct {
+	Batch Batch
+	Rows  Range
+}
+
+// Target is one writer id on one bucket: what a fence stops.
+type Target struct {
+	Writer int64
+	Bucket fence.Bucket
+}
+
+// Intent is what an instance records before it sends a Fluss batch: the
+// batch's stamp, where a fence of the stamp's writer may start reading the
+// bucket, and the parts of Kafka batches it holds.
+type Intent struct {
+	Target
+	Sequence int32
+	// From is the base offset of the writer's last batch the instance saw
+	// acknowledged in the bucket (0 when none): at or before the writer's
+	// last batch there, whichever of its batches landed after, as a fence
+	// needs. (The end offset of that batch would not do: when none of the
+	// later batches landed, a fence from there would find no batch of the
+	// writer and take it for one that never wrote.)
+	From  int64
+	Parts []Part
+}
