@@ -1,6 +1,6 @@
 // Package intentlog owns the intent log of design (D) (docs/exactly-once.md
 // §8.2, §8.7): the Fluss log table where an instance records, before it
-// sends a Fluss batch of merged rows, which rows of which Kafka batches the
+// sends a Fluss batch of merged rows, which records of which Kafka batches the
 // batch holds (Intent). Each instance appends its entries under a
 // writer id of its own, one entry in flight, to a bucket it may share with
 // other instances; a fence of that writer (package fence) stops it and

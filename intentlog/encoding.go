@@ -14,7 +14,7 @@ import (
 //	  writer, table id, partition id, bucket, schema id, sequence, from: varints
 //	  parts uvarint, then per part:
 //	    producer id varint, topic (uvarint length, bytes), partition, base
-//	    sequence, last sequence, first row, rows: varints
+//	    sequence, last sequence, first record, records: varints
 const formatV1 = 1
 
 // Encode appends the encoding of one entry's intents to dst.
@@ -32,7 +32,7 @@ func Encode(dst []byte, intents []Intent) []byte {
 			dst = binary.AppendVarint(dst, k.ProducerID)
 			dst = binary.AppendUvarint(dst, uint64(len(k.Topic)))
 			dst = append(dst, k.Topic...)
-			for _, v := range []int32{k.Partition, k.BaseSequence, k.LastSequence, p.Rows.First, p.Rows.Count} {
+			for _, v := range []int32{k.Partition, k.BaseSequence, k.LastSequence, p.Records.First, p.Records.Count} {
 				dst = binary.AppendVarint(dst, int64(v))
 			}
 		}
@@ -125,8 +125,8 @@ func Decode(b []byte) ([]Intent, error) {
 			p.Batch.Partition = d.int32("partition")
 			p.Batch.BaseSequence = d.int32("base sequence")
 			p.Batch.LastSequence = d.int32("last sequence")
-			p.Rows.First = d.int32("first row")
-			p.Rows.Count = d.int32("rows")
+			p.Records.First = d.int32("first record")
+			p.Records.Count = d.int32("records")
 		}
 		if d.err != nil {
 			break

@@ -18,8 +18,8 @@ func sampleIntents() []Intent {
 			Sequence: 2147483647,
 			From:     1 << 50,
 			Parts: []Part{
-				{Batch: Batch{ProducerPartition: pp, BaseSequence: 100, LastSequence: 104}, Rows: Range{First: 0, Count: 3}},
-				{Batch: Batch{ProducerPartition: other, BaseSequence: -5, LastSequence: 0}, Rows: Range{First: 9, Count: 1}},
+				{Batch: Batch{ProducerPartition: pp, BaseSequence: 100, LastSequence: 104}, Records: Range{First: 0, Count: 3}},
+				{Batch: Batch{ProducerPartition: other, BaseSequence: -5, LastSequence: 0}, Records: Range{First: 9, Count: 1}},
 			},
 		},
 		{Target: Target{Writer: 5, Bucket: fence.Bucket{TableID: 1, PartitionID: 99, Bucket: 0, SchemaID: -32768}}, Parts: []Part{}},

@@ -16,19 +16,22 @@ type Batch struct {
 	BaseSequence, LastSequence int32
 }
 
-// Range is a run of a Kafka batch's rows in one bucket: its rows that
-// route to the bucket, numbered from 0 in the batch's order.
+// Range is a run of a Kafka batch's records by their index in the batch
+// (the record's offset delta). Numbering records, not the rows a bucket
+// got, keeps an intent independent of where rows were routed: the instance
+// taking over needs only the batch itself to know which records a range
+// names, wherever its own route would put them.
 type Range struct {
 	First, Count int32
 }
 
-// End is the number of the row after the run.
+// End is the index of the record after the run.
 func (r Range) End() int32 { return r.First + r.Count }
 
-// Part is the rows of one Kafka batch that one Fluss batch holds.
+// Part is the records of one Kafka batch that one Fluss batch holds.
 type Part struct {
-	Batch Batch
-	Rows  Range
+	Batch   Batch
+	Records Range
 }
 
 // Target is one writer id on one bucket: what a fence stops.

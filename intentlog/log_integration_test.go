@@ -20,7 +20,7 @@ func entry(w int64, n int32) []Intent {
 		Target:   Target{Writer: w, Bucket: fence.Bucket{TableID: 42, PartitionID: fluss.NoPartition, Bucket: n % 4}},
 		Sequence: n,
 		From:     int64(n) * 100,
-		Parts:    []Part{{Batch: Batch{ProducerPartition: pp, BaseSequence: n * 5, LastSequence: n*5 + 4}, Rows: Range{First: 0, Count: 5}}},
+		Parts:    []Part{{Batch: Batch{ProducerPartition: pp, BaseSequence: n * 5, LastSequence: n*5 + 4}, Records: Range{First: 0, Count: 5}}},
 	}}
 }
 

@@ -6,7 +6,7 @@
 // Under (D) I writes the rows of many producers into shared Fluss batches
 // under its own writer ids, and before each such batch is sent it records
 // an intent (package intentlog): the batch's writer, bucket and sequence,
-// and which rows of which Kafka batches it holds. TakeOver fences I's
+// and which records of which Kafka batches it holds. TakeOver fences I's
 // intent log and reads it (after the fence I can record nothing more, and
 // so send no new batch), fences every (writer, bucket) that holds a part
 // of the producer-partition's batches (package fence), which tells it the

@@ -5,23 +5,21 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/fluss-kafka/gateway/fence"
 	"github.com/fluss-kafka/gateway/intentlog"
 )
 
-// Outcome is what the log holds of one Kafka batch: per bucket, the runs
-// of its rows written there, in order and merged.
+// Outcome is what the log holds of one Kafka batch: the runs of its
+// records written, in order and merged, whichever buckets they are in.
 type Outcome struct {
-	Written map[fence.Bucket][]intentlog.Range
+	Written []intentlog.Range
 }
 
-// Missing returns the runs of the batch's rows in b that are not written,
-// given that total of its rows route to b (rows written past total are
-// not J's to write).
-func (o Outcome) Missing(b fence.Bucket, total int32) []intentlog.Range {
+// Missing returns the runs of the batch's records that are not written,
+// given that it has total records.
+func (o Outcome) Missing(total int32) []intentlog.Range {
 	var missing []intentlog.Range
 	next := int32(0)
-	for _, r := range o.Written[b] {
+	for _, r := range o.Written {
 		if r.First > next && next < total {
 			missing = append(missing, intentlog.Range{First: next, Count: min(r.First, total) - next})
 		}
@@ -33,19 +31,13 @@ func (o Outcome) Missing(b fence.Bucket, total int32) []intentlog.Range {
 	return missing
 }
 
-// Check says whether J's own conversion of the batch, totals rows per
-// bucket, agrees with what the log holds: rows written in a bucket J does
-// not route any to, or past J's count there, mean J converts the batch
-// otherwise than I did (a route or table changed between them), and then
-// no rows J writes can complete it exactly.
-func (o Outcome) Check(totals map[fence.Bucket]int32) error {
-	for b, rs := range o.Written {
-		if len(rs) == 0 {
-			continue
-		}
-		if last := rs[len(rs)-1]; last.End() > totals[b] {
-			return fmt.Errorf("takeover: %s holds rows up to %d of the batch, its conversion here routes %d there", b, last.End()-1, totals[b])
-		}
+// Check says whether the batch as retried, total records, agrees with what
+// the log holds of it: records written past its end mean the retry is not
+// the batch the intents name (a producer reusing a sequence for other
+// records, which Kafka's own rules refuse), and it cannot be completed.
+func (o Outcome) Check(total int32) error {
+	if n := len(o.Written); n > 0 && o.Written[n-1].End() > total {
+		return fmt.Errorf("takeover: the log holds record %d of the batch, which has %d", o.Written[n-1].End()-1, total)
 	}
 	return nil
 }
@@ -75,10 +67,10 @@ func holds(in intentlog.Intent, pp intentlog.ProducerPartition) bool {
 }
 
 // Decide says, for each of pp's batches named in intents, which of its
-// rows are in the log. next maps each target of Fences to its fence's
+// records are in the log. next maps each target of Fences to its fence's
 // Next: a Fluss batch is in the log if and only if its sequence is below.
 // A target without a fence is an error, and so are two intents that give
-// one stamp different parts, or rows of one batch written twice (the log
+// one stamp different parts, or records of one batch written twice (the log
 // would hold them twice: a broken invariant, reported, not hidden).
 func Decide(intents []intentlog.Intent, pp intentlog.ProducerPartition, next map[intentlog.Target]int32) (map[intentlog.Batch]Outcome, error) {
 	type stamp struct {
@@ -86,7 +78,7 @@ func Decide(intents []intentlog.Intent, pp intentlog.ProducerPartition, next map
 		seq int32
 	}
 	seen := make(map[stamp][]intentlog.Part)
-	written := make(map[intentlog.Batch]map[fence.Bucket][]intentlog.Range)
+	written := make(map[intentlog.Batch][]intentlog.Range)
 	for _, in := range intents {
 		if !holds(in, pp) {
 			continue
@@ -101,40 +93,31 @@ func Decide(intents []intentlog.Intent, pp intentlog.ProducerPartition, next map
 		seen[st] = in.Parts
 		m, ok := next[in.Target]
 		if !ok {
-			return nil, fmt.Errorf("takeover: writer %d on %s holds rows of producer %d %s/%d and was not fenced", in.Writer, in.Bucket, pp.ProducerID, pp.Topic, pp.Partition)
+			return nil, fmt.Errorf("takeover: writer %d on %s holds records of producer %d %s/%d and was not fenced", in.Writer, in.Bucket, pp.ProducerID, pp.Topic, pp.Partition)
 		}
 		for _, p := range in.Parts {
 			if p.Batch.ProducerPartition != pp {
 				continue
 			}
-			w := written[p.Batch]
-			if w == nil {
-				w = make(map[fence.Bucket][]intentlog.Range)
-				written[p.Batch] = w
+			w := written[p.Batch] // a batch named with nothing written is in the outcome too
+			if in.Sequence < m && p.Records.Count > 0 {
+				w = append(w, p.Records)
 			}
-			if _, ok := w[in.Bucket]; !ok {
-				w[in.Bucket] = nil // named: a bucket with nothing written is still the batch's
-			}
-			if in.Sequence < m && p.Rows.Count > 0 {
-				w[in.Bucket] = append(w[in.Bucket], p.Rows)
-			}
+			written[p.Batch] = w
 		}
 	}
 	out := make(map[intentlog.Batch]Outcome, len(written))
 	for b, w := range written {
-		for bucket, rs := range w {
-			merged, err := merge(rs)
-			if err != nil {
-				return nil, fmt.Errorf("takeover: producer %d %s/%d batch %d-%d on %s: %w", pp.ProducerID, pp.Topic, pp.Partition, b.BaseSequence, b.LastSequence, bucket, err)
-			}
-			w[bucket] = merged
+		merged, err := merge(w)
+		if err != nil {
+			return nil, fmt.Errorf("takeover: producer %d %s/%d batch %d-%d: %w", pp.ProducerID, pp.Topic, pp.Partition, b.BaseSequence, b.LastSequence, err)
 		}
-		out[b] = Outcome{Written: w}
+		out[b] = Outcome{Written: merged}
 	}
 	return out, nil
 }
 
-// merge sorts runs and joins adjacent ones; overlapping runs are rows
+// merge sorts runs and joins adjacent ones; overlapping runs are records
 // written twice.
 func merge(rs []intentlog.Range) ([]intentlog.Range, error) {
 	slices.SortFunc(rs, func(a, b intentlog.Range) int { return cmp.Compare(a.First, b.First) })
@@ -144,7 +127,7 @@ func merge(rs []intentlog.Range) ([]intentlog.Range, error) {
 			last := &out[n-1]
 			switch {
 			case r.First < last.End():
-				return nil, fmt.Errorf("rows %d-%d written twice", r.First, min(r.End(), last.End())-1)
+				return nil, fmt.Errorf("records %d-%d written twice", r.First, min(r.End(), last.End())-1)
 			case r.First == last.End():
 				last.Count += r.Count
 				continue

@@ -104,10 +104,12 @@ func batch(pp intentlog.ProducerPartition, base, last int32) intentlog.Batch {
 	return intentlog.Batch{ProducerPartition: pp, BaseSequence: base, LastSequence: last}
 }
 
-func rows(first, count int32) intentlog.Range { return intentlog.Range{First: first, Count: count} }
+func records(first, count int32) intentlog.Range {
+	return intentlog.Range{First: first, Count: count}
+}
 
 func part(b intentlog.Batch, r intentlog.Range) intentlog.Part {
-	return intentlog.Part{Batch: b, Rows: r}
+	return intentlog.Part{Batch: b, Records: r}
 }
 
 func target(writer int64, b fence.Bucket) intentlog.Target {
@@ -143,11 +145,11 @@ func TestDecideAgainstFlussRules(t *testing.T) {
 				logs[i] = &fakeBucket{}
 			}
 
-			// Producers' Kafka batches, their rows routed to buckets.
+			// Producers' Kafka batches, each record's row routed to a bucket.
 			producers := []intentlog.ProducerPartition{producer(1, "t", 0), producer(2, "t", 0), producer(2, "t", 1)}
 			type kafkaBatch struct {
 				intentlog.Batch
-				perBucket [buckets]int32 // rows routed to each bucket
+				bucket []int32 // of each record's row
 			}
 			var batches []kafkaBatch
 			seqs := map[intentlog.ProducerPartition]int32{}
@@ -157,7 +159,7 @@ func TestDecideAgainstFlussRules(t *testing.T) {
 				kb := kafkaBatch{Batch: batch(pp, seqs[pp], seqs[pp]+n-1)}
 				seqs[pp] += n
 				for range n {
-					kb.perBucket[rng.IntN(buckets)]++
+					kb.bucket = append(kb.bucket, int32(rng.IntN(buckets)))
 				}
 				batches = append(batches, kb)
 			}
@@ -180,18 +182,17 @@ func TestDecideAgainstFlussRules(t *testing.T) {
 				open[b] = flussBatch{}
 			}
 			for _, kb := range batches {
-				for b := range int32(buckets) {
-					for i := range kb.perBucket[b] {
-						fb := &open[b]
-						if n := len(fb.parts); n > 0 && fb.parts[n-1].Batch == kb.Batch {
-							fb.parts[n-1].Rows.Count++
-						} else {
-							fb.parts = append(fb.parts, part(kb.Batch, rows(i, 1)))
-						}
-						fb.rows = append(fb.rows, rowID{kb.Batch, i})
-						if len(fb.rows) == perBatch {
-							seal(b)
-						}
+				for i, b := range kb.bucket {
+					i := int32(i)
+					fb := &open[b]
+					if n := len(fb.parts); n > 0 && fb.parts[n-1].Batch == kb.Batch && fb.parts[n-1].Records.End() == i {
+						fb.parts[n-1].Records.Count++
+					} else {
+						fb.parts = append(fb.parts, part(kb.Batch, records(i, 1)))
+					}
+					fb.rows = append(fb.rows, rowID{kb.Batch, i})
+					if len(fb.rows) == perBatch {
+						seal(b)
 					}
 				}
 			}
@@ -227,18 +228,18 @@ func TestDecideAgainstFlussRules(t *testing.T) {
 						continue
 					}
 					o := decided[kb.Batch]
-					totals := map[fence.Bucket]int32{}
-					for b := range int32(buckets) {
-						totals[bucketOf(b)] = kb.perBucket[b]
+					require.NoError(t, o.Check(int32(len(kb.bucket))))
+					// J converts the missing records again and routes
+					// their rows as its own path does.
+					var rows [buckets][]rowID
+					for _, r := range o.Missing(int32(len(kb.bucket))) {
+						for i := r.First; i < r.End(); i++ {
+							rows[kb.bucket[i]] = append(rows[kb.bucket[i]], rowID{kb.Batch, i})
+						}
 					}
-					require.NoError(t, o.Check(totals))
-					for b := range int32(buckets) {
-						for _, r := range o.Missing(bucketOf(b), kb.perBucket[b]) {
-							rows := make([]rowID, 0, r.Count)
-							for i := range r.Count {
-								rows = append(rows, rowID{kb.Batch, r.First + i})
-							}
-							require.Equal(t, appended, logs[b].append(writerJ, nextJ[b], rows))
+					for b := range buckets {
+						if len(rows[b]) > 0 {
+							require.Equal(t, appended, logs[b].append(writerJ, nextJ[b], rows[b]))
 							nextJ[b]++
 						}
 					}
@@ -257,7 +258,7 @@ func TestDecideAgainstFlussRules(t *testing.T) {
 				assert.Equal(t, before, len(logs[b].log))
 			}
 
-			// Every row of every batch is in its bucket exactly once.
+			// Every record's row is in its bucket exactly once.
 			for b := range int32(buckets) {
 				count := map[rowID]int{}
 				for _, lb := range logs[b].log {
@@ -266,13 +267,16 @@ func TestDecideAgainstFlussRules(t *testing.T) {
 					}
 				}
 				for _, kb := range batches {
-					for i := range kb.perBucket[b] {
-						r := rowID{kb.Batch, i}
-						assert.Equal(t, 1, count[r], "bucket %d: producer %d/%d batch %d row %d", b, kb.ProducerID, kb.Partition, kb.BaseSequence, i)
+					for i, rb := range kb.bucket {
+						if rb != b {
+							continue
+						}
+						r := rowID{kb.Batch, int32(i)}
+						assert.Equal(t, 1, count[r], "bucket %d: producer %d/%d batch %d record %d", b, kb.ProducerID, kb.Partition, kb.BaseSequence, i)
 						delete(count, r)
 					}
 				}
-				assert.Empty(t, count, "bucket %d: rows of no batch", b)
+				assert.Empty(t, count, "bucket %d: rows of no record routed here", b)
 			}
 		})
 	}
@@ -282,25 +286,35 @@ func TestDecideRefusesWhatItCannotTrust(t *testing.T) {
 	t.Parallel()
 	pp := producer(1, "t", 0)
 	kb := batch(pp, 0, 3)
-	target := target(100, bucketOf(0))
+	t0 := target(100, bucketOf(0))
 	in := func(seq int32, parts ...intentlog.Part) intentlog.Intent {
-		return intentlog.Intent{Target: target, Sequence: seq, Parts: parts}
+		return intentlog.Intent{Target: t0, Sequence: seq, Parts: parts}
 	}
 
-	_, err := Decide([]intentlog.Intent{in(0, part(kb, rows(0, 2)))}, pp, nil)
+	_, err := Decide([]intentlog.Intent{in(0, part(kb, records(0, 2)))}, pp, nil)
 	assert.ErrorContains(t, err, "was not fenced")
 
-	_, err = Decide([]intentlog.Intent{in(0, part(kb, rows(0, 2))), in(0, part(kb, rows(0, 3)))}, pp, map[intentlog.Target]int32{target: 1})
+	_, err = Decide([]intentlog.Intent{in(0, part(kb, records(0, 2))), in(0, part(kb, records(0, 3)))}, pp, map[intentlog.Target]int32{t0: 1})
 	assert.ErrorContains(t, err, "two intents with different parts")
 
-	_, err = Decide([]intentlog.Intent{in(0, part(kb, rows(0, 2))), in(1, part(kb, rows(1, 2)))}, pp, map[intentlog.Target]int32{target: 2})
-	assert.ErrorContains(t, err, "rows 1-1 written twice")
+	_, err = Decide([]intentlog.Intent{in(0, part(kb, records(0, 2))), in(1, part(kb, records(1, 2)))}, pp, map[intentlog.Target]int32{t0: 2})
+	assert.ErrorContains(t, err, "records 1-1 written twice")
 
 	// A copy of one intent (the intent log's own retry) is not a conflict.
-	got, err := Decide([]intentlog.Intent{in(0, part(kb, rows(0, 2))), in(0, part(kb, rows(0, 2))), in(1, part(kb, rows(2, 2)))}, pp, map[intentlog.Target]int32{target: 1})
+	got, err := Decide([]intentlog.Intent{in(0, part(kb, records(0, 2))), in(0, part(kb, records(0, 2))), in(1, part(kb, records(2, 2)))}, pp, map[intentlog.Target]int32{t0: 1})
 	require.NoError(t, err)
-	assert.Equal(t, []intentlog.Range{rows(0, 2)}, got[kb].Written[bucketOf(0)])
-	assert.Equal(t, []intentlog.Range{rows(2, 2)}, got[kb].Missing(bucketOf(0), 4))
+	assert.Equal(t, []intentlog.Range{records(0, 2)}, got[kb].Written)
+	assert.Equal(t, []intentlog.Range{records(2, 2)}, got[kb].Missing(4))
+
+	// Records in several buckets: one batch's outcome, whichever bucket.
+	other := target(100, bucketOf(1))
+	got, err = Decide([]intentlog.Intent{in(0, part(kb, records(0, 1)), part(kb, records(2, 1))),
+		{Target: other, Sequence: 0, Parts: []intentlog.Part{part(kb, records(1, 1))}},
+		{Target: other, Sequence: 1, Parts: []intentlog.Part{part(kb, records(3, 1))}}},
+		pp, map[intentlog.Target]int32{t0: 1, other: 1})
+	require.NoError(t, err)
+	assert.Equal(t, []intentlog.Range{records(0, 3)}, got[kb].Written)
+	assert.Equal(t, []intentlog.Range{records(3, 1)}, got[kb].Missing(4))
 }
 
 func TestFencesNamesOnlyTheProducerPartitionsTargets(t *testing.T) {
@@ -310,9 +324,9 @@ func TestFencesNamesOnlyTheProducerPartitionsTargets(t *testing.T) {
 	t0 := target(100, bucketOf(0))
 	t1 := target(100, bucketOf(1))
 	intents := []intentlog.Intent{
-		{Target: t0, Sequence: 3, From: 50, Parts: []intentlog.Part{part(batch(a, 0, 0), rows(0, 1)), part(batch(b, 0, 0), rows(0, 1))}},
-		{Target: t0, Sequence: 4, From: 40, Parts: []intentlog.Part{part(batch(a, 1, 1), rows(0, 1))}},
-		{Target: t1, Sequence: 0, From: 7, Parts: []intentlog.Part{part(batch(b, 1, 2), rows(0, 2))}},
+		{Target: t0, Sequence: 3, From: 50, Parts: []intentlog.Part{part(batch(a, 0, 0), records(0, 1)), part(batch(b, 0, 0), records(0, 1))}},
+		{Target: t0, Sequence: 4, From: 40, Parts: []intentlog.Part{part(batch(a, 1, 1), records(0, 1))}},
+		{Target: t1, Sequence: 0, From: 7, Parts: []intentlog.Part{part(batch(b, 1, 2), records(0, 2))}},
 	}
 	assert.Equal(t, map[intentlog.Target]int64{t0: 40}, Fences(intents, a))
 	assert.Equal(t, map[intentlog.Target]int64{t0: 50, t1: 7}, Fences(intents, b))
@@ -320,13 +334,12 @@ func TestFencesNamesOnlyTheProducerPartitionsTargets(t *testing.T) {
 
 func TestMissing(t *testing.T) {
 	t.Parallel()
-	o := Outcome{Written: map[fence.Bucket][]intentlog.Range{bucketOf(0): {rows(2, 3), rows(7, 1)}}}
-	assert.Equal(t, []intentlog.Range{rows(0, 2), rows(5, 2), rows(8, 2)}, o.Missing(bucketOf(0), 10))
-	assert.Equal(t, []intentlog.Range{rows(0, 4)}, o.Missing(bucketOf(1), 4))
-	assert.Equal(t, []intentlog.Range{rows(0, 2)}, o.Missing(bucketOf(0), 5))
-	assert.Empty(t, Outcome{}.Missing(bucketOf(0), 0))
+	o := Outcome{Written: []intentlog.Range{records(2, 3), records(7, 1)}}
+	assert.Equal(t, []intentlog.Range{records(0, 2), records(5, 2), records(8, 2)}, o.Missing(10))
+	assert.Equal(t, []intentlog.Range{records(0, 4)}, Outcome{}.Missing(4))
+	assert.Equal(t, []intentlog.Range{records(0, 2)}, o.Missing(5))
+	assert.Empty(t, Outcome{}.Missing(0))
 
-	assert.NoError(t, o.Check(map[fence.Bucket]int32{bucketOf(0): 8}))
-	assert.ErrorContains(t, o.Check(map[fence.Bucket]int32{bucketOf(0): 7}), "holds rows up to 7 of the batch")
-	assert.ErrorContains(t, o.Check(map[fence.Bucket]int32{bucketOf(1): 8}), "routes 0 there")
+	assert.NoError(t, o.Check(8))
+	assert.ErrorContains(t, o.Check(7), "the log holds record 7 of the batch, which has 7")
 }
