@@ -13,8 +13,8 @@ import (
 //	count uvarint, then per intent:
 //	  writer, table id, partition id, bucket, schema id, sequence, from: varints
 //	  parts uvarint, then per part:
-//	    producer id varint, topic (uvarint length, bytes), partition, base
-//	    sequence, last sequence, first record, records: varints
+//	    producer id varint, topic (uvarint length, bytes), partition,
+//	    epoch, base sequence, last sequence, first record, records: varints
 const formatV1 = 1
 
 // Encode appends the encoding of one entry's intents to dst.
@@ -32,7 +32,7 @@ func Encode(dst []byte, intents []Intent) []byte {
 			dst = binary.AppendVarint(dst, k.ProducerID)
 			dst = binary.AppendUvarint(dst, uint64(len(k.Topic)))
 			dst = append(dst, k.Topic...)
-			for _, v := range []int32{k.Partition, k.BaseSequence, k.LastSequence, p.Records.First, p.Records.Count} {
+			for _, v := range []int32{k.Partition, int32(k.Epoch), k.BaseSequence, k.LastSequence, p.Records.First, p.Records.Count} {
 				dst = binary.AppendVarint(dst, int64(v))
 			}
 		}
@@ -74,13 +74,22 @@ func (d *decoder) varint() int64 {
 	return v
 }
 
-// int32 reads a varint that must fit an int32 (int16 for a schema id).
+// int32 reads a varint that must fit an int32.
 func (d *decoder) int32(what string) int32 {
 	v := d.varint()
 	if d.err == nil && int64(int32(v)) != v {
 		d.err = fmt.Errorf("%s %d out of range", what, v)
 	}
 	return int32(v)
+}
+
+// int16 reads a varint that must fit an int16.
+func (d *decoder) int16(what string) int16 {
+	v := d.int32(what)
+	if d.err == nil && int32(int16(v)) != v {
+		d.err = fmt.Errorf("%s %d out of range", what, v)
+	}
+	return int16(v)
 }
 
 // count reads a count of items of at least min bytes each, bounded by
@@ -98,8 +107,11 @@ func (d *decoder) count(min int) int {
 
 // Decode reads one entry's intents.
 func Decode(b []byte) ([]Intent, error) {
-	if len(b) == 0 || b[0] != formatV1 {
-		return nil, fmt.Errorf("intent entry: unknown format (first byte of %d)", len(b))
+	if len(b) == 0 {
+		return nil, errors.New("intent entry: empty")
+	}
+	if b[0] != formatV1 {
+		return nil, fmt.Errorf("intent entry: unknown format %d", b[0])
 	}
 	d := decoder{b: b[1:]}
 	intents := make([]Intent, d.count(8))
@@ -107,14 +119,10 @@ func Decode(b []byte) ([]Intent, error) {
 		in := &intents[i]
 		in.Writer = d.varint()
 		in.Bucket = fence.Bucket{TableID: d.varint(), PartitionID: d.varint(), Bucket: d.int32("bucket")}
-		schema := d.int32("schema id")
-		if d.err == nil && int32(int16(schema)) != schema {
-			d.err = fmt.Errorf("schema id %d out of range", schema)
-		}
-		in.Bucket.SchemaID = int16(schema)
+		in.Bucket.SchemaID = d.int16("schema id")
 		in.Sequence = d.int32("sequence")
 		in.From = d.varint()
-		in.Parts = make([]Part, d.count(7))
+		in.Parts = make([]Part, d.count(8))
 		for j := range in.Parts {
 			p := &in.Parts[j]
 			p.Batch.ProducerID = d.varint()
@@ -123,6 +131,7 @@ func Decode(b []byte) ([]Intent, error) {
 				d.b = d.b[n:]
 			}
 			p.Batch.Partition = d.int32("partition")
+			p.Batch.Epoch = d.int16("epoch")
 			p.Batch.BaseSequence = d.int32("base sequence")
 			p.Batch.LastSequence = d.int32("last sequence")
 			p.Records.First = d.int32("first record")

@@ -18,8 +18,8 @@ func sampleIntents() []Intent {
 			Sequence: 2147483647,
 			From:     1 << 50,
 			Parts: []Part{
-				{Batch: Batch{ProducerPartition: pp, BaseSequence: 100, LastSequence: 104}, Records: Range{First: 0, Count: 3}},
-				{Batch: Batch{ProducerPartition: other, BaseSequence: -5, LastSequence: 0}, Records: Range{First: 9, Count: 1}},
+				{Batch: Batch{ProducerPartition: pp, Epoch: 3, BaseSequence: 100, LastSequence: 104}, Records: Range{First: 0, Count: 3}},
+				{Batch: Batch{ProducerPartition: other, Epoch: -1, BaseSequence: -5, LastSequence: 0}, Records: Range{First: 9, Count: 1}},
 			},
 		},
 		{Target: Target{Writer: 5, Bucket: fence.Bucket{TableID: 1, PartitionID: 99, Bucket: 0, SchemaID: -32768}}, Parts: []Part{}},
@@ -50,7 +50,7 @@ func TestDecodeRefusesDamagedEntries(t *testing.T) {
 	_, err := Decode(append(b, 0))
 	assert.ErrorContains(t, err, "1 bytes after the last intent")
 	_, err = Decode(append([]byte{2}, b[1:]...))
-	assert.ErrorContains(t, err, "unknown format")
+	assert.ErrorContains(t, err, "unknown format 2")
 	huge := append([]byte{formatV1}, 0xff, 0xff, 0xff, 0xff, 0x0f)
 	_, err = Decode(huge)
 	assert.ErrorContains(t, err, "larger than")

@@ -10,9 +10,11 @@ type ProducerPartition struct {
 	Partition  int32
 }
 
-// Batch names one Kafka batch of a producer-partition by its sequences.
+// Batch names one Kafka batch of a producer-partition by its producer
+// epoch and sequences (an epoch bump starts the sequences again at 0).
 type Batch struct {
 	ProducerPartition
+	Epoch                      int16
 	BaseSequence, LastSequence int32
 }
 

@@ -317,6 +317,23 @@ func TestDecideRefusesWhatItCannotTrust(t *testing.T) {
 	assert.Equal(t, []intentlog.Range{records(3, 1)}, got[kb].Missing(4))
 }
 
+// After an epoch bump a producer's sequences start again: the same
+// sequences under two epochs are two batches.
+func TestDecideKeepsEpochsApart(t *testing.T) {
+	t.Parallel()
+	pp := producer(1, "t", 0)
+	old, bumped := batch(pp, 0, 1), batch(pp, 0, 1)
+	bumped.Epoch = 1
+	t0 := target(100, bucketOf(0))
+	got, err := Decide([]intentlog.Intent{
+		{Target: t0, Sequence: 0, Parts: []intentlog.Part{part(old, records(0, 2))}},
+		{Target: t0, Sequence: 1, Parts: []intentlog.Part{part(bumped, records(0, 2))}},
+	}, pp, map[intentlog.Target]int32{t0: 1})
+	require.NoError(t, err)
+	assert.Equal(t, []intentlog.Range{records(0, 2)}, got[old].Written)
+	assert.Equal(t, []intentlog.Range{records(0, 2)}, got[bumped].Missing(2))
+}
+
 func TestFencesNamesOnlyTheProducerPartitionsTargets(t *testing.T) {
 	t.Parallel()
 	a := producer(1, "t", 0)
