@@ -12,6 +12,6 @@
 // It is design (D)'s third increment: nothing on the produce path calls it
 // yet; its tests run it against a real Fluss cluster.
 //
-// Imports point down: intentlog imports fluss and fence only;
-// never the produce path, exactlyonce or gateway.
+// Imports point down: intentlog imports fluss, fence and owntable (its
+// varint reader) only; never the produce path, exactlyonce or gateway.
 package intentlog

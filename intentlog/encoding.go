@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/fluss-kafka/gateway/fence"
+	"github.com/fluss-kafka/gateway/owntable"
 )
 
 // formatV1 is the first byte of an encoded entry: the layout below.
@@ -40,45 +41,36 @@ func Encode(dst []byte, intents []Intent) []byte {
 	return dst
 }
 
-var errShort = errors.New("entry ends early")
-
-// decoder reads an entry; the first error sticks.
+// decoder reads an entry's fields from the varints owntable.Reader
+// decodes, with the range checks of this format; the first error sticks.
 type decoder struct {
-	b   []byte
+	r   owntable.Reader
 	err error
 }
 
+func (d *decoder) fail(err error) {
+	if d.err == nil {
+		d.err = err
+	}
+}
+
 func (d *decoder) uvarint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.err = errShort
-		return 0
-	}
-	d.b = d.b[n:]
+	v := d.r.Uvarint()
+	d.fail(d.r.Err)
 	return v
 }
 
 func (d *decoder) varint() int64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.err = errShort
-		return 0
-	}
-	d.b = d.b[n:]
+	v := d.r.Varint()
+	d.fail(d.r.Err)
 	return v
 }
 
 // int32 reads a varint that must fit an int32.
 func (d *decoder) int32(what string) int32 {
 	v := d.varint()
-	if d.err == nil && int64(int32(v)) != v {
-		d.err = fmt.Errorf("%s %d out of range", what, v)
+	if int64(int32(v)) != v {
+		d.fail(fmt.Errorf("%s %d out of range", what, v))
 	}
 	return int32(v)
 }
@@ -86,8 +78,8 @@ func (d *decoder) int32(what string) int32 {
 // int16 reads a varint that must fit an int16.
 func (d *decoder) int16(what string) int16 {
 	v := d.int32(what)
-	if d.err == nil && int32(int16(v)) != v {
-		d.err = fmt.Errorf("%s %d out of range", what, v)
+	if int32(int16(v)) != v {
+		d.fail(fmt.Errorf("%s %d out of range", what, v))
 	}
 	return int16(v)
 }
@@ -96,8 +88,8 @@ func (d *decoder) int16(what string) int16 {
 // what is left, so a corrupt count cannot make a huge slice.
 func (d *decoder) count(min int) int {
 	n := d.uvarint()
-	if d.err == nil && n > uint64(len(d.b)/min) {
-		d.err = fmt.Errorf("count %d larger than the %d bytes left hold", n, len(d.b))
+	if d.err == nil && n > uint64(len(d.r.B)/min) {
+		d.fail(fmt.Errorf("count %d larger than the %d bytes left hold", n, len(d.r.B)))
 	}
 	if d.err != nil {
 		return 0
@@ -113,7 +105,7 @@ func Decode(b []byte) ([]Intent, error) {
 	if b[0] != formatV1 {
 		return nil, fmt.Errorf("intent entry: unknown format %d", b[0])
 	}
-	d := decoder{b: b[1:]}
+	d := decoder{r: owntable.Reader{B: b[1:]}}
 	intents := make([]Intent, d.count(8))
 	for i := range intents {
 		in := &intents[i]
@@ -127,8 +119,8 @@ func Decode(b []byte) ([]Intent, error) {
 			p := &in.Parts[j]
 			p.Batch.ProducerID = d.varint()
 			if n := d.count(1); d.err == nil {
-				p.Batch.Topic = string(d.b[:n])
-				d.b = d.b[n:]
+				p.Batch.Topic = string(d.r.B[:n])
+				d.r.B = d.r.B[n:]
 			}
 			p.Batch.Partition = d.int32("partition")
 			p.Batch.Epoch = d.int16("epoch")
@@ -141,8 +133,8 @@ func Decode(b []byte) ([]Intent, error) {
 			break
 		}
 	}
-	if d.err == nil && len(d.b) > 0 {
-		d.err = fmt.Errorf("%d bytes after the last intent", len(d.b))
+	if d.err == nil && len(d.r.B) > 0 {
+		d.fail(fmt.Errorf("%d bytes after the last intent", len(d.r.B)))
 	}
 	if d.err != nil {
 		return nil, fmt.Errorf("intent entry: %w", d.err)

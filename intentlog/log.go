@@ -18,6 +18,17 @@ func Schema() fluss.Schema {
 	}}
 }
 
+// Descriptor is the intent log table's, with buckets buckets: entries
+// are a few hundred bytes of varints, not worth a codec.
+func Descriptor(buckets int) *fluss.TableDescriptor {
+	return &fluss.TableDescriptor{
+		Schema:      Schema(),
+		Comment:     "kafka gateway: which records of which Kafka batches each merged Fluss batch holds (docs/exactly-once.md, design (D))",
+		BucketCount: buckets,
+		Properties:  map[string]string{fluss.PropArrowCompression: string(fluss.ArrowCompressionNone)},
+	}
+}
+
 // ErrFenced says another instance fenced this log's writer: nothing more
 // can be appended under it, and the instance must stop writing under its
 // data writers too.

@@ -33,8 +33,7 @@ func TestIntentLogOnRealCluster(t *testing.T) {
 	db := flussdb.New(t, "intentlog")
 	ctx := flussdb.Context(t)
 	schema := Schema()
-	db.CreateTable(t, "intents", &fluss.TableDescriptor{BucketCount: 2, Schema: schema,
-		Properties: map[string]string{"table.log.arrow.compression.type": "NONE"}})
+	db.CreateTable(t, "intents", Descriptor(2))
 	path := fluss.TablePath{Database: db.Name, Table: "intents"}
 	info, err := db.Client.TableInfo(ctx, path)
 	require.NoError(t, err)
@@ -90,7 +89,7 @@ func TestIntentLogReadPastTheEndFails(t *testing.T) {
 	ctx, cancel := context.WithTimeout(flussdb.Context(t), 2*time.Minute)
 	defer cancel()
 	schema := Schema()
-	db.CreateTable(t, "intents", &fluss.TableDescriptor{BucketCount: 1, Schema: schema})
+	db.CreateTable(t, "intents", Descriptor(1))
 	path := fluss.TablePath{Database: db.Name, Table: "intents"}
 	info, err := db.Client.TableInfo(ctx, path)
 	require.NoError(t, err)

@@ -82,8 +82,7 @@ func TestTakeOverOnRealCluster(t *testing.T) {
 	db.CreateTable(t, "data", &fluss.TableDescriptor{BucketCount: dataBuckets, Schema: fluss.Schema{Columns: []fluss.Column{
 		{Name: "id", Type: fluss.BigInt()}, {Name: "v", Type: fluss.String()}}}})
 	intentSchema := intentlog.Schema()
-	db.CreateTable(t, "intents", &fluss.TableDescriptor{BucketCount: 1, Schema: intentSchema,
-		Properties: map[string]string{"table.log.arrow.compression.type": "NONE"}})
+	db.CreateTable(t, "intents", intentlog.Descriptor(1))
 	dataPath := fluss.TablePath{Database: db.Name, Table: "data"}
 	intentPath := fluss.TablePath{Database: db.Name, Table: "intents"}
 	info, err := db.Client.TableInfo(ctx, dataPath)

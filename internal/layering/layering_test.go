@@ -44,7 +44,7 @@ var product = []struct {
 	{"owntable", []string{"accumulator", "fluss"}, "the gateway's own tables: created when missing, shape and properties checked, registered with the writer"},
 	{"producerstate", []string{"accumulator", "fluss", "kafkaproto", "owntable"}, "the producer-state table: per producer-partition writer id, sequences and answered batches"},
 	{"fence", []string{"fluss"}, "design (D)'s fence: a Fluss writer stopped on a log bucket by empty marker batches, its last sequence read from the log (not linked yet)"},
-	{"intentlog", []string{"fence", "fluss"}, "design (D)'s intent log: what each Fluss batch of merged rows holds (intents), appended under the instance's own writer, read back up to a fence (not linked yet)"},
+	{"intentlog", []string{"fence", "fluss", "owntable"}, "design (D)'s intent log: what each Fluss batch of merged rows holds (intents), appended under the instance's own writer, read back up to a fence (not linked yet)"},
 	{"takeover", []string{"fence", "fluss", "intentlog"}, "design (D)'s take-over: which records of a departed instance's Kafka batches its intents and the fences say are in Fluss (not linked yet)"},
 	{"exactlyonce", []string{"accumulator", "answer", "fluss", "kafkaproto", "mapping", "outage", "producerstate", "sender"}, "the exactly-once path: Kafka's idempotence rules on Fluss-held state, sealed batches, grouped state commits"},
 	{"produce", []string{"accumulator", "answer", "exactlyonce", "fluss", "kafkaproto", "mapping", "outage", "producerstate", "schemafollow", "schemaregistry"}, "the produce path: route, prepare, resolve partitions, append, await the ack"},
