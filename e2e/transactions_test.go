@@ -765,9 +765,15 @@ func TestTransactionsFlink2Listing(t *testing.T) {
 			assert.True(t, found[id], "the sink's listing found the lingering transaction %s (found %v, lingering %v)", id, found, lingering)
 		}
 	}
+	// And it finds nothing but the dead run's open transactions: those the
+	// test saw lingering, or the checkpoint's, which stay open until the
+	// committer commits them as the job starts (the test's own listing,
+	// taken once the first lingering one shows, need not include them: a
+	// CI run's sink found a checkpoint's transaction the test had not
+	// listed).
 	for id := range found {
 		_, ok := lingering[id]
-		assert.True(t, ok, "the sink's listing found %s, which was not lingering after the crash (%v)", id, lingering)
+		assert.True(t, ok || precommitted[id], "the sink's listing found %s, which was neither lingering after the crash (%v) nor in the checkpoint (%v)", id, lingering, precommitted)
 	}
 	// Each lingering transaction whose id is not one of the checkpoint's
 	// (which the committer commits) was aborted: a new claim of its id
