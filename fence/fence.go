@@ -105,9 +105,6 @@ func readTail(ctx context.Context, c *fluss.Client, b Bucket, writer int64, from
 			return t, fmt.Errorf("no batch at offset %d below the end %d", at, end)
 		}
 		for _, h := range hs {
-			if h.NextOffset() <= at {
-				continue // before from
-			}
 			at = h.NextOffset()
 			if h.WriterID != writer {
 				continue
@@ -129,25 +126,13 @@ func readTail(ctx context.Context, c *fluss.Client, b Bucket, writer int64, from
 // fetchHeaders reads the headers of the batches of b from the one holding
 // offset at.
 func fetchHeaders(ctx context.Context, c *fluss.Client, b Bucket, at int64) ([]fluss.LogBatchHeader, error) {
-	got, err := c.FetchLog(ctx, &fluss.FetchLogRequest{TableID: b.TableID,
-		Buckets: []fluss.FetchBucket{{PartitionID: b.PartitionID, Bucket: b.Bucket, Offset: at}}})
+	batches, err := c.FetchLogBatches(ctx, b.TableID, b.PartitionID, b.Bucket, at)
 	if err != nil {
-		return nil, fmt.Errorf("read from offset %d: %w", at, err)
+		return nil, err
 	}
-	if got[0].Err != nil {
-		return nil, fmt.Errorf("read from offset %d: %w", at, got[0].Err)
-	}
-	batches, err := fluss.LogBatches(got[0].Records)
-	if err != nil && len(batches) == 0 {
-		return nil, fmt.Errorf("read from offset %d: %w", at, err)
-	}
-	hs := make([]fluss.LogBatchHeader, 0, len(batches))
-	for _, batch := range batches {
-		h, err := fluss.ReadLogBatchHeader(batch)
-		if err != nil {
-			return nil, fmt.Errorf("read from offset %d: %w", at, err)
-		}
-		hs = append(hs, h)
+	hs := make([]fluss.LogBatchHeader, len(batches))
+	for i, fb := range batches {
+		hs[i] = fb.Header
 	}
 	return hs, nil
 }

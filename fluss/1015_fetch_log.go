@@ -178,3 +178,41 @@ func (c *Client) groupByLeader(ctx context.Context, tableID int64, n int, item f
 	}
 	return groups, nil
 }
+
+// FetchedLogBatch is one log batch of a bucket as read: its header and its
+// bytes.
+type FetchedLogBatch struct {
+	Header LogBatchHeader
+	Batch  []byte
+}
+
+// FetchLogBatches reads one bucket's log batches from offset at, in one
+// fetch, dropping those that end before at (the fetch starts at the batch
+// holding at). A partial last batch is dropped, as a fetch cut at its size
+// limit ends in one; it is an error only when no batch is whole.
+func (c *Client) FetchLogBatches(ctx context.Context, tableID, partitionID int64, bucket int32, at int64) ([]FetchedLogBatch, error) {
+	got, err := c.FetchLog(ctx, &FetchLogRequest{TableID: tableID,
+		Buckets: []FetchBucket{{PartitionID: partitionID, Bucket: bucket, Offset: at}}})
+	if err == nil {
+		err = got[0].Err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read from offset %d: %w", at, err)
+	}
+	batches, err := LogBatches(got[0].Records)
+	if err != nil && len(batches) == 0 {
+		return nil, fmt.Errorf("read from offset %d: %w", at, err)
+	}
+	out := make([]FetchedLogBatch, 0, len(batches))
+	for _, batch := range batches {
+		h, err := ReadLogBatchHeader(batch)
+		if err != nil {
+			return nil, fmt.Errorf("read from offset %d: %w", at, err)
+		}
+		if h.NextOffset() <= at {
+			continue
+		}
+		out = append(out, FetchedLogBatch{Header: h, Batch: batch})
+	}
+	return out, nil
+}

@@ -18,6 +18,9 @@ func Schema() fluss.Schema {
 	}}
 }
 
+// intentsColumn is the encoded intents' column in a row of Schema.
+const intentsColumn = 1
+
 // Descriptor is the intent log table's, with buckets buckets: entries
 // are a few hundred bytes of varints, not worth a codec.
 func Descriptor(buckets int) *fluss.TableDescriptor {
@@ -61,7 +64,8 @@ func (w *Writer) Append(ctx context.Context, intents []Intent) (int64, error) {
 	if err != nil {
 		return -1, fmt.Errorf("intent log: %w", err)
 	}
-	if err := b.Append(fluss.Row{fluss.StringDatum(w.instance), fluss.BytesDatum(Encode(nil, intents))}); err != nil {
+	row := fluss.Row{fluss.StringDatum(w.instance), fluss.BytesDatum(Encode(nil, intents))}
+	if err := b.Append(row); err != nil {
 		return -1, fmt.Errorf("intent log: %w", err)
 	}
 	batch, err := b.AppendTo(nil)
@@ -95,29 +99,15 @@ func (w *Writer) Append(ctx context.Context, intents []Intent) (int64, error) {
 func Read(ctx context.Context, c *fluss.Client, b fence.Bucket, schema *fluss.Schema, writer int64, from, to int64) ([]Intent, error) {
 	var intents []Intent
 	for at := from; at < to; {
-		got, err := c.FetchLog(ctx, &fluss.FetchLogRequest{TableID: b.TableID,
-			Buckets: []fluss.FetchBucket{{PartitionID: b.PartitionID, Bucket: b.Bucket, Offset: at}}})
-		if err == nil {
-			err = got[0].Err
-		}
+		batches, err := c.FetchLogBatches(ctx, b.TableID, b.PartitionID, b.Bucket, at)
 		if err != nil {
-			return nil, fmt.Errorf("intent log %s: read from offset %d: %w", b, at, err)
-		}
-		batches, err := fluss.LogBatches(got[0].Records)
-		if err != nil && len(batches) == 0 {
-			return nil, fmt.Errorf("intent log %s: read from offset %d: %w", b, at, err)
+			return nil, fmt.Errorf("intent log %s: %w", b, err)
 		}
 		if len(batches) == 0 {
 			return nil, fmt.Errorf("intent log %s: no batch at offset %d below %d", b, at, to)
 		}
-		for _, batch := range batches {
-			h, err := fluss.ReadLogBatchHeader(batch)
-			if err != nil {
-				return nil, fmt.Errorf("intent log %s: read from offset %d: %w", b, at, err)
-			}
-			if h.NextOffset() <= at {
-				continue // before from
-			}
+		for _, fb := range batches {
+			h := fb.Header
 			if h.BaseOffset >= to {
 				return intents, nil
 			}
@@ -125,12 +115,12 @@ func Read(ctx context.Context, c *fluss.Client, b fence.Bucket, schema *fluss.Sc
 			if h.WriterID != writer || h.Records == 0 {
 				continue
 			}
-			records, err := fluss.DecodeLogBatches(batch, schema)
+			records, err := fluss.DecodeLogBatches(fb.Batch, schema)
 			if err != nil {
 				return nil, fmt.Errorf("intent log %s: entry at offset %d: %w", b, h.BaseOffset, err)
 			}
 			for _, r := range records {
-				in, err := Decode(r.Row[1].B)
+				in, err := Decode(r.Row[intentsColumn].B)
 				if err != nil {
 					return nil, fmt.Errorf("intent log %s: entry at offset %d: %w", b, r.Offset, err)
 				}
