@@ -36,6 +36,18 @@ type Part struct {
 	Records Range
 }
 
+// AppendRecord adds record index of Kafka batch b to the parts of a Fluss
+// batch: it extends the last run when it is the next record of the same
+// Kafka batch, so a batch filled in arrival order costs a part per run,
+// not per record.
+func AppendRecord(parts []Part, b Batch, index int32) []Part {
+	if n := len(parts); n > 0 && parts[n-1].Batch == b && parts[n-1].Records.End() == index {
+		parts[n-1].Records.Count++
+		return parts
+	}
+	return append(parts, Part{Batch: b, Records: Range{First: index, Count: 1}})
+}
+
 // Target is one writer id on one bucket: what a fence stops.
 type Target struct {
 	Writer int64

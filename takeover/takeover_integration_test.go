@@ -120,11 +120,7 @@ func TestTakeOverOnRealCluster(t *testing.T) {
 				n++
 			}
 			fb := &stamped[b][n-1]
-			if m := len(fb.parts); m > 0 && fb.parts[m-1].Batch == k.Batch && fb.parts[m-1].Records.End() == i {
-				fb.parts[m-1].Records.Count++
-			} else {
-				fb.parts = append(fb.parts, part(k.Batch, records(i, 1)))
-			}
+			fb.parts = intentlog.AppendRecord(fb.parts, k.Batch, i)
 			fb.ids = append(fb.ids, id)
 		}
 	}

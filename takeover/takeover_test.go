@@ -185,11 +185,7 @@ func TestDecideAgainstFlussRules(t *testing.T) {
 				for i, b := range kb.bucket {
 					i := int32(i)
 					fb := &open[b]
-					if n := len(fb.parts); n > 0 && fb.parts[n-1].Batch == kb.Batch && fb.parts[n-1].Records.End() == i {
-						fb.parts[n-1].Records.Count++
-					} else {
-						fb.parts = append(fb.parts, part(kb.Batch, records(i, 1)))
-					}
+					fb.parts = intentlog.AppendRecord(fb.parts, kb.Batch, i)
 					fb.rows = append(fb.rows, rowID{kb.Batch, i})
 					if len(fb.rows) == perBatch {
 						seal(b)
